@@ -1,0 +1,181 @@
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parse as parseDotenv } from 'dotenv';
+
+export type LogFormat = 'json' | 'pretty';
+export type SslMode = 'disable' | 'require' | 'verify-full';
+
+export type DatabaseConfig =
+  | { kind: 'sqlite'; file: string }
+  | { kind: 'postgres'; connectionString: string; sslMode: SslMode; sslRootCert: string | null };
+
+export interface Config {
+  httpHost: string;
+  httpPort: number;
+  entryPort: number;
+  sshProxyPort: number;
+  dataDir: string;
+  database: DatabaseConfig;
+  adminUsername: string;
+  adminPassword: string | null;
+  jwtSecret: string;
+  tokenTtlSeconds: number;
+  publicHost: string;
+  publicApiUrl: string;
+  publicEntryUrl: string;
+  logLevel: string;
+  logFormat: LogFormat;
+  dockerSocket: string;
+  eventRetentionDays: number;
+  expirySweepSeconds: number;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+/** Reads `.env` (when present) under the process environment: a variable set in the environment wins. */
+export function readEnvironment(env: Env = process.env, envFile = path.resolve('.env')): Env {
+  if (!existsSync(envFile)) return { ...env };
+  const fromFile = parseDotenv(readFileSync(envFile));
+  return { ...fromFile, ...env };
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/** Parses a duration such as `12h`, `30m`, `45s`, `2d` or a bare number of seconds. */
+export function parseDuration(text: string): number | null {
+  const match = /^(\d+)\s*(s|m|h|d)?$/.exec(text.trim());
+  if (!match) return null;
+  const unit = { s: 1, m: 60, h: 3600, d: 86400 }[(match[2] ?? 's') as 's' | 'm' | 'h' | 'd'];
+  const seconds = Number(match[1]) * unit;
+  return seconds > 0 ? seconds : null;
+}
+
+export function parseDatabaseUrl(url: string, dataDir: string): DatabaseConfig | string {
+  for (const prefix of ['sqlite:', 'file:']) {
+    if (url.startsWith(prefix)) {
+      const file = url.slice(prefix.length).replace(/^\/\/(?=\/)/, '');
+      if (!file) return `DATABASE_URL: "${prefix}" needs a file path, e.g. ${prefix}${dataDir}/gateway.db`;
+      return { kind: 'sqlite', file: file === ':memory:' ? file : path.resolve(file) };
+    }
+  }
+  if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      return 'DATABASE_URL is not a valid postgres:// URL';
+    }
+    const mode = parsed.searchParams.get('sslmode') ?? 'disable';
+    if (mode !== 'disable' && mode !== 'require' && mode !== 'verify-full') {
+      return `DATABASE_URL: sslmode must be disable, require or verify-full (got "${mode}")`;
+    }
+    const rootCert = parsed.searchParams.get('sslrootcert');
+    parsed.searchParams.delete('sslmode');
+    parsed.searchParams.delete('sslrootcert');
+    return { kind: 'postgres', connectionString: parsed.toString(), sslMode: mode, sslRootCert: rootCert };
+  }
+  return 'DATABASE_URL must start with sqlite:, file:, postgres:// or postgresql://';
+}
+
+/** Builds the typed configuration, collecting every problem so the operator can fix them in one pass. */
+export function loadConfig(env: Env): Config {
+  const problems: string[] = [];
+
+  const port = (name: string, fallback: number, allowZero = false): number => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return fallback;
+    const value = Number(raw);
+    if (!Number.isInteger(value) || value < (allowZero ? 0 : 1) || value > 65535) {
+      problems.push(`${name} must be a port number${allowZero ? ' (0 turns it off)' : ''} (got "${raw}")`);
+      return fallback;
+    }
+    return value;
+  };
+  const positive = (name: string, fallback: number): number => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return fallback;
+    const value = Number(raw);
+    if (!Number.isInteger(value) || value < 1) {
+      problems.push(`${name} must be a positive whole number (got "${raw}")`);
+      return fallback;
+    }
+    return value;
+  };
+
+  const httpHost = env.HTTP_HOST || '0.0.0.0';
+  const httpPort = port('HTTP_PORT', 8080);
+  const entryPort = port('ENTRY_PORT', 80, true);
+  const sshProxyPort = port('SSH_PROXY_PORT', 2222);
+  const dataDir = path.resolve(env.DATA_DIR || 'data');
+
+  const databaseUrl = env.DATABASE_URL || `sqlite:${path.join(dataDir, 'gateway.db')}`;
+  const database = parseDatabaseUrl(databaseUrl, dataDir);
+  if (typeof database === 'string') problems.push(database);
+
+  const jwtSecret = env.ADMIN_JWT_SECRET ?? '';
+  if (!jwtSecret) problems.push('ADMIN_JWT_SECRET is required (run deploy/setup.sh to generate one)');
+  else if (jwtSecret.length < 32) problems.push('ADMIN_JWT_SECRET must be at least 32 characters');
+
+  const adminUsername = env.ADMIN_USERNAME || 'admin';
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{2,49}$/.test(adminUsername)) {
+    problems.push('ADMIN_USERNAME must be 3 to 50 characters from A-Z a-z 0-9 . _ -, starting with a letter or digit');
+  }
+  const adminPassword = env.ADMIN_PASSWORD || null;
+  if (adminPassword !== null && adminPassword.length < 8) problems.push('ADMIN_PASSWORD must be at least 8 characters');
+
+  const ttlText = env.TOKEN_TTL || '12h';
+  const tokenTtlSeconds = parseDuration(ttlText);
+  if (tokenTtlSeconds === null) problems.push(`TOKEN_TTL must be a duration such as 12h, 30m or 3600 (got "${ttlText}")`);
+
+  const logLevel = env.LOG_LEVEL || 'info';
+  if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
+  const logFormat = (env.LOG_FORMAT || 'json') as LogFormat;
+  if (logFormat !== 'json' && logFormat !== 'pretty') problems.push('LOG_FORMAT must be json or pretty');
+
+  const publicHost = env.PUBLIC_HOST || 'localhost';
+  const url = (name: string, fallback: string): string => {
+    const value = (env[name] || fallback).replace(/\/+$/, '');
+    try {
+      const parsed = new URL(value);
+      if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error('scheme');
+    } catch {
+      problems.push(`${name} must be an http:// or https:// URL (got "${value}")`);
+    }
+    return value;
+  };
+  const publicApiUrl = url('PUBLIC_API_URL', `http://${publicHost}:${httpPort}`);
+  const publicEntryUrl = url(
+    'PUBLIC_ENTRY_URL',
+    entryPort === 80 || entryPort === 0 ? `http://${publicHost}` : `http://${publicHost}:${entryPort}`,
+  );
+
+  const config: Config = {
+    httpHost,
+    httpPort,
+    entryPort,
+    sshProxyPort,
+    dataDir,
+    database: typeof database === 'string' ? { kind: 'sqlite', file: '' } : database,
+    adminUsername,
+    adminPassword,
+    jwtSecret,
+    tokenTtlSeconds: tokenTtlSeconds ?? 43200,
+    publicHost,
+    publicApiUrl,
+    publicEntryUrl,
+    logLevel,
+    logFormat,
+    dockerSocket: env.DOCKER_SOCKET || '/var/run/docker.sock',
+    eventRetentionDays: positive('EVENT_RETENTION_DAYS', 90),
+    expirySweepSeconds: Math.min(positive('EXPIRY_SWEEP_SECONDS', 30), 60),
+  };
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config;
+}

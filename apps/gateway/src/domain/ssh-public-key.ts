@@ -1,0 +1,70 @@
+import { createHash, createPublicKey } from 'node:crypto';
+import ssh2 from 'ssh2';
+
+export interface PublicKeyInfo {
+  keyType: string;
+  /** Normalised line: `<type> <base64> [comment]`. */
+  line: string;
+  comment: string;
+  fingerprint: string;
+}
+
+const STANDARD_TYPES = new Set([
+  'ssh-ed25519',
+  'ssh-rsa',
+  'ecdsa-sha2-nistp256',
+  'ecdsa-sha2-nistp384',
+  'ecdsa-sha2-nistp521',
+]);
+// ssh2 cannot parse security-key types, so for those the blob's own type name is checked instead.
+const SECURITY_KEY_TYPES = new Set(['sk-ssh-ed25519@openssh.com', 'sk-ecdsa-sha2-nistp256@openssh.com']);
+
+export const MIN_RSA_BITS = 2048;
+
+export function fingerprintOf(blob: Buffer): string {
+  return `SHA256:${createHash('sha256').update(blob).digest('base64').replace(/=+$/, '')}`;
+}
+
+function blobTypeName(blob: Buffer): string | null {
+  if (blob.length < 4) return null;
+  const length = blob.readUInt32BE(0);
+  if (length > 64 || 4 + length > blob.length) return null;
+  return blob.subarray(4, 4 + length).toString('latin1');
+}
+
+/** Parses one OpenSSH public key line, or returns the reason it is refused. */
+export function parsePublicKey(input: string): PublicKeyInfo | string {
+  const text = input.trim();
+  if (text.includes('\n')) return 'must be a single public key line';
+  if (text.includes('PRIVATE KEY')) return 'is a private key; send the public half (the .pub file)';
+  const [keyType, base64, ...rest] = text.split(/\s+/);
+  if (!keyType || !base64) return 'must look like "ssh-ed25519 AAAA... comment"';
+  if (!STANDARD_TYPES.has(keyType) && !SECURITY_KEY_TYPES.has(keyType)) {
+    return `key type "${keyType}" is not accepted (use ed25519, ecdsa, rsa of at least ${MIN_RSA_BITS} bits, or sk-*)`;
+  }
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(base64)) return 'the key data is not base64';
+  const blob = Buffer.from(base64, 'base64');
+  if (blobTypeName(blob) !== keyType) return 'the key data does not match its type';
+  const comment = rest.join(' ');
+  if (STANDARD_TYPES.has(keyType)) {
+    const parsed = ssh2.utils.parseKey(`${keyType} ${base64}`);
+    if (parsed instanceof Error || Array.isArray(parsed)) return 'the key data is not a valid public key';
+    if (keyType === 'ssh-rsa') {
+      const details = createPublicKey(parsed.getPublicPEM()).asymmetricKeyDetails;
+      const bits = details?.modulusLength ?? 0;
+      if (bits < MIN_RSA_BITS) return `RSA keys need at least ${MIN_RSA_BITS} bits (this one has ${bits})`;
+    }
+  }
+  return {
+    keyType,
+    line: comment ? `${keyType} ${base64} ${comment}` : `${keyType} ${base64}`,
+    comment,
+    fingerprint: fingerprintOf(blob),
+  };
+}
+
+/** A fresh ed25519 pair in OpenSSH format. */
+export function generateEd25519(comment: string): { privateKey: string; publicKey: string } {
+  const pair = ssh2.utils.generateKeyPairSync('ed25519', { comment });
+  return { privateKey: pair.private, publicKey: pair.public };
+}

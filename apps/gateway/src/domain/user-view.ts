@@ -1,0 +1,18 @@
+import type { User } from '@ccp/api';
+import type { UserRow } from '../store/users-repository.js';
+import { isExpired } from './auth-service.js';
+import { isoOut } from './clock.js';
+
+export function userView(row: UserRow, now = new Date().toISOString()): User {
+  return {
+    id: row.id,
+    username: row.username,
+    role: row.role,
+    status: row.status,
+    expired: isExpired(row, now),
+    expires_at: isoOut(row.expires_at),
+    short_id: row.short_id,
+    created_at: isoOut(row.created_at),
+    updated_at: isoOut(row.updated_at),
+  };
+}

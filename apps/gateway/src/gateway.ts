@@ -1,0 +1,102 @@
+import type { Logger } from 'pino';
+import type { Config } from './config.js';
+import { AccessRevocation } from './domain/access-revocation.js';
+import { AuthService } from './domain/auth-service.js';
+import { EventsService } from './domain/events-service.js';
+import { sweepExpiredUsers } from './domain/expiry-sweep.js';
+import { FailureRateLimiter } from './domain/rate-limiter.js';
+import { SecretBox } from './domain/secret-box.js';
+import { SshKeysService } from './domain/ssh-keys-service.js';
+import { StatusService } from './domain/status-service.js';
+import { UsersService } from './domain/users-service.js';
+import { EventBus } from './events/event-bus.js';
+import { SseHub } from './events/sse-hub.js';
+import type { Api } from './http/api.js';
+import { buildHttpApp } from './http/app.js';
+import { type ContainerEngine, DockerEngine } from './runtime/container-engine.js';
+import { type Database, openDatabase } from './store/database.js';
+import { createRepositories, type Repositories } from './store/repositories.js';
+
+export interface GatewayOptions {
+  /** Replaces the Docker engine (tests of a single module only). */
+  engine?: ContainerEngine;
+  logger: Logger;
+  /** Disables per-request logs (benchmarks, tests). */
+  httpLogger?: boolean;
+}
+
+/** The whole gateway wired together: database, services, HTTP app and background jobs. */
+export interface Gateway {
+  config: Config;
+  database: Database;
+  repositories: Repositories;
+  bus: EventBus;
+  sse: SseHub;
+  users: UsersService;
+  limiter: FailureRateLimiter;
+  revocation: AccessRevocation;
+  http: Api;
+  listen(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function createGateway(config: Config, options: GatewayOptions): Promise<Gateway> {
+  const { logger } = options;
+  const database = await openDatabase(config.database);
+  const repositories = createRepositories(database);
+  const box = SecretBox.openInDirectory(config.dataDir);
+  const sse = new SseHub();
+  const bus = new EventBus(repositories.events, sse, logger.child({ component: 'events' }));
+  const limiter = new FailureRateLimiter();
+  const revocation = new AccessRevocation();
+  revocation.register((userId) => sse.closeForUser(userId));
+
+  const auth = new AuthService(repositories.users, limiter, bus, config);
+  const users = new UsersService(repositories.users, box, bus, revocation);
+  const sshKeys = new SshKeysService(repositories.sshKeys, repositories.users, bus);
+  const events = new EventsService(repositories.events);
+  const engine = options.engine ?? new DockerEngine(config.dockerSocket);
+  const status = new StatusService(database, engine, repositories.stats, { ssh: () => 0, vnc: () => 0 });
+
+  if ((await users.ensureAdmin(config.adminUsername, config.adminPassword)) === 'created') {
+    logger.info({ username: config.adminUsername }, 'created the first admin account');
+  }
+
+  const http = await buildHttpApp(
+    { config, auth, users, sshKeys, events, status, sse },
+    options.httpLogger === false ? false : logger,
+  );
+
+  const timers: NodeJS.Timeout[] = [];
+  const every = (seconds: number, name: string, job: () => Promise<unknown>) => {
+    const timer = setInterval(() => {
+      job().catch((error: unknown) => logger.error({ err: error, job: name }, 'background job failed'));
+    }, seconds * 1000);
+    timer.unref();
+    timers.push(timer);
+  };
+
+  return {
+    config,
+    database,
+    repositories,
+    bus,
+    sse,
+    users,
+    limiter,
+    revocation,
+    http,
+    async listen() {
+      await http.listen({ host: config.httpHost, port: config.httpPort });
+      every(config.expirySweepSeconds, 'expiry-sweep', () => sweepExpiredUsers(repositories.users, revocation, bus));
+      every(3600, 'event-retention', () => events.prune(config.eventRetentionDays));
+      await sweepExpiredUsers(repositories.users, revocation, bus);
+    },
+    async close() {
+      for (const timer of timers) clearInterval(timer);
+      sse.closeAll();
+      await http.close();
+      await database.close();
+    },
+  };
+}

@@ -1,0 +1,88 @@
+import { randomUUID } from 'node:crypto';
+import swagger from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyServerOptions } from 'fastify';
+import type { Logger } from 'pino';
+import type { Api } from './api.js';
+import { requireRole } from './plugins/authentication.js';
+import { registerErrorHandling } from './plugins/error-handler.js';
+import { registerAdminActivityRoutes } from './routes/admin-activity.js';
+import { registerAdminUserRoutes } from './routes/admin-users.js';
+import { registerPublicRoutes } from './routes/public.js';
+import { registerSseRoute } from './routes/sse.js';
+import { registerUserAccountRoutes } from './routes/user-account.js';
+import type { HttpServices } from './services.js';
+
+export const API_VERSION = '0.1.0';
+
+/** Drops `token=` from logged URLs: tokens in query strings must not reach the logs. */
+export function redactUrl(url: string): string {
+  return url.replace(/([?&]token=)[^&]*/g, '$1[redacted]');
+}
+
+export async function buildHttpApp(services: HttpServices, logger: Logger | false): Promise<Api> {
+  const options: FastifyServerOptions = {
+    bodyLimit: 1024 * 1024,
+    genReqId: (request) => {
+      const given = request.headers['x-request-id'];
+      return typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : randomUUID();
+    },
+    requestIdHeader: false,
+    ajv: { customOptions: { allErrors: true, removeAdditional: true, coerceTypes: 'array', useDefaults: true } },
+    connectionTimeout: 120_000,
+    keepAliveTimeout: 10_000,
+    return503OnClosing: true,
+  };
+  const app = Fastify({
+    ...options,
+    loggerInstance: logger === false ? undefined : logger.child({ component: 'http' }),
+    logger: logger === false ? false : undefined,
+  } as FastifyServerOptions).withTypeProvider<TypeBoxTypeProvider>() as unknown as Api;
+
+  app.decorateRequest('principal', null);
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  registerErrorHandling(app);
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'cloud-cli-proxy gateway API',
+        version: API_VERSION,
+        description:
+          'Control plane for remote workspaces whose traffic leaves only through an assigned egress IP. ' +
+          'Errors are always `{error, code, details?}`; timestamps are RFC 3339 UTC.',
+      },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
+    },
+    hideUntagged: true,
+  });
+
+  registerPublicRoutes(app, services);
+  app.get('/v1/openapi.json', { schema: { hide: true } }, () => app.swagger());
+
+  await app.register(
+    async (scope) => {
+      const admin = scope as unknown as Api;
+      admin.addHook('onRequest', requireRole(services.auth, 'admin'));
+      registerAdminUserRoutes(admin, services);
+      registerAdminActivityRoutes(admin, services);
+      registerSseRoute(admin, services, 'admin');
+    },
+    { prefix: '/v1/admin' },
+  );
+
+  await app.register(
+    async (scope) => {
+      const user = scope as unknown as Api;
+      user.addHook('onRequest', requireRole(services.auth, 'user'));
+      registerUserAccountRoutes(user, services);
+      registerSseRoute(user, services, 'user');
+    },
+    { prefix: '/v1/user' },
+  );
+
+  return app;
+}

@@ -1,0 +1,76 @@
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { AppError } from '../../domain/errors.js';
+import { isConnectionError } from '../../store/dialect.js';
+
+interface AjvIssue {
+  instancePath?: string;
+  keyword?: string;
+  message?: string;
+  params?: Record<string, unknown>;
+}
+
+function fieldOf(issue: AjvIssue): string {
+  const base = (issue.instancePath ?? '').replace(/^\//, '').replaceAll('/', '.');
+  const missing = issue.params?.missingProperty;
+  if (typeof missing === 'string') return base ? `${base}.${missing}` : missing;
+  return base || '(body)';
+}
+
+function messageOf(issue: AjvIssue): string {
+  if (issue.keyword === 'required') return 'is required';
+  if (issue.keyword === 'format' && issue.params?.format === 'date-time') return 'must be an RFC 3339 timestamp';
+  if (issue.keyword === 'pattern') return 'has characters or a form that is not allowed';
+  if (issue.keyword === 'anyOf' || issue.keyword === 'const') return 'is not one of the allowed values';
+  return issue.message ?? 'is not valid';
+}
+
+/** Every error leaves as `{error, code, details?}`; internals (stacks, SQL, paths) never do. */
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError | AppError, request, reply) => {
+    if (error instanceof AppError) {
+      for (const [name, value] of Object.entries(error.headers)) reply.header(name, value);
+      return reply.status(error.status).send({ error: error.message, code: error.code, ...error.extra });
+    }
+    if (error.validation) {
+      if (error.validationContext === 'params') {
+        return reply.status(404).send({ error: 'Resource not found', code: 'not_found' });
+      }
+      const details = (error.validation as AjvIssue[]).map((issue) => ({
+        field: fieldOf(issue),
+        message: messageOf(issue),
+      }));
+      const first = details[0];
+      const where = error.validationContext === 'querystring' ? 'query parameter' : 'field';
+      return reply.status(400).send({
+        error: first ? `Invalid ${where} ${first.field}: ${first.message}` : 'The request is not valid',
+        code: 'validation_failed',
+        details,
+      });
+    }
+    const status = error.statusCode ?? 500;
+    if (status === 413) {
+      return reply.status(413).send({ error: 'The request body is larger than 1 MiB', code: 'payload_too_large' });
+    }
+    if (status === 415) {
+      return reply
+        .status(415)
+        .send({ error: 'Send the body as application/json', code: 'unsupported_media_type' });
+    }
+    if (status === 400 && error.code?.startsWith('FST_ERR_CTP')) {
+      return reply.status(400).send({ error: 'The request body is not valid JSON', code: 'invalid_json' });
+    }
+    if (status >= 400 && status < 500) {
+      return reply.status(status).send({ error: 'The request could not be handled', code: 'bad_request' });
+    }
+    if (isConnectionError(error)) {
+      request.log.error({ err: error }, 'database unavailable');
+      return reply.status(503).send({ error: 'The database is unavailable', code: 'database_unavailable' });
+    }
+    request.log.error({ err: error }, 'request failed');
+    return reply.status(500).send({ error: 'Internal server error', code: 'internal' });
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    reply.status(404).send({ error: `No route for ${request.method} ${request.url.split('?')[0]}`, code: 'not_found' });
+  });
+}

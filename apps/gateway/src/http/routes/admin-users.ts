@@ -1,0 +1,189 @@
+import {
+  AddSshKeyRequest,
+  CreatedUser,
+  CreateUserRequest,
+  ExpiryRequest,
+  GeneratedSshKey,
+  GenerateSshKeyRequest,
+  PatchUserRequest,
+  RotatedPassword,
+  SshCredentials,
+  SshKey,
+  SshKeyList,
+  User,
+  UserList,
+} from '@ccp/api';
+import { actorOf } from '../../domain/principal.js';
+import type { Api } from '../api.js';
+import { principalOf } from '../plugins/authentication.js';
+import { errorResponses, KeyParams, NoContent, UserIdParams } from '../schemas.js';
+import type { HttpServices } from '../services.js';
+
+const tags = ['admin: users'];
+
+export function registerAdminUserRoutes(app: Api, { users, sshKeys }: HttpServices): void {
+  app.post(
+    '/users',
+    {
+      schema: {
+        tags,
+        summary: 'Create a user',
+        body: CreateUserRequest,
+        response: { 201: CreatedUser, ...errorResponses(400, 409) },
+      },
+    },
+    async (request, reply) => reply.status(201).send(await users.create(request.body, actorOf(principalOf(request)))),
+  );
+
+  app.get('/users', { schema: { tags, summary: 'List users', response: { 200: UserList } } }, async () => ({
+    users: await users.list(),
+  }));
+
+  app.get(
+    '/users/:userID',
+    { schema: { tags, summary: 'Get a user', params: UserIdParams, response: { 200: User, ...errorResponses(404) } } },
+    (request) => users.get(request.params.userID),
+  );
+
+  app.patch(
+    '/users/:userID',
+    {
+      schema: {
+        tags,
+        summary: 'Enable or disable a user',
+        params: UserIdParams,
+        body: PatchUserRequest,
+        response: { 200: User, ...errorResponses(400, 404, 409) },
+      },
+    },
+    (request) => users.setStatus(request.params.userID, request.body.status, actorOf(principalOf(request))),
+  );
+
+  app.delete(
+    '/users/:userID',
+    {
+      schema: {
+        tags,
+        summary: 'Delete a user with their hosts, containers and home volumes',
+        params: UserIdParams,
+        response: { 204: NoContent, ...errorResponses(404, 409) },
+      },
+    },
+    async (request, reply) => {
+      await users.delete(request.params.userID, actorOf(principalOf(request)));
+      return reply.status(204).send(null);
+    },
+  );
+
+  app.post(
+    '/users/:userID/rotate-password',
+    {
+      schema: {
+        tags,
+        summary: 'Replace the login password with a generated one (shown once)',
+        params: UserIdParams,
+        response: { 200: RotatedPassword, ...errorResponses(404) },
+      },
+    },
+    async (request) => ({
+      new_password: await users.rotatePassword(request.params.userID, actorOf(principalOf(request))),
+    }),
+  );
+
+  app.put(
+    '/users/:userID/expiry',
+    {
+      schema: {
+        tags,
+        summary: 'Set (timestamp) or clear (null) the expiry',
+        params: UserIdParams,
+        body: ExpiryRequest,
+        response: { 200: User, ...errorResponses(400, 404, 409) },
+      },
+    },
+    (request) => users.setExpiry(request.params.userID, request.body.expires_at, actorOf(principalOf(request))),
+  );
+
+  app.post(
+    '/users/:userID/credentials/regenerate',
+    {
+      schema: {
+        tags,
+        summary: 'Regenerate the user-level SSH password',
+        params: UserIdParams,
+        response: { 200: SshCredentials, ...errorResponses(404) },
+      },
+    },
+    (request) => users.regenerateSshCredentials(request.params.userID, actorOf(principalOf(request))),
+  );
+
+  app.get(
+    '/users/:userID/ssh-keys',
+    {
+      schema: {
+        tags,
+        summary: "List a user's SSH keys",
+        params: UserIdParams,
+        response: { 200: SshKeyList, ...errorResponses(404) },
+      },
+    },
+    async (request) => ({ keys: await sshKeys.list(request.params.userID) }),
+  );
+
+  app.post(
+    '/users/:userID/ssh-keys',
+    {
+      schema: {
+        tags,
+        summary: 'Add an SSH public key to a user',
+        params: UserIdParams,
+        body: AddSshKeyRequest,
+        response: { 201: SshKey, ...errorResponses(400, 404, 409) },
+      },
+    },
+    async (request, reply) =>
+      reply
+        .status(201)
+        .send(
+          await sshKeys.add(
+            request.params.userID,
+            request.body.public_key,
+            request.body.label,
+            actorOf(principalOf(request)),
+          ),
+        ),
+  );
+
+  app.post(
+    '/users/:userID/ssh-keys/generate',
+    {
+      schema: {
+        tags,
+        summary: 'Generate an ed25519 key pair for a user; the private key is returned once and not stored',
+        params: UserIdParams,
+        body: GenerateSshKeyRequest,
+        response: { 201: GeneratedSshKey, ...errorResponses(404) },
+      },
+    },
+    async (request, reply) =>
+      reply
+        .status(201)
+        .send(await sshKeys.generate(request.params.userID, request.body?.label, actorOf(principalOf(request)))),
+  );
+
+  app.delete(
+    '/users/:userID/ssh-keys/:keyID',
+    {
+      schema: {
+        tags,
+        summary: "Delete one of a user's SSH keys",
+        params: KeyParams,
+        response: { 204: NoContent, ...errorResponses(404) },
+      },
+    },
+    async (request, reply) => {
+      await sshKeys.delete(request.params.userID, request.params.keyID, actorOf(principalOf(request)));
+      return reply.status(204).send(null);
+    },
+  );
+}

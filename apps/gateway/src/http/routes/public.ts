@@ -1,0 +1,36 @@
+import { Health, LoginRequest, LoginResponse } from '@ccp/api';
+import type { Api } from '../api.js';
+import { errorResponses } from '../schemas.js';
+import type { HttpServices } from '../services.js';
+
+export function registerPublicRoutes(app: Api, services: HttpServices): void {
+  app.get(
+    '/healthz',
+    {
+      schema: {
+        tags: ['public'],
+        summary: 'Health of the gateway, its database and its container engine',
+        response: { 200: Health, 503: Health },
+      },
+    },
+    async (_request, reply) => {
+      const health = await services.status.health();
+      return reply.status(health.status === 'ok' ? 200 : 503).send(health);
+    },
+  );
+
+  for (const url of ['/v1/auth/login', '/v1/admin/login']) {
+    app.post(
+      url,
+      {
+        schema: {
+          tags: ['auth'],
+          summary: url === '/v1/auth/login' ? 'Log in' : 'Log in (legacy alias of /v1/auth/login)',
+          body: LoginRequest,
+          response: { 200: LoginResponse, ...errorResponses(400, 401, 403, 429) },
+        },
+      },
+      (request) => services.auth.login(request.body.username, request.body.password, request.ip),
+    );
+  }
+}

@@ -1,0 +1,45 @@
+import { ADMIN_TOPICS, type Role, SseQuery, type SseTopic, USER_TOPICS } from '@ccp/api';
+import { errors } from '../../domain/errors.js';
+import type { Api } from '../api.js';
+import { principalOf } from '../plugins/authentication.js';
+import { errorResponses } from '../schemas.js';
+import type { HttpServices } from '../services.js';
+
+function parseTopics(raw: string | undefined, role: Role): Set<SseTopic> {
+  const allowed: readonly SseTopic[] = role === 'admin' ? ADMIN_TOPICS : USER_TOPICS;
+  if (raw === undefined || raw.trim() === '') return new Set(allowed);
+  const topics = new Set<SseTopic>();
+  for (const name of raw.split(',').map((t) => t.trim()).filter(Boolean)) {
+    if (!allowed.includes(name as SseTopic)) {
+      throw errors.validation(
+        [{ field: 'topics', message: `unknown topic "${name}"; allowed: ${allowed.join(', ')}` }],
+        `Unknown topic "${name}"`,
+      );
+    }
+    topics.add(name as SseTopic);
+  }
+  return topics;
+}
+
+/** `GET /sse` inside the admin or user scope: the live event stream for that role. */
+export function registerSseRoute(app: Api, { sse }: HttpServices, role: Role): void {
+  app.get(
+    '/sse',
+    {
+      schema: {
+        tags: [role === 'admin' ? 'admin: events' : 'user portal'],
+        summary: 'Server-sent events: `event: message` frames whose data is {topic, action, id?, payload?}',
+        querystring: SseQuery,
+        response: { ...errorResponses(400, 401, 403) },
+      },
+    },
+    (request, reply) => {
+      const principal = principalOf(request);
+      const topics = parseTopics(request.query.topics, role);
+      const header = request.headers['last-event-id'];
+      const lastEventId = typeof header === 'string' && /^\d+$/.test(header) ? Number(header) : null;
+      reply.hijack();
+      sse.attach(reply.raw, { role, userId: principal.id, topics }, lastEventId);
+    },
+  );
+}

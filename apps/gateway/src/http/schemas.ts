@@ -1,0 +1,15 @@
+import { ErrorBody } from '@ccp/api';
+import Type from 'typebox';
+
+/** Error responses to list in a route's schema, so they are serialised and documented the same way. */
+export function errorResponses(...statuses: number[]) {
+  return Object.fromEntries(statuses.map((status) => [status, ErrorBody]));
+}
+
+export const UserIdParams = Type.Object({ userID: Type.String({ format: 'uuid' }) });
+export const KeyParams = Type.Object({
+  userID: Type.String({ format: 'uuid' }),
+  keyID: Type.String({ format: 'uuid' }),
+});
+export const OwnKeyParams = Type.Object({ keyID: Type.String({ format: 'uuid' }) });
+export const NoContent = Type.Null({ description: 'No content' });

@@ -1,0 +1,18 @@
+import type { Config } from '../config.js';
+import type { AuthService } from '../domain/auth-service.js';
+import type { EventsService } from '../domain/events-service.js';
+import type { SshKeysService } from '../domain/ssh-keys-service.js';
+import type { StatusService } from '../domain/status-service.js';
+import type { UsersService } from '../domain/users-service.js';
+import type { SseHub } from '../events/sse-hub.js';
+
+/** What the HTTP layer may call: domain services only, never repositories or the database. */
+export interface HttpServices {
+  config: Config;
+  auth: AuthService;
+  users: UsersService;
+  sshKeys: SshKeysService;
+  events: EventsService;
+  status: StatusService;
+  sse: SseHub;
+}

@@ -1,0 +1,33 @@
+import Docker from 'dockerode';
+
+/** The container engine as the rest of the gateway sees it. Workspaces build on this in the runtime driver. */
+export interface ContainerEngine {
+  /** Resolves when the engine answers; rejects with a readable reason otherwise. */
+  ping(timeoutMs?: number): Promise<void>;
+}
+
+export class DockerEngine implements ContainerEngine {
+  readonly docker: Docker;
+
+  constructor(socketPath: string) {
+    this.docker = new Docker({ socketPath, timeout: 10_000 });
+  }
+
+  async ping(timeoutMs = 2000): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        this.docker.ping(),
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error('container engine did not answer in time')), timeoutMs);
+        }),
+      ]);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ECONNREFUSED') throw new Error('container engine is not running');
+      throw error instanceof Error ? error : new Error(String(error));
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

@@ -1,0 +1,92 @@
+import { mkdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import SqliteDatabase from 'better-sqlite3';
+import { Kysely, type Migration, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import pg from 'pg';
+import type { DatabaseConfig } from '../config.js';
+import type { DialectKind } from './dialect.js';
+import { accountsAndEvents } from './migrations/0001-accounts-and-events.js';
+import { workspaces } from './migrations/0002-workspaces.js';
+import type { DatabaseSchema } from './schema.js';
+
+export type Db = Kysely<DatabaseSchema>;
+
+export interface Database {
+  db: Db;
+  kind: DialectKind;
+  ping(timeoutMs?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+function openSqlite(file: string): Kysely<DatabaseSchema> {
+  if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  return new Kysely<DatabaseSchema>({
+    dialect: new SqliteDialect({
+      // Kysely's SQLite dialect keeps a single connection; the pragmas below are set on it when it opens.
+      database: async () => {
+        const connection = new SqliteDatabase(file);
+        connection.pragma('journal_mode = WAL');
+        connection.pragma('foreign_keys = ON');
+        connection.pragma('busy_timeout = 5000');
+        connection.pragma('synchronous = NORMAL');
+        return connection;
+      },
+    }),
+  });
+}
+
+function openPostgres(config: Extract<DatabaseConfig, { kind: 'postgres' }>): Kysely<DatabaseSchema> {
+  const ssl =
+    config.sslMode === 'disable'
+      ? false
+      : config.sslMode === 'require'
+        ? { rejectUnauthorized: false }
+        : { rejectUnauthorized: true, ...(config.sslRootCert ? { ca: readFileSync(config.sslRootCert, 'utf8') } : {}) };
+  const pool = new pg.Pool({
+    connectionString: config.connectionString,
+    ssl,
+    max: 10,
+    connectionTimeoutMillis: 5000,
+    idleTimeoutMillis: 30000,
+  });
+  // An idle client losing its connection (server restart) must not crash the process; the pool replaces it.
+  pool.on('error', () => {});
+  return new Kysely<DatabaseSchema>({ dialect: new PostgresDialect({ pool }) });
+}
+
+function migrations(kind: DialectKind): Record<string, Migration> {
+  const dialect = { kind };
+  return {
+    '0001-accounts-and-events': accountsAndEvents(dialect),
+    '0002-workspaces': workspaces(dialect),
+  };
+}
+
+export async function openDatabase(config: DatabaseConfig): Promise<Database> {
+  const kind: DialectKind = config.kind;
+  const db = config.kind === 'sqlite' ? openSqlite(config.file) : openPostgres(config);
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations(kind) } });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) {
+    await db.destroy();
+    const failed = results?.find((r) => r.status === 'Error');
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new Error(`database migration ${failed?.migrationName ?? ''} failed: ${reason}`);
+  }
+  return {
+    db,
+    kind,
+    async ping(timeoutMs = 3000) {
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error('database did not answer in time')), timeoutMs);
+      });
+      try {
+        await Promise.race([sql`select 1`.execute(db), timeout]);
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+    close: () => db.destroy(),
+  };
+}

@@ -1,0 +1,21 @@
+import type { Database } from './database.js';
+import { EventsRepository } from './events-repository.js';
+import { SshKeysRepository } from './ssh-keys-repository.js';
+import { StatsRepository } from './stats-repository.js';
+import { UsersRepository } from './users-repository.js';
+
+export interface Repositories {
+  users: UsersRepository;
+  sshKeys: SshKeysRepository;
+  events: EventsRepository;
+  stats: StatsRepository;
+}
+
+export function createRepositories(database: Database): Repositories {
+  return {
+    users: new UsersRepository(database.db),
+    sshKeys: new SshKeysRepository(database.db),
+    events: new EventsRepository(database.db),
+    stats: new StatsRepository(database.db),
+  };
+}

@@ -1,0 +1,107 @@
+import type { Generated } from 'kysely';
+
+/** Timestamps are stored as fixed-width RFC 3339 UTC text (`2026-01-02T03:04:05.678Z`) on both databases,
+ * so they sort and compare the same way as text in SQLite and PostgreSQL. */
+export type IsoTime = string;
+
+export interface UsersTable {
+  id: string;
+  username: string;
+  username_key: string;
+  role: 'admin' | 'user';
+  status: 'active' | 'disabled';
+  password_hash: string;
+  token_version: number;
+  expires_at: IsoTime | null;
+  expiry_handled_at: IsoTime | null;
+  short_id: string;
+  ssh_user: string;
+  ssh_pass_sealed: string;
+  created_at: IsoTime;
+  updated_at: IsoTime;
+}
+
+export interface SshKeysTable {
+  id: string;
+  user_id: string;
+  label: string;
+  public_key: string;
+  fingerprint: string;
+  key_type: string;
+  created_at: IsoTime;
+}
+
+export interface EventsTable {
+  id: string;
+  seq: Generated<number>;
+  type: string;
+  level: 'info' | 'warn' | 'error';
+  message: string;
+  actor_kind: 'admin' | 'user' | 'system' | 'anonymous';
+  actor_id: string | null;
+  actor_username: string | null;
+  user_id: string | null;
+  host_id: string | null;
+  task_id: string | null;
+  data: string;
+  created_at: IsoTime;
+}
+
+export interface EgressIpsTable {
+  id: string;
+  label: string;
+  ip_address: string;
+  tunnel_type: string;
+  provider: string;
+  proxy_config_sealed: string;
+  last_test: string | null;
+  last_test_ok: number | null;
+  created_at: IsoTime;
+  updated_at: IsoTime;
+}
+
+export interface HostsTable {
+  id: string;
+  short_id: string;
+  user_id: string;
+  status: string;
+  image: string | null;
+  last_error: string | null;
+  created_at: IsoTime;
+  updated_at: IsoTime;
+  started_at: IsoTime | null;
+}
+
+export interface BindingsTable {
+  id: string;
+  host_id: string;
+  egress_ip_id: string;
+  created_at: IsoTime;
+}
+
+export interface TasksTable {
+  id: string;
+  kind: string;
+  host_id: string | null;
+  user_id: string | null;
+  status: 'pending' | 'running' | 'succeeded' | 'failed';
+  progress: number;
+  stage: string;
+  message: string;
+  error_code: string | null;
+  error_message: string | null;
+  requested_by: string;
+  created_at: IsoTime;
+  started_at: IsoTime | null;
+  finished_at: IsoTime | null;
+}
+
+export interface DatabaseSchema {
+  users: UsersTable;
+  ssh_keys: SshKeysTable;
+  events: EventsTable;
+  egress_ips: EgressIpsTable;
+  hosts: HostsTable;
+  bindings: BindingsTable;
+  tasks: TasksTable;
+}

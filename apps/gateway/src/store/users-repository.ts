@@ -1,0 +1,72 @@
+import type { Insertable, Selectable, Updateable } from 'kysely';
+import type { Db } from './database.js';
+import type { UsersTable } from './schema.js';
+
+export type UserRow = Selectable<UsersTable>;
+export type NewUserRow = Insertable<UsersTable>;
+export type UserPatch = Updateable<Omit<UsersTable, 'id' | 'created_at'>>;
+
+export class UsersRepository {
+  constructor(private readonly db: Db) {}
+
+  async insert(row: NewUserRow): Promise<UserRow> {
+    await this.db.insertInto('users').values(row).execute();
+    return (await this.findById(row.id))!;
+  }
+
+  findById(id: string): Promise<UserRow | undefined> {
+    return this.db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  findByUsername(username: string): Promise<UserRow | undefined> {
+    return this.db
+      .selectFrom('users')
+      .selectAll()
+      .where('username_key', '=', username.toLowerCase())
+      .executeTakeFirst();
+  }
+
+  list(): Promise<UserRow[]> {
+    return this.db.selectFrom('users').selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
+  }
+
+  async update(id: string, patch: UserPatch): Promise<UserRow | undefined> {
+    await this.db.updateTable('users').set(patch).where('id', '=', id).execute();
+    return this.findById(id);
+  }
+
+  /** Bumps the token version, which ends every token issued before. */
+  async revokeTokens(id: string, patch: UserPatch = {}): Promise<void> {
+    await this.db
+      .updateTable('users')
+      .set((eb) => ({ ...patch, token_version: eb('token_version', '+', 1) }))
+      .where('id', '=', id)
+      .execute();
+  }
+
+  async delete(id: string): Promise<boolean> {
+    const result = await this.db.deleteFrom('users').where('id', '=', id).executeTakeFirst();
+    return Number(result.numDeletedRows) > 0;
+  }
+
+  async countActiveAdmins(now: string): Promise<number> {
+    const row = await this.db
+      .selectFrom('users')
+      .select((eb) => eb.fn.countAll().as('n'))
+      .where('role', '=', 'admin')
+      .where('status', '=', 'active')
+      .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]))
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
+  /** Users whose expiry has passed and whose expiry effects have not been applied yet. */
+  listNewlyExpired(now: string): Promise<UserRow[]> {
+    return this.db
+      .selectFrom('users')
+      .selectAll()
+      .where('expires_at', '<=', now)
+      .where('expiry_handled_at', 'is', null)
+      .execute();
+  }
+}

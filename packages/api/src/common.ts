@@ -1,0 +1,32 @@
+import Type from 'typebox';
+
+/** Lowercase UUID of any stored resource. */
+export const Uuid = Type.String({ format: 'uuid', description: 'Lowercase UUID' });
+
+/** RFC 3339 timestamp; output is always UTC with `Z`, input may carry any offset. */
+export const Timestamp = Type.String({ format: 'date-time', description: 'RFC 3339 timestamp' });
+
+export const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);
+
+export const ShortId = Type.String({
+  pattern: '^[a-hjkmnp-z2-9]{8}$',
+  description: '8 characters from a-z and 2-9 without look-alikes',
+});
+
+export const ErrorDetail = Type.Object({ field: Type.String(), message: Type.String() });
+
+/** The one error body every endpoint answers with; some conflicts add fields such as `host_ids`. */
+export const ErrorBody = Type.Object(
+  {
+    error: Type.String({ description: 'Human-readable message' }),
+    code: Type.String({ description: 'snake_case error code' }),
+    details: Type.Optional(Type.Array(ErrorDetail)),
+    retry_after: Type.Optional(Type.Integer()),
+    host_ids: Type.Optional(Type.Array(Uuid)),
+    task_id: Type.Optional(Uuid),
+  },
+);
+
+export const EmptyObject = Type.Object({}, { additionalProperties: false });
+
+export type ErrorBody = Type.Static<typeof ErrorBody>;
