@@ -28,6 +28,7 @@ export interface Config {
   dockerSocket: string;
   eventRetentionDays: number;
   expirySweepSeconds: number;
+  sseHeartbeatSeconds: number;
 }
 
 export class ConfigError extends Error {
@@ -110,7 +111,7 @@ export function loadConfig(env: Env): Config {
   };
 
   const httpHost = env.HTTP_HOST || '0.0.0.0';
-  const httpPort = port('HTTP_PORT', 8080);
+  const httpPort = port('HTTP_PORT', 8080, true); // 0 picks a free port (tests)
   const entryPort = port('ENTRY_PORT', 80, true);
   const sshProxyPort = port('SSH_PROXY_PORT', 2222);
   const dataDir = path.resolve(env.DATA_DIR || 'data');
@@ -125,14 +126,18 @@ export function loadConfig(env: Env): Config {
 
   const adminUsername = env.ADMIN_USERNAME || 'admin';
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]{2,49}$/.test(adminUsername)) {
-    problems.push('ADMIN_USERNAME must be 3 to 50 characters from A-Z a-z 0-9 . _ -, starting with a letter or digit');
+    problems.push(
+      'ADMIN_USERNAME must be 3 to 50 characters from A-Z a-z 0-9 . _ -, starting with a letter or digit',
+    );
   }
   const adminPassword = env.ADMIN_PASSWORD || null;
-  if (adminPassword !== null && adminPassword.length < 8) problems.push('ADMIN_PASSWORD must be at least 8 characters');
+  if (adminPassword !== null && adminPassword.length < 8)
+    problems.push('ADMIN_PASSWORD must be at least 8 characters');
 
   const ttlText = env.TOKEN_TTL || '12h';
   const tokenTtlSeconds = parseDuration(ttlText);
-  if (tokenTtlSeconds === null) problems.push(`TOKEN_TTL must be a duration such as 12h, 30m or 3600 (got "${ttlText}")`);
+  if (tokenTtlSeconds === null)
+    problems.push(`TOKEN_TTL must be a duration such as 12h, 30m or 3600 (got "${ttlText}")`);
 
   const logLevel = env.LOG_LEVEL || 'info';
   if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
@@ -175,6 +180,7 @@ export function loadConfig(env: Env): Config {
     dockerSocket: env.DOCKER_SOCKET || '/var/run/docker.sock',
     eventRetentionDays: positive('EVENT_RETENTION_DAYS', 90),
     expirySweepSeconds: Math.min(positive('EXPIRY_SWEEP_SECONDS', 30), 60),
+    sseHeartbeatSeconds: Math.min(positive('SSE_HEARTBEAT_SECONDS', 15), 20),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

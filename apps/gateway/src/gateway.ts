@@ -45,7 +45,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
   const database = await openDatabase(config.database);
   const repositories = createRepositories(database);
   const box = SecretBox.openInDirectory(config.dataDir);
-  const sse = new SseHub();
+  const sse = new SseHub({ heartbeatMs: config.sseHeartbeatSeconds * 1000 });
   const bus = new EventBus(repositories.events, sse, logger.child({ component: 'events' }));
   const limiter = new FailureRateLimiter();
   const revocation = new AccessRevocation();
@@ -88,7 +88,9 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     http,
     async listen() {
       await http.listen({ host: config.httpHost, port: config.httpPort });
-      every(config.expirySweepSeconds, 'expiry-sweep', () => sweepExpiredUsers(repositories.users, revocation, bus));
+      every(config.expirySweepSeconds, 'expiry-sweep', () =>
+        sweepExpiredUsers(repositories.users, revocation, bus),
+      );
       every(3600, 'event-retention', () => events.prune(config.eventRetentionDays));
       await sweepExpiredUsers(repositories.users, revocation, bus);
     },

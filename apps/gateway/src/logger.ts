@@ -29,7 +29,12 @@ export function createLogger(config: Pick<Config, 'logLevel' | 'logFormat'>): Lo
       }),
     },
     ...(config.logFormat === 'pretty'
-      ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:standard', ignore: 'pid,hostname' } } }
+      ? {
+          transport: {
+            target: 'pino-pretty',
+            options: { translateTime: 'SYS:standard', ignore: 'pid,hostname' },
+          },
+        }
       : {}),
   });
 }

@@ -16,16 +16,14 @@ export const ShortId = Type.String({
 export const ErrorDetail = Type.Object({ field: Type.String(), message: Type.String() });
 
 /** The one error body every endpoint answers with; some conflicts add fields such as `host_ids`. */
-export const ErrorBody = Type.Object(
-  {
-    error: Type.String({ description: 'Human-readable message' }),
-    code: Type.String({ description: 'snake_case error code' }),
-    details: Type.Optional(Type.Array(ErrorDetail)),
-    retry_after: Type.Optional(Type.Integer()),
-    host_ids: Type.Optional(Type.Array(Uuid)),
-    task_id: Type.Optional(Uuid),
-  },
-);
+export const ErrorBody = Type.Object({
+  error: Type.String({ description: 'Human-readable message' }),
+  code: Type.String({ description: 'snake_case error code' }),
+  details: Type.Optional(Type.Array(ErrorDetail)),
+  retry_after: Type.Optional(Type.Integer()),
+  host_ids: Type.Optional(Type.Array(Uuid)),
+  task_id: Type.Optional(Uuid),
+});
 
 export const EmptyObject = Type.Object({}, { additionalProperties: false });
 

@@ -49,7 +49,11 @@ export const EventList = Type.Object({
 export const ADMIN_TOPICS = ['hosts', 'tasks', 'image-status'] as const;
 export const USER_TOPICS = ['hosts', 'tasks'] as const;
 
-export const SseTopic = Type.Union([Type.Literal('hosts'), Type.Literal('tasks'), Type.Literal('image-status')]);
+export const SseTopic = Type.Union([
+  Type.Literal('hosts'),
+  Type.Literal('tasks'),
+  Type.Literal('image-status'),
+]);
 export const SseAction = Type.Union([Type.Literal('create'), Type.Literal('update'), Type.Literal('delete')]);
 
 /** The JSON object carried in each SSE `data:` line. */
@@ -61,7 +65,9 @@ export const SseMessage = Type.Object({
 });
 
 export const SseQuery = Type.Object({
-  topics: Type.Optional(Type.String({ description: 'Comma-separated topics; all readable topics when absent' })),
+  topics: Type.Optional(
+    Type.String({ description: 'Comma-separated topics; all readable topics when absent' }),
+  ),
   token: Type.Optional(Type.String({ description: 'Bearer token for clients that cannot set headers' })),
 });
 

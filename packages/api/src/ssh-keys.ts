@@ -25,7 +25,9 @@ export const GenerateSshKeyRequest = Type.Object(
 
 export const GeneratedSshKey = Type.Intersect([
   SshKey,
-  Type.Object({ private_key: Type.String({ description: 'OpenSSH private key; returned once, never stored' }) }),
+  Type.Object({
+    private_key: Type.String({ description: 'OpenSSH private key; returned once, never stored' }),
+  }),
 ]);
 
 export const SshKeyList = Type.Object({ keys: Type.Array(SshKey) });

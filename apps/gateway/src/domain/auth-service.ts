@@ -33,7 +33,12 @@ export class AuthService {
 
   /** Verifies a username and password with rate limiting and constant-time answers for unknown users.
    * The account state is only revealed after the password was proven. Every outcome is logged. */
-  async verifyCredentials(username: string, password: string, clientAddress: string, via: string): Promise<UserRow> {
+  async verifyCredentials(
+    username: string,
+    password: string,
+    clientAddress: string,
+    via: string,
+  ): Promise<UserRow> {
     const keys = FailureRateLimiter.keysFor(username, clientAddress);
     const anonymous: Actor = { kind: 'anonymous', id: null, username: null };
     try {
@@ -49,7 +54,9 @@ export class AuthService {
       throw error;
     }
     const user = await this.users.findByUsername(username);
-    const ok = user ? await verifyPassword(password, user.password_hash) : await verifyAgainstNothing(password);
+    const ok = user
+      ? await verifyPassword(password, user.password_hash)
+      : await verifyAgainstNothing(password);
     if (!user || !ok) {
       this.limiter.recordFailure(keys);
       await this.bus.emit({
@@ -63,7 +70,8 @@ export class AuthService {
       throw errors.invalidCredentials();
     }
     this.limiter.recordSuccess(username);
-    const refusal = user.status === 'disabled' ? 'account_disabled' : isExpired(user) ? 'account_expired' : null;
+    const refusal =
+      user.status === 'disabled' ? 'account_disabled' : isExpired(user) ? 'account_expired' : null;
     if (refusal) {
       await this.bus.emit({
         type: `auth.${via}.failed`,

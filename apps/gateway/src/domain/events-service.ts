@@ -21,8 +21,8 @@ export class EventsService {
   constructor(private readonly events: EventsRepository) {}
 
   async query(query: EventQuery) {
-    const since = query.since ? toIso(query.since) : undefined;
-    const until = query.until ? toIso(query.until) : undefined;
+    const since = query.since ? toIso(query.since, 'since') : undefined;
+    const until = query.until ? toIso(query.until, 'until') : undefined;
     if (since && until && since > until) {
       throw errors.validation([{ field: 'since', message: 'must not be after until' }]);
     }

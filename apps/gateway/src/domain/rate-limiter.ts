@@ -31,7 +31,10 @@ export class FailureRateLimiter {
     for (const key of keys) {
       const recent = this.recent(key, now);
       if (recent.length >= this.maxFailures) {
-        retryAfterMs = Math.max(retryAfterMs, recent[recent.length - this.maxFailures]! + this.windowMs - now);
+        retryAfterMs = Math.max(
+          retryAfterMs,
+          recent[recent.length - this.maxFailures]! + this.windowMs - now,
+        );
       }
     }
     if (retryAfterMs > 0) throw errors.rateLimited(Math.max(1, Math.ceil(retryAfterMs / 1000)));

@@ -36,7 +36,8 @@ export class SecretBox {
 
   open(sealed: string): string {
     const [version, iv, tag, body] = sealed.split('.');
-    if (version !== 'v1' || !iv || !tag || body === undefined) throw new Error('unknown sealed secret format');
+    if (version !== 'v1' || !iv || !tag || body === undefined)
+      throw new Error('unknown sealed secret format');
     const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(iv, 'base64'));
     decipher.setAuthTag(Buffer.from(tag, 'base64'));
     return Buffer.concat([decipher.update(Buffer.from(body, 'base64')), decipher.final()]).toString('utf8');

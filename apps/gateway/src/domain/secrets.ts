@@ -23,7 +23,9 @@ const KEY_LENGTH = 32;
 
 function derive(password: string, salt: Buffer, params = SCRYPT): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    scrypt(password.normalize('NFC'), salt, KEY_LENGTH, params, (err, key) => (err ? reject(err) : resolve(key)));
+    scrypt(password.normalize('NFC'), salt, KEY_LENGTH, params, (err, key) =>
+      err ? reject(err) : resolve(key),
+    );
   });
 }
 

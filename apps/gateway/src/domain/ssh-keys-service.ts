@@ -98,7 +98,13 @@ export class SshKeysService {
     }
   }
 
-  private async emitAdded(username: string, userId: string, row: SshKeyRow, actor: Actor, generated: boolean) {
+  private async emitAdded(
+    username: string,
+    userId: string,
+    row: SshKeyRow,
+    actor: Actor,
+    generated: boolean,
+  ) {
     await this.bus.emit({
       type: generated ? 'user.ssh_key.generated' : 'user.ssh_key.added',
       message: `SSH key ${row.fingerprint} ${generated ? 'generated for' : 'added to'} ${username}`,

@@ -32,11 +32,47 @@ function blobTypeName(blob: Buffer): string | null {
   return blob.subarray(4, 4 + length).toString('latin1');
 }
 
+/** Splits an SSH wire-format blob into its length-prefixed strings, or null when it is not exactly that. */
+function sshStrings(blob: Buffer): Buffer[] | null {
+  const parts: Buffer[] = [];
+  for (let at = 0; at < blob.length; ) {
+    if (at + 4 > blob.length) return null;
+    const length = blob.readUInt32BE(at);
+    if (at + 4 + length > blob.length) return null;
+    parts.push(blob.subarray(at + 4, at + 4 + length));
+    at += 4 + length;
+  }
+  return parts;
+}
+
+/** The length-prefixed strings each key type's blob holds, exactly (OpenSSH refuses trailing data):
+ * type, then e and n (rsa), the key (ed25519), curve and point (ecdsa), plus the application (sk-*). */
+const BLOB_PARTS: Record<string, number> = {
+  'ssh-ed25519': 2,
+  'ssh-rsa': 3,
+  'ecdsa-sha2-nistp256': 3,
+  'ecdsa-sha2-nistp384': 3,
+  'ecdsa-sha2-nistp521': 3,
+  'sk-ssh-ed25519@openssh.com': 3,
+  'sk-ecdsa-sha2-nistp256@openssh.com': 4,
+};
+
+/** ssh2 cannot parse security keys, so their key material is checked by shape. */
+function validSecurityKey(keyType: string, parts: Buffer[]): boolean {
+  if (keyType === 'sk-ssh-ed25519@openssh.com') return parts[1]!.length === 32 && parts[2]!.length > 0;
+  return (
+    parts[1]!.toString('latin1') === 'nistp256' &&
+    parts[2]!.length === 65 &&
+    parts[2]![0] === 4 &&
+    parts[3]!.length > 0
+  );
+}
+
 /** Parses one OpenSSH public key line, or returns the reason it is refused. */
 export function parsePublicKey(input: string): PublicKeyInfo | string {
   const text = input.trim();
-  if (text.includes('\n')) return 'must be a single public key line';
   if (text.includes('PRIVATE KEY')) return 'is a private key; send the public half (the .pub file)';
+  if (text.includes('\n')) return 'must be a single public key line';
   const [keyType, base64, ...rest] = text.split(/\s+/);
   if (!keyType || !base64) return 'must look like "ssh-ed25519 AAAA... comment"';
   if (!STANDARD_TYPES.has(keyType) && !SECURITY_KEY_TYPES.has(keyType)) {
@@ -45,6 +81,8 @@ export function parsePublicKey(input: string): PublicKeyInfo | string {
   if (!/^[A-Za-z0-9+/]+={0,2}$/.test(base64)) return 'the key data is not base64';
   const blob = Buffer.from(base64, 'base64');
   if (blobTypeName(blob) !== keyType) return 'the key data does not match its type';
+  const parts = sshStrings(blob);
+  if (!parts || parts.length !== BLOB_PARTS[keyType]) return 'the key data is not a valid public key';
   const comment = rest.join(' ');
   if (STANDARD_TYPES.has(keyType)) {
     const parsed = ssh2.utils.parseKey(`${keyType} ${base64}`);
@@ -54,6 +92,8 @@ export function parsePublicKey(input: string): PublicKeyInfo | string {
       const bits = details?.modulusLength ?? 0;
       if (bits < MIN_RSA_BITS) return `RSA keys need at least ${MIN_RSA_BITS} bits (this one has ${bits})`;
     }
+  } else if (!validSecurityKey(keyType, parts)) {
+    return 'the key data is not a valid public key';
   }
   return {
     keyType,

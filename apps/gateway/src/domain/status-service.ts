@@ -34,12 +34,19 @@ export class StatusService {
 
   async dashboard(): Promise<DashboardStats> {
     const now = new Date();
-    const counts = await this.stats.counts(now.toISOString(), new Date(now.getTime() - 86_400_000).toISOString());
+    const counts = await this.stats.counts(
+      now.toISOString(),
+      new Date(now.getTime() - 86_400_000).toISOString(),
+    );
     return {
       users: counts.users,
       hosts: counts.hosts,
       egress_ips: counts.egressIps,
-      tasks: { pending: counts.tasks.pending, running: counts.tasks.running, failed_24h: counts.tasks.failed24h },
+      tasks: {
+        pending: counts.tasks.pending,
+        running: counts.tasks.running,
+        failed_24h: counts.tasks.failed24h,
+      },
       sessions: { ssh: this.sessions.ssh(), vnc: this.sessions.vnc() },
     };
   }

@@ -33,7 +33,7 @@ export class UsersService {
     const passwordHash = await hashPassword(input.password);
     const sshPass = generatePassword(20);
     const now = nowIso();
-    const expiresAt = input.expires_at ? toIso(input.expires_at) : null;
+    const expiresAt = input.expires_at ? toIso(input.expires_at, 'expires_at') : null;
     let row: UserRow | undefined;
     for (let attempt = 0; !row; attempt++) {
       try {
@@ -109,7 +109,7 @@ export class UsersService {
 
   async setExpiry(id: string, expiresAt: string | null, actor: Actor): Promise<User> {
     const user = await this.require(id);
-    const value = expiresAt === null ? null : toIso(expiresAt);
+    const value = expiresAt === null ? null : toIso(expiresAt, 'expires_at');
     const now = nowIso();
     const expiresNow = value !== null && value <= now;
     if (expiresNow) await this.assertNotLastAdmin(user, 'expire');
@@ -172,7 +172,10 @@ export class UsersService {
         details: [{ field: 'old_password', message: 'is not correct' }],
       });
     }
-    await this.users.revokeTokens(user.id, { password_hash: await hashPassword(newPassword), updated_at: nowIso() });
+    await this.users.revokeTokens(user.id, {
+      password_hash: await hashPassword(newPassword),
+      updated_at: nowIso(),
+    });
     await this.revocation.revoke(user.id, 'credentials_changed');
     await this.bus.emit({
       type: 'user.password_changed',

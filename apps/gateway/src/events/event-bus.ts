@@ -59,7 +59,10 @@ export class EventBus {
       data: JSON.stringify(data),
       created_at: nowIso(),
     });
-    this.log[level]({ event: input.type, actor: input.actor, userId: input.userId, hostId: input.hostId, data }, input.message);
+    this.log[level](
+      { event: input.type, actor: input.actor, userId: input.userId, hostId: input.hostId, data },
+      input.message,
+    );
     if (input.sse) this.hub.publish(input.sse.message, input.sse.ownerUserId);
   }
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifySchema, type FastifyServerOptions, type RouteOptions } from 'fastify';
 import type { Logger } from 'pino';
 import type { Api } from './api.js';
 import { requireRole } from './plugins/authentication.js';
@@ -11,6 +11,7 @@ import { registerAdminUserRoutes } from './routes/admin-users.js';
 import { registerPublicRoutes } from './routes/public.js';
 import { registerSseRoute } from './routes/sse.js';
 import { registerUserAccountRoutes } from './routes/user-account.js';
+import { errorResponses } from './schemas.js';
 import type { HttpServices } from './services.js';
 
 export const API_VERSION = '0.1.0';
@@ -18,6 +19,19 @@ export const API_VERSION = '0.1.0';
 /** Drops `token=` from logged URLs: tokens in query strings must not reach the logs. */
 export function redactUrl(url: string): string {
   return url.replace(/([?&]token=)[^&]*/g, '$1[redacted]');
+}
+
+/** Marks a protected route in the OpenAPI document: bearer token, and the 401/403 answers it can give. */
+function documentBearerAuth(route: RouteOptions): void {
+  const schema = (route.schema ?? {}) as FastifySchema & {
+    security?: unknown;
+    response?: Record<string, unknown>;
+  };
+  route.schema = {
+    ...schema,
+    security: [{ bearer: [] }],
+    response: { ...errorResponses(401, 403), ...(schema.response ?? {}) },
+  } as FastifySchema;
 }
 
 export async function buildHttpApp(services: HttpServices, logger: Logger | false): Promise<Api> {
@@ -28,7 +42,9 @@ export async function buildHttpApp(services: HttpServices, logger: Logger | fals
       return typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : randomUUID();
     },
     requestIdHeader: false,
-    ajv: { customOptions: { allErrors: true, removeAdditional: true, coerceTypes: 'array', useDefaults: true } },
+    ajv: {
+      customOptions: { allErrors: true, removeAdditional: true, coerceTypes: 'array', useDefaults: true },
+    },
     connectionTimeout: 120_000,
     keepAliveTimeout: 10_000,
     return503OnClosing: true,
@@ -66,6 +82,7 @@ export async function buildHttpApp(services: HttpServices, logger: Logger | fals
   await app.register(
     async (scope) => {
       const admin = scope as unknown as Api;
+      admin.addHook('onRoute', documentBearerAuth);
       admin.addHook('onRequest', requireRole(services.auth, 'admin'));
       registerAdminUserRoutes(admin, services);
       registerAdminActivityRoutes(admin, services);
@@ -77,6 +94,7 @@ export async function buildHttpApp(services: HttpServices, logger: Logger | fals
   await app.register(
     async (scope) => {
       const user = scope as unknown as Api;
+      user.addHook('onRoute', documentBearerAuth);
       user.addHook('onRequest', requireRole(services.auth, 'user'));
       registerUserAccountRoutes(user, services);
       registerSseRoute(user, services, 'user');

@@ -41,7 +41,10 @@ function openPostgres(config: Extract<DatabaseConfig, { kind: 'postgres' }>): Ky
       ? false
       : config.sslMode === 'require'
         ? { rejectUnauthorized: false }
-        : { rejectUnauthorized: true, ...(config.sslRootCert ? { ca: readFileSync(config.sslRootCert, 'utf8') } : {}) };
+        : {
+            rejectUnauthorized: true,
+            ...(config.sslRootCert ? { ca: readFileSync(config.sslRootCert, 'utf8') } : {}),
+          };
   const pool = new pg.Pool({
     connectionString: config.connectionString,
     ssl,
@@ -58,7 +61,7 @@ function migrations(kind: DialectKind): Record<string, Migration> {
   const dialect = { kind };
   return {
     '0001-accounts-and-events': accountsAndEvents(dialect),
-    '0002-workspaces': workspaces(dialect),
+    '0002-workspaces': workspaces,
   };
 }
 

@@ -40,9 +40,17 @@ export function isConnectionError(error: unknown): boolean {
   const code = String((error as DriverError).code ?? '');
   const message = String((error as DriverError).message ?? '');
   return (
-    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', '57P01', '57P03', '08006', '08001'].includes(
-      code,
-    ) ||
+    [
+      'ECONNREFUSED',
+      'ECONNRESET',
+      'ETIMEDOUT',
+      'EPIPE',
+      'ENOTFOUND',
+      '57P01',
+      '57P03',
+      '08006',
+      '08001',
+    ].includes(code) ||
     message.includes('Connection terminated') ||
     message.includes('timeout exceeded when trying to connect')
   );

@@ -8,7 +8,8 @@ export interface StoredCounts {
   tasks: { pending: number; running: number; failed24h: number };
 }
 
-const count = (expr: ReturnType<typeof sql>) => sql<string | number>`coalesce(sum(case when ${expr} then 1 else 0 end), 0)`;
+const count = (expr: ReturnType<typeof sql>) =>
+  sql<string | number>`coalesce(sum(case when ${expr} then 1 else 0 end), 0)`;
 
 export class StatsRepository {
   constructor(private readonly db: Db) {}
@@ -63,8 +64,16 @@ export class StatsRepository {
         stopped: Number(hosts.stopped),
         failed: Number(hosts.failed),
       },
-      egressIps: { total: Number(egress.total), bound: Number(egress.bound), failing: Number(egress.failing) },
-      tasks: { pending: Number(tasks.pending), running: Number(tasks.running), failed24h: Number(tasks.failed24h) },
+      egressIps: {
+        total: Number(egress.total),
+        bound: Number(egress.bound),
+        failing: Number(egress.failing),
+      },
+      tasks: {
+        pending: Number(tasks.pending),
+        running: Number(tasks.running),
+        failed24h: Number(tasks.failed24h),
+      },
     };
   }
 }

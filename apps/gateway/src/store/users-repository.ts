@@ -27,7 +27,12 @@ export class UsersRepository {
   }
 
   list(): Promise<UserRow[]> {
-    return this.db.selectFrom('users').selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
+    return this.db
+      .selectFrom('users')
+      .selectAll()
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .execute();
   }
 
   async update(id: string, patch: UserPatch): Promise<UserRow | undefined> {

@@ -28,7 +28,9 @@ export function requireRole(auth: AuthService, role: Role) {
     if (!token) throw errors.unauthorized('A bearer token is required');
     const principal = await auth.authenticate(token);
     if (principal.role !== role) {
-      throw errors.forbidden(role === 'admin' ? 'This endpoint needs an admin token' : 'This endpoint needs a user token');
+      throw errors.forbidden(
+        role === 'admin' ? 'This endpoint needs an admin token' : 'This endpoint needs a user token',
+      );
     }
     request.principal = principal;
   };

@@ -18,7 +18,8 @@ function fieldOf(issue: AjvIssue): string {
 
 function messageOf(issue: AjvIssue): string {
   if (issue.keyword === 'required') return 'is required';
-  if (issue.keyword === 'format' && issue.params?.format === 'date-time') return 'must be an RFC 3339 timestamp';
+  if (issue.keyword === 'format' && issue.params?.format === 'date-time')
+    return 'must be an RFC 3339 timestamp';
   if (issue.keyword === 'pattern') return 'has characters or a form that is not allowed';
   if (issue.keyword === 'anyOf' || issue.keyword === 'const') return 'is not one of the allowed values';
   return issue.message ?? 'is not valid';
@@ -49,7 +50,9 @@ export function registerErrorHandling(app: FastifyInstance): void {
     }
     const status = error.statusCode ?? 500;
     if (status === 413) {
-      return reply.status(413).send({ error: 'The request body is larger than 1 MiB', code: 'payload_too_large' });
+      return reply
+        .status(413)
+        .send({ error: 'The request body is larger than 1 MiB', code: 'payload_too_large' });
     }
     if (status === 415) {
       return reply
@@ -71,6 +74,8 @@ export function registerErrorHandling(app: FastifyInstance): void {
   });
 
   app.setNotFoundHandler((request, reply) => {
-    reply.status(404).send({ error: `No route for ${request.method} ${request.url.split('?')[0]}`, code: 'not_found' });
+    reply
+      .status(404)
+      .send({ error: `No route for ${request.method} ${request.url.split('?')[0]}`, code: 'not_found' });
   });
 }

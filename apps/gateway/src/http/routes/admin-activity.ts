@@ -19,7 +19,13 @@ export function registerAdminActivityRoutes(app: Api, { events, status }: HttpSe
 
   app.get(
     '/dashboard/stats',
-    { schema: { tags: ['admin: events'], summary: 'Counts for the dashboard', response: { 200: DashboardStats } } },
+    {
+      schema: {
+        tags: ['admin: events'],
+        summary: 'Counts for the dashboard',
+        response: { 200: DashboardStats },
+      },
+    },
     () => status.dashboard(),
   );
 }

@@ -13,6 +13,7 @@ import {
   User,
   UserList,
 } from '@ccp/api';
+import type { FastifyRequest } from 'fastify';
 import { actorOf } from '../../domain/principal.js';
 import type { Api } from '../api.js';
 import { principalOf } from '../plugins/authentication.js';
@@ -20,6 +21,11 @@ import { errorResponses, KeyParams, NoContent, UserIdParams } from '../schemas.j
 import type { HttpServices } from '../services.js';
 
 const tags = ['admin: users'];
+
+/** Generate takes an optional body; a request without one (the spec's "none") counts as `{}`. */
+const bodyOptional = async (request: FastifyRequest): Promise<void> => {
+  request.body ??= {};
+};
 
 export function registerAdminUserRoutes(app: Api, { users, sshKeys }: HttpServices): void {
   app.post(
@@ -32,7 +38,8 @@ export function registerAdminUserRoutes(app: Api, { users, sshKeys }: HttpServic
         response: { 201: CreatedUser, ...errorResponses(400, 409) },
       },
     },
-    async (request, reply) => reply.status(201).send(await users.create(request.body, actorOf(principalOf(request)))),
+    async (request, reply) =>
+      reply.status(201).send(await users.create(request.body, actorOf(principalOf(request)))),
   );
 
   app.get('/users', { schema: { tags, summary: 'List users', response: { 200: UserList } } }, async () => ({
@@ -41,7 +48,14 @@ export function registerAdminUserRoutes(app: Api, { users, sshKeys }: HttpServic
 
   app.get(
     '/users/:userID',
-    { schema: { tags, summary: 'Get a user', params: UserIdParams, response: { 200: User, ...errorResponses(404) } } },
+    {
+      schema: {
+        tags,
+        summary: 'Get a user',
+        params: UserIdParams,
+        response: { 200: User, ...errorResponses(404) },
+      },
+    },
     (request) => users.get(request.params.userID),
   );
 
@@ -101,7 +115,8 @@ export function registerAdminUserRoutes(app: Api, { users, sshKeys }: HttpServic
         response: { 200: User, ...errorResponses(400, 404, 409) },
       },
     },
-    (request) => users.setExpiry(request.params.userID, request.body.expires_at, actorOf(principalOf(request))),
+    (request) =>
+      users.setExpiry(request.params.userID, request.body.expires_at, actorOf(principalOf(request))),
   );
 
   app.post(
@@ -164,11 +179,14 @@ export function registerAdminUserRoutes(app: Api, { users, sshKeys }: HttpServic
         body: GenerateSshKeyRequest,
         response: { 201: GeneratedSshKey, ...errorResponses(404) },
       },
+      preValidation: bodyOptional,
     },
     async (request, reply) =>
       reply
         .status(201)
-        .send(await sshKeys.generate(request.params.userID, request.body?.label, actorOf(principalOf(request)))),
+        .send(
+          await sshKeys.generate(request.params.userID, request.body?.label, actorOf(principalOf(request))),
+        ),
   );
 
   app.delete(

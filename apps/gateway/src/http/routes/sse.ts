@@ -9,7 +9,10 @@ function parseTopics(raw: string | undefined, role: Role): Set<SseTopic> {
   const allowed: readonly SseTopic[] = role === 'admin' ? ADMIN_TOPICS : USER_TOPICS;
   if (raw === undefined || raw.trim() === '') return new Set(allowed);
   const topics = new Set<SseTopic>();
-  for (const name of raw.split(',').map((t) => t.trim()).filter(Boolean)) {
+  for (const name of raw
+    .split(',')
+    .map((t) => t.trim())
+    .filter(Boolean)) {
     if (!allowed.includes(name as SseTopic)) {
       throw errors.validation(
         [{ field: 'topics', message: `unknown topic "${name}"; allowed: ${allowed.join(', ')}` }],

@@ -7,6 +7,7 @@ import {
   SshKey,
   SshKeyList,
 } from '@ccp/api';
+import type { FastifyRequest } from 'fastify';
 import { actorOf } from '../../domain/principal.js';
 import type { Api } from '../api.js';
 import { principalOf } from '../plugins/authentication.js';
@@ -14,6 +15,11 @@ import { errorResponses, NoContent, OwnKeyParams } from '../schemas.js';
 import type { HttpServices } from '../services.js';
 
 const tags = ['user portal'];
+
+/** Generate takes an optional body; a request without one (the spec's "none") counts as `{}`. */
+const bodyOptional = async (request: FastifyRequest): Promise<void> => {
+  request.body ??= {};
+};
 
 export function registerUserAccountRoutes(app: Api, { users, sshKeys }: HttpServices): void {
   app.post(
@@ -27,14 +33,22 @@ export function registerUserAccountRoutes(app: Api, { users, sshKeys }: HttpServ
       },
     },
     async (request) => {
-      await users.changeOwnPassword(principalOf(request), request.body.old_password, request.body.new_password);
+      await users.changeOwnPassword(
+        principalOf(request),
+        request.body.old_password,
+        request.body.new_password,
+      );
       return {};
     },
   );
 
-  app.get('/ssh-keys', { schema: { tags, summary: 'List own SSH keys', response: { 200: SshKeyList } } }, async (request) => ({
-    keys: await sshKeys.list(principalOf(request).id),
-  }));
+  app.get(
+    '/ssh-keys',
+    { schema: { tags, summary: 'List own SSH keys', response: { 200: SshKeyList } } },
+    async (request) => ({
+      keys: await sshKeys.list(principalOf(request).id),
+    }),
+  );
 
   app.post(
     '/ssh-keys',
@@ -48,7 +62,12 @@ export function registerUserAccountRoutes(app: Api, { users, sshKeys }: HttpServ
     },
     async (request, reply) => {
       const principal = principalOf(request);
-      const key = await sshKeys.add(principal.id, request.body.public_key, request.body.label, actorOf(principal));
+      const key = await sshKeys.add(
+        principal.id,
+        request.body.public_key,
+        request.body.label,
+        actorOf(principal),
+      );
       return reply.status(201).send(key);
     },
   );
@@ -62,17 +81,25 @@ export function registerUserAccountRoutes(app: Api, { users, sshKeys }: HttpServ
         body: GenerateSshKeyRequest,
         response: { 201: GeneratedSshKey },
       },
+      preValidation: bodyOptional,
     },
     async (request, reply) => {
       const principal = principalOf(request);
-      return reply.status(201).send(await sshKeys.generate(principal.id, request.body?.label, actorOf(principal)));
+      return reply
+        .status(201)
+        .send(await sshKeys.generate(principal.id, request.body?.label, actorOf(principal)));
     },
   );
 
   app.delete(
     '/ssh-keys/:keyID',
     {
-      schema: { tags, summary: 'Delete an own SSH key', params: OwnKeyParams, response: { 204: NoContent, ...errorResponses(404) } },
+      schema: {
+        tags,
+        summary: 'Delete an own SSH key',
+        params: OwnKeyParams,
+        response: { 204: NoContent, ...errorResponses(404) },
+      },
     },
     async (request, reply) => {
       const principal = principalOf(request);

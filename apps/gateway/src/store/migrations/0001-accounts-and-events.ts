@@ -1,5 +1,5 @@
-import { sql } from 'kysely';
 import type { Kysely } from 'kysely';
+import { sql } from 'kysely';
 import { autoIncrementColumn, autoIncrementConstraint, type MigrationDialect } from '../dialect.js';
 
 export function accountsAndEvents(dialect: MigrationDialect) {
@@ -60,4 +60,3 @@ export function accountsAndEvents(dialect: MigrationDialect) {
     },
   };
 }
-

@@ -1,0 +1,98 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import { ConfigError, loadConfig, parseDuration, readEnvironment } from '../src/config.js';
+
+const secret = 's'.repeat(48);
+
+describe('configuration', () => {
+  it('has the documented defaults', () => {
+    const config = loadConfig({ ADMIN_JWT_SECRET: secret });
+    assert.equal(config.httpPort, 8080);
+    assert.equal(config.entryPort, 80);
+    assert.equal(config.sshProxyPort, 2222);
+    assert.equal(config.adminUsername, 'admin');
+    assert.equal(config.tokenTtlSeconds, 12 * 3600);
+    assert.equal(config.logFormat, 'json');
+    assert.deepEqual(config.database, { kind: 'sqlite', file: path.resolve('data/gateway.db') });
+  });
+
+  it('refuses to start without a JWT secret or with a short one', () => {
+    assert.throws(
+      () => loadConfig({}),
+      (e: ConfigError) => e.problems.some((p) => p.includes('ADMIN_JWT_SECRET is required')),
+    );
+    assert.throws(
+      () => loadConfig({ ADMIN_JWT_SECRET: 'short' }),
+      (e: ConfigError) => e.problems.some((p) => p.includes('at least 32 characters')),
+    );
+  });
+
+  it('collects every problem with a clear message', () => {
+    try {
+      loadConfig({
+        ADMIN_JWT_SECRET: secret,
+        HTTP_PORT: 'eighty',
+        LOG_FORMAT: 'xml',
+        TOKEN_TTL: 'forever',
+        ENTRY_PORT: '70000',
+      });
+      assert.fail('expected a ConfigError');
+    } catch (error) {
+      assert.ok(error instanceof ConfigError);
+      assert.equal(error.problems.length, 4);
+      assert.match(error.message, /HTTP_PORT must be a port number/);
+    }
+  });
+
+  it('parses every DATABASE_URL form', () => {
+    const sqlite = loadConfig({ ADMIN_JWT_SECRET: secret, DATABASE_URL: 'sqlite:/var/lib/ccp/db.sqlite' });
+    assert.deepEqual(sqlite.database, { kind: 'sqlite', file: '/var/lib/ccp/db.sqlite' });
+    const file = loadConfig({ ADMIN_JWT_SECRET: secret, DATABASE_URL: 'file:relative.db' });
+    assert.deepEqual(file.database, { kind: 'sqlite', file: path.resolve('relative.db') });
+    const pg = loadConfig({
+      ADMIN_JWT_SECRET: secret,
+      DATABASE_URL: 'postgres://u:p@db.example:5432/ccp?sslmode=verify-full&sslrootcert=/etc/ca.pem',
+    });
+    assert.deepEqual(pg.database, {
+      kind: 'postgres',
+      connectionString: 'postgres://u:p@db.example:5432/ccp',
+      sslMode: 'verify-full',
+      sslRootCert: '/etc/ca.pem',
+    });
+    assert.throws(
+      () => loadConfig({ ADMIN_JWT_SECRET: secret, DATABASE_URL: 'postgres://h/db?sslmode=prefer' }),
+      /sslmode/,
+    );
+    assert.throws(
+      () => loadConfig({ ADMIN_JWT_SECRET: secret, DATABASE_URL: 'mysql://h/db' }),
+      /DATABASE_URL must start/,
+    );
+  });
+
+  it('reads .env under the environment, and the environment wins', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'ccp-env-'));
+    try {
+      const file = path.join(dir, '.env');
+      writeFileSync(file, `HTTP_PORT=9000\nADMIN_JWT_SECRET=${secret}\n# comment\nLOG_LEVEL=debug\n`);
+      const env = readEnvironment({ HTTP_PORT: '9100' }, file);
+      const config = loadConfig(env);
+      assert.equal(config.httpPort, 9100);
+      assert.equal(config.logLevel, 'debug');
+      assert.deepEqual(readEnvironment({ A: '1' }, path.join(dir, 'missing.env')), { A: '1' });
+    } finally {
+      rmSync(dir, { recursive: true });
+    }
+  });
+
+  it('parses durations', () => {
+    assert.equal(parseDuration('12h'), 43200);
+    assert.equal(parseDuration('30m'), 1800);
+    assert.equal(parseDuration('90'), 90);
+    assert.equal(parseDuration('2d'), 172800);
+    assert.equal(parseDuration('0'), null);
+    assert.equal(parseDuration('soon'), null);
+  });
+});

@@ -1,0 +1,140 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import pino from 'pino';
+import { loadConfig } from '../../src/config.js';
+import { createGateway, type Gateway } from '../../src/gateway.js';
+
+export type DatabaseKind = 'sqlite' | 'postgres';
+
+/** The databases every repository and HTTP test runs against; CI sets both. */
+export const DATABASES: DatabaseKind[] = (process.env.TEST_DATABASES ?? 'sqlite,postgres')
+  .split(',')
+  .map((d) => d.trim())
+  .filter((d): d is DatabaseKind => d === 'sqlite' || d === 'postgres');
+
+/** A PostgreSQL role that may create databases; scripts/test.sh creates it. */
+export const POSTGRES_ADMIN_URL =
+  process.env.TEST_POSTGRES_URL ?? 'postgres://ccp_test:ccp_test@127.0.0.1:5432/postgres';
+
+export const ADMIN_PASSWORD = 'admin-password-for-tests';
+
+export interface TestGateway {
+  gateway: Gateway;
+  kind: DatabaseKind;
+  dataDir: string;
+  /** Base URL once `listen()` was called. */
+  url: string;
+  adminToken: string;
+  listen(): Promise<string>;
+  request(
+    method: string,
+    url: string,
+    options?: { token?: string | null; body?: unknown; headers?: Record<string, string> },
+  ): Promise<{ status: number; body: any; headers: Record<string, unknown> }>;
+  login(username: string, password: string): Promise<string>;
+  /** Creates a user through the API and returns its id, token and SSH credentials. */
+  createUser(
+    username: string,
+    password?: string,
+  ): Promise<{ id: string; token: string; password: string; sshPass: string }>;
+  close(): Promise<void>;
+}
+
+export async function createPostgresDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = `ccp_t_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
+  await admin.connect();
+  await admin.query(`create database ${name}`);
+  await admin.end();
+  const url = new URL(POSTGRES_ADMIN_URL);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const client = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
+      await client.connect();
+      await client.query(`drop database if exists ${name} with (force)`);
+      await client.end();
+    },
+  };
+}
+
+export async function startTestGateway(
+  kind: DatabaseKind,
+  env: Record<string, string> = {},
+): Promise<TestGateway> {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'ccp-test-'));
+  const pgDb = kind === 'postgres' ? await createPostgresDatabase() : null;
+  const config = loadConfig({
+    ADMIN_JWT_SECRET: randomBytes(36).toString('base64'),
+    ADMIN_PASSWORD,
+    DATA_DIR: dataDir,
+    DATABASE_URL: pgDb ? pgDb.url : `sqlite:${path.join(dataDir, 'gateway.db')}`,
+    HTTP_HOST: '127.0.0.1',
+    HTTP_PORT: '0',
+    ENTRY_PORT: '0',
+    LOG_LEVEL: 'silent',
+    DOCKER_SOCKET: path.join(dataDir, 'no-engine.sock'),
+    ...env,
+  });
+  const gateway = await createGateway(config, { logger: pino({ level: 'silent' }), httpLogger: false });
+
+  const t: TestGateway = {
+    gateway,
+    kind,
+    dataDir,
+    url: '',
+    adminToken: '',
+    async listen() {
+      await gateway.listen();
+      const address = gateway.http.server.address();
+      if (!address || typeof address === 'string') throw new Error('no address');
+      t.url = `http://127.0.0.1:${address.port}`;
+      return t.url;
+    },
+    async request(method, url, options = {}) {
+      const headers: Record<string, string> = { ...options.headers };
+      const token = options.token === undefined ? t.adminToken : options.token;
+      if (token) headers.authorization = `Bearer ${token}`;
+      const response = await gateway.http.inject({
+        method: method as 'GET',
+        url,
+        headers,
+        ...(options.body === undefined ? {} : { payload: options.body as object }),
+      });
+      let body: unknown = response.body;
+      if (response.headers['content-type']?.toString().includes('application/json')) body = response.json();
+      return { status: response.statusCode, body, headers: response.headers };
+    },
+    async login(username, password) {
+      const response = await t.request('POST', '/v1/auth/login', {
+        token: null,
+        body: { username, password },
+      });
+      if (response.status !== 200)
+        throw new Error(`login ${username}: ${response.status} ${JSON.stringify(response.body)}`);
+      return response.body.token as string;
+    },
+    async createUser(username, password = `${username}-password`) {
+      const created = await t.request('POST', '/v1/admin/users', { body: { username, password } });
+      if (created.status !== 201)
+        throw new Error(`create ${username}: ${created.status} ${JSON.stringify(created.body)}`);
+      return {
+        id: created.body.id,
+        password,
+        sshPass: created.body.ssh_credentials.ssh_pass,
+        token: await t.login(username, password),
+      };
+    },
+    async close() {
+      await gateway.close();
+      await pgDb?.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+  t.adminToken = await t.login('admin', ADMIN_PASSWORD);
+  return t;
+}

@@ -1,0 +1,97 @@
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, describe, it } from 'node:test';
+
+const root = path.resolve(import.meta.dirname, '../../..');
+const main = path.join(root, 'apps/gateway/dist/main.js');
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+function run(
+  cwd: string,
+  env: Record<string, string>,
+): { child: ChildProcess; output: () => string; exit: Promise<number | null> } {
+  let output = '';
+  const child = spawn(process.execPath, [main], {
+    cwd,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.on('data', (d) => (output += d));
+  child.stderr!.on('data', (d) => (output += d));
+  const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, output: () => output, exit };
+}
+
+async function waitHealthy(url: string, deadlineMs = 15_000): Promise<any> {
+  const deadline = Date.now() + deadlineMs;
+  while (Date.now() < deadline) {
+    try {
+      const response = await fetch(`${url}/healthz`);
+      return await response.json();
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  throw new Error('gateway did not answer');
+}
+
+describe('the gateway process (npm start)', () => {
+  const dirs: string[] = [];
+  after(() => {
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  });
+  const workdir = () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'ccp-proc-'));
+    dirs.push(dir);
+    return dir;
+  };
+
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    it(`reads .env (the environment wins), serves, and stops cleanly on ${signal}`, async () => {
+      const dir = workdir();
+      const filePort = await freePort();
+      const envPort = await freePort();
+      writeFileSync(
+        path.join(dir, '.env'),
+        `ADMIN_JWT_SECRET=${'k'.repeat(48)}\nADMIN_PASSWORD=first-admin-pass\nHTTP_PORT=${filePort}\n` +
+          `HTTP_HOST=127.0.0.1\nENTRY_PORT=0\nDATA_DIR=${dir}/data\nDOCKER_SOCKET=${dir}/none.sock\n`,
+      );
+      const gateway = run(dir, { HTTP_PORT: String(envPort) });
+      try {
+        const health = await waitHealthy(`http://127.0.0.1:${envPort}`);
+        assert.equal(health.checks.database, 'ok');
+        const login = await fetch(`http://127.0.0.1:${envPort}/v1/auth/login`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ username: 'admin', password: 'first-admin-pass' }),
+        });
+        assert.equal(login.status, 200);
+        assert.equal(statSync(path.join(dir, 'data/secrets.key')).mode & 0o777, 0o600);
+        gateway.child.kill(signal);
+        assert.equal(await gateway.exit, 0, gateway.output());
+        assert.match(gateway.output(), /"msg":"stopped"/);
+        assert.doesNotMatch(gateway.output(), /first-admin-pass/);
+      } finally {
+        gateway.child.kill('SIGKILL');
+      }
+    });
+  }
+
+  it('refuses to start without ADMIN_JWT_SECRET and says why', async () => {
+    const dir = workdir();
+    const gateway = run(dir, { DATA_DIR: dir });
+    assert.equal(await gateway.exit, 78);
+    assert.match(gateway.output(), /ADMIN_JWT_SECRET is required/);
+  });
+});

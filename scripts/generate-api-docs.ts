@@ -1,0 +1,158 @@
+/** Writes docs/api/openapi.json and docs/api-reference.md from the gateway's route schemas.
+ * `--check` exits non-zero when the committed files differ from what the code generates. */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pino from 'pino';
+import { loadConfig } from '../apps/gateway/src/config.js';
+import { createGateway } from '../apps/gateway/src/gateway.js';
+
+interface Schema {
+  type?: string | string[];
+  properties?: Record<string, Schema>;
+  required?: string[];
+  items?: Schema;
+  anyOf?: Schema[];
+  allOf?: Schema[];
+  const?: unknown;
+  enum?: unknown[];
+  format?: string;
+  description?: string;
+  minLength?: number;
+  maxLength?: number;
+  minimum?: number;
+  maximum?: number;
+  default?: unknown;
+}
+interface Operation {
+  summary?: string;
+  tags?: string[];
+  parameters?: { name: string; in: string; required?: boolean; schema?: Schema }[];
+  requestBody?: { content: Record<string, { schema: Schema }> };
+  responses?: Record<string, { description?: string }>;
+}
+type Document = {
+  paths: Record<string, Record<string, Operation>>;
+  info: { title: string; version: string };
+};
+
+function typeOf(schema: Schema): string {
+  if (schema.const !== undefined) return JSON.stringify(schema.const);
+  if (schema.enum) return schema.enum.map((v) => JSON.stringify(v)).join(' \\| ');
+  if (schema.anyOf) return schema.anyOf.map(typeOf).join(' \\| ');
+  if (schema.type === 'array') return `${schema.items ? typeOf(schema.items) : 'any'}[]`;
+  if (schema.format) return `${schema.type ?? 'string'} (${schema.format})`;
+  return Array.isArray(schema.type) ? schema.type.join(' \\| ') : (schema.type ?? 'any');
+}
+
+function rules(schema: Schema): string {
+  const out: string[] = [];
+  if (schema.minLength !== undefined) out.push(`min length ${schema.minLength}`);
+  if (schema.maxLength !== undefined) out.push(`max length ${schema.maxLength}`);
+  if (schema.minimum !== undefined) out.push(`≥ ${schema.minimum}`);
+  if (schema.maximum !== undefined) out.push(`≤ ${schema.maximum}`);
+  if (schema.default !== undefined) out.push(`default ${JSON.stringify(schema.default)}`);
+  if (schema.description) out.push(schema.description);
+  return out.join('; ');
+}
+
+function fieldTable(schema: Schema): string {
+  const properties = schema.properties ?? {};
+  const names = Object.keys(properties);
+  if (names.length === 0) return '_no fields_\n';
+  const rows = names.map((name) => {
+    const field = properties[name]!;
+    const required = schema.required?.includes(name) ? 'yes' : 'no';
+    return `| \`${name}\` | ${typeOf(field)} | ${required} | ${rules(field)} |`;
+  });
+  return ['| Field | Type | Required | Rules |', '|---|---|---|---|', ...rows, ''].join('\n');
+}
+
+export function renderMarkdown(doc: Document): string {
+  const lines: string[] = [
+    '# API reference',
+    '',
+    `Generated from the route schemas of ${doc.info.title} ${doc.info.version} by \`npm run docs:api\`; do not edit.`,
+    'The machine-readable document is [`api/openapi.json`](api/openapi.json), also served at `GET /v1/openapi.json`.',
+    '',
+    'Conventions: JSON bodies; errors are `{"error": "...", "code": "snake_case", "details"?: [{field, message}]}`;',
+    'timestamps are RFC 3339 UTC; `/v1/admin/*` needs an admin token and `/v1/user/*` a user token',
+    '(`Authorization: Bearer <token>`).',
+    '',
+  ];
+  const byTag = new Map<string, string[]>();
+  for (const [route, methods] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(methods)) {
+      const tag = op.tags?.[0] ?? 'other';
+      const section: string[] = [`### ${method.toUpperCase()} \`${route}\``, '', op.summary ?? '', ''];
+      const params = op.parameters ?? [];
+      if (params.length > 0) {
+        section.push('| Parameter | In | Type | Required | Rules |', '|---|---|---|---|---|');
+        for (const p of params) {
+          const schema = p.schema ?? {};
+          section.push(
+            `| \`${p.name}\` | ${p.in} | ${typeOf(schema)} | ${p.required ? 'yes' : 'no'} | ${rules(schema)} |`,
+          );
+        }
+        section.push('');
+      }
+      const body = op.requestBody?.content['application/json']?.schema;
+      if (body) section.push('Request body:', '', fieldTable(body));
+      const statuses = Object.keys(op.responses ?? {});
+      section.push(`Responses: ${statuses.map((s) => `\`${s}\``).join(', ')}`, '');
+      byTag.set(tag, [...(byTag.get(tag) ?? []), ...section]);
+    }
+  }
+  for (const [tag, section] of byTag) lines.push(`## ${tag}`, '', ...section);
+  return `${lines
+    .join('\n')
+    .replace(/\n{3,}/g, '\n\n')
+    .trim()}\n`;
+}
+
+export async function generateOpenApi(): Promise<Document> {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'ccp-docs-'));
+  const config = loadConfig({
+    ADMIN_JWT_SECRET: 'x'.repeat(48),
+    ADMIN_PASSWORD: 'docs-generation-only',
+    DATA_DIR: dataDir,
+    DATABASE_URL: 'sqlite::memory:',
+    LOG_LEVEL: 'silent',
+  });
+  const gateway = await createGateway(config, { logger: pino({ level: 'silent' }), httpLogger: false });
+  try {
+    await gateway.http.ready();
+    return gateway.http.swagger() as unknown as Document;
+  } finally {
+    await gateway.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+async function main(): Promise<void> {
+  const root = path.resolve(import.meta.dirname, '..');
+  const doc = await generateOpenApi();
+  const files = {
+    [path.join(root, 'docs/api/openapi.json')]: `${JSON.stringify(doc, null, 2)}\n`,
+    [path.join(root, 'docs/api-reference.md')]: renderMarkdown(doc),
+  };
+  if (process.argv.includes('--check')) {
+    const stale = Object.entries(files).filter(([file, text]) => {
+      try {
+        return readFileSync(file, 'utf8') !== text;
+      } catch {
+        return true;
+      }
+    });
+    if (stale.length > 0) {
+      process.stderr.write(
+        `API docs are out of date (${stale.map(([f]) => path.relative(root, f)).join(', ')}); run npm run docs:api\n`,
+      );
+      process.exit(1);
+    }
+    return;
+  }
+  for (const [file, text] of Object.entries(files)) writeFileSync(file, text);
+}
+
+if (process.argv[1] && import.meta.url.endsWith(path.basename(process.argv[1]))) await main();

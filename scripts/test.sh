@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Sets up everything the test suite needs on a fresh Debian 12 machine (as root) and runs it:
+# Debian packages, npm dependencies, build, lint, type checks, Docker, PostgreSQL, then every test.
+# Closes with a line "N passed, N failed".
+source "$(dirname "$0")/lib.sh"
+cd "$(dirname "$0")/.."
+
+mapfile -t packages < <(grep -v '^\s*#' scripts/test-packages.txt | sed '/^\s*$/d')
+apt_install "${packages[@]}" openssh-client
+npm_install
+build
+
+say "lint and format check (biome)"
+npx biome check .
+say "type check of the tests"
+npx tsc -p apps/gateway/tsconfig.test.json --noEmit
+
+bash scripts/docker.sh ensure
+bash scripts/postgres.sh ensure ccp_test ccp_test
+bash scripts/postgres.sh enable-tls /var/lib/postgresql/ccp-test-tls
+export TEST_POSTGRES_CA=/var/lib/postgresql/ccp-test-tls/ca.crt
+export TEST_POSTGRES_URL="postgres://ccp_test:ccp_test@127.0.0.1:5432/postgres"
+export TEST_DATABASES="${TEST_DATABASES:-sqlite,postgres}"
+
+mapfile -t files < <(find apps packages test -path '*/node_modules' -prune -o -name '*.test.ts' -print 2>/dev/null | sort)
+say "running ${#files[@]} test files on ${TEST_DATABASES}"
+mkdir -p test-output
+tap=test-output/results.tap
+status=0
+npx tsx --conditions=source --test \
+  --test-reporter=spec --test-reporter-destination=stdout \
+  --test-reporter=tap --test-reporter-destination="$tap" \
+  "${files[@]}" || status=$?
+
+passed=$(grep -E '^# pass ' "$tap" | awk '{print $3}' | tail -n 1)
+failed=$(grep -E '^# fail ' "$tap" | awk '{print $3}' | tail -n 1)
+echo "${passed:-0} passed, ${failed:-0} failed"
+exit "$status"
