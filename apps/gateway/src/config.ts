@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { isIPv4 } from 'node:net';
 import path from 'node:path';
 import { parse as parseDotenv } from 'dotenv';
 
@@ -29,6 +30,18 @@ export interface Config {
   eventRetentionDays: number;
   expirySweepSeconds: number;
   sseHeartbeatSeconds: number;
+  egress: EgressSettings;
+}
+
+/** Endpoints of the egress probe (an operator-run server, or the test lab). Unset means the test cannot run. */
+export interface EgressSettings {
+  probeUrl: string | null;
+  dnsZone: string | null;
+  dnsServer: { address: string; port: number } | null;
+  dohUrl: string | null;
+  probeToken: string | null;
+  caFile: string | null;
+  v2rayCommand: string;
 }
 
 export class ConfigError extends Error {
@@ -161,6 +174,8 @@ export function loadConfig(env: Env): Config {
     entryPort === 80 || entryPort === 0 ? `http://${publicHost}` : `http://${publicHost}:${entryPort}`,
   );
 
+  const egress = parseEgressSettings(env, problems);
+
   const config: Config = {
     httpHost,
     httpPort,
@@ -181,7 +196,42 @@ export function loadConfig(env: Env): Config {
     eventRetentionDays: positive('EVENT_RETENTION_DAYS', 90),
     expirySweepSeconds: Math.min(positive('EXPIRY_SWEEP_SECONDS', 30), 60),
     sseHeartbeatSeconds: Math.min(positive('SSE_HEARTBEAT_SECONDS', 15), 20),
+    egress,
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
+}
+
+function parseEgressSettings(env: Env, problems: string[]): EgressSettings {
+  const probeUrl = env.EGRESS_PROBE_URL || null;
+  if (probeUrl) {
+    try {
+      const url = new URL(probeUrl);
+      if (url.protocol !== 'http:' || !isIPv4(url.hostname)) throw new Error('not an IPv4 http URL');
+    } catch {
+      // The exit-IP check must dial an IPv4 literal: a name could resolve to IPv6 and leave from another address.
+      problems.push(
+        `EGRESS_PROBE_URL must be an http:// URL whose host is an IPv4 address (got "${probeUrl}")`,
+      );
+    }
+  }
+  let dnsServer: EgressSettings['dnsServer'] = null;
+  const dnsText = env.EGRESS_PROBE_DNS_SERVER;
+  if (dnsText) {
+    const match = /^(\d{1,3}(?:\.\d{1,3}){3})(?::(\d{1,5}))?$/.exec(dnsText);
+    if (!match || !isIPv4(match[1]!))
+      problems.push(`EGRESS_PROBE_DNS_SERVER must be an IPv4 address with an optional :port`);
+    else dnsServer = { address: match[1]!, port: Number(match[2] ?? 53) };
+  }
+  const dohUrl = env.EGRESS_DOH_URL || null;
+  if (dohUrl && !dohUrl.startsWith('https://')) problems.push('EGRESS_DOH_URL must be an https:// URL');
+  return {
+    probeUrl,
+    dnsZone: env.EGRESS_PROBE_DNS_ZONE?.replace(/\.$/, '') || null,
+    dnsServer,
+    dohUrl,
+    probeToken: env.EGRESS_PROBE_TOKEN || null,
+    caFile: env.EGRESS_TLS_CA_FILE || null,
+    v2rayCommand: env.V2RAY_BIN || 'v2ray',
+  };
 }

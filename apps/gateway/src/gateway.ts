@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import { AccessRevocation } from './domain/access-revocation.js';
 import { AuthService } from './domain/auth-service.js';
+import { EgressIpsService, type EgressTester } from './domain/egress-ips-service.js';
 import { EventsService } from './domain/events-service.js';
 import { sweepExpiredUsers } from './domain/expiry-sweep.js';
 import { FailureRateLimiter } from './domain/rate-limiter.js';
@@ -9,6 +10,8 @@ import { SecretBox } from './domain/secret-box.js';
 import { SshKeysService } from './domain/ssh-keys-service.js';
 import { StatusService } from './domain/status-service.js';
 import { UsersService } from './domain/users-service.js';
+import { egressTesterFor } from './egress/egress-tester.js';
+import { v2rayEngine } from './egress/v2ray-engine.js';
 import { EventBus } from './events/event-bus.js';
 import { SseHub } from './events/sse-hub.js';
 import type { Api } from './http/api.js';
@@ -21,6 +24,8 @@ export interface GatewayOptions {
   /** Replaces the Docker engine (tests of a single module only). */
   engine?: ContainerEngine;
   logger: Logger;
+  /** Replaces the egress tester (unit tests of one module only). */
+  egressTester?: EgressTester;
   /** Disables per-request logs (benchmarks, tests). */
   httpLogger?: boolean;
 }
@@ -33,6 +38,7 @@ export interface Gateway {
   bus: EventBus;
   sse: SseHub;
   users: UsersService;
+  egressIps: EgressIpsService;
   limiter: FailureRateLimiter;
   revocation: AccessRevocation;
   http: Api;
@@ -54,6 +60,12 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
   const auth = new AuthService(repositories.users, limiter, bus, config);
   const users = new UsersService(repositories.users, box, bus, revocation);
   const sshKeys = new SshKeysService(repositories.sshKeys, repositories.users, bus);
+  const egressIps = new EgressIpsService(
+    repositories.egressIps,
+    box,
+    bus,
+    options.egressTester ?? egressTesterFor(config.egress, v2rayEngine),
+  );
   const events = new EventsService(repositories.events);
   const engine = options.engine ?? new DockerEngine(config.dockerSocket);
   const status = new StatusService(database, engine, repositories.stats, { ssh: () => 0, vnc: () => 0 });
@@ -63,7 +75,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
   }
 
   const http = await buildHttpApp(
-    { config, auth, users, sshKeys, events, status, sse },
+    { config, auth, users, sshKeys, egressIps, events, status, sse },
     options.httpLogger === false ? false : logger,
   );
 
@@ -83,6 +95,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     bus,
     sse,
     users,
+    egressIps,
     limiter,
     revocation,
     http,

@@ -46,13 +46,14 @@ export const EventList = Type.Object({
   offset: Type.Integer(),
 });
 
-export const ADMIN_TOPICS = ['hosts', 'tasks', 'image-status'] as const;
+export const ADMIN_TOPICS = ['hosts', 'tasks', 'image-status', 'egress-ips'] as const;
 export const USER_TOPICS = ['hosts', 'tasks'] as const;
 
 export const SseTopic = Type.Union([
   Type.Literal('hosts'),
   Type.Literal('tasks'),
   Type.Literal('image-status'),
+  Type.Literal('egress-ips'),
 ]);
 export const SseAction = Type.Union([Type.Literal('create'), Type.Literal('update'), Type.Literal('delete')]);
 

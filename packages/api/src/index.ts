@@ -1,5 +1,6 @@
 export * from './auth.js';
 export * from './common.js';
+export * from './egress.js';
 export * from './events.js';
 export * from './health.js';
 export * from './ssh-keys.js';

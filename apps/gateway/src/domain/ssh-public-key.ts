@@ -105,6 +105,11 @@ export function parsePublicKey(input: string): PublicKeyInfo | string {
 
 /** A fresh ed25519 pair in OpenSSH format. */
 export function generateEd25519(comment: string): { privateKey: string; publicKey: string } {
-  const pair = ssh2.utils.generateKeyPairSync('ed25519', { comment });
-  return { privateKey: pair.private, publicKey: pair.public };
+  for (;;) {
+    const pair = ssh2.utils.generateKeyPairSync('ed25519', { comment });
+    // ssh2 strips leading zero bytes from the public key, so about 1 pair in 256 comes out malformed
+    // (a 31-byte key OpenSSH refuses, in both halves); such a pair is thrown away.
+    if (typeof parsePublicKey(pair.public) !== 'string')
+      return { privateKey: pair.private, publicKey: pair.public };
+  }
 }

@@ -7,6 +7,7 @@ import type { Api } from './api.js';
 import { requireRole } from './plugins/authentication.js';
 import { registerErrorHandling } from './plugins/error-handler.js';
 import { registerAdminActivityRoutes } from './routes/admin-activity.js';
+import { registerAdminEgressRoutes } from './routes/admin-egress-ips.js';
 import { registerAdminUserRoutes } from './routes/admin-users.js';
 import { registerPublicRoutes } from './routes/public.js';
 import { registerSseRoute } from './routes/sse.js';
@@ -85,6 +86,7 @@ export async function buildHttpApp(services: HttpServices, logger: Logger | fals
       admin.addHook('onRoute', documentBearerAuth);
       admin.addHook('onRequest', requireRole(services.auth, 'admin'));
       registerAdminUserRoutes(admin, services);
+      registerAdminEgressRoutes(admin, services);
       registerAdminActivityRoutes(admin, services);
       registerSseRoute(admin, services, 'admin');
     },

@@ -1,5 +1,6 @@
 import type { Config } from '../config.js';
 import type { AuthService } from '../domain/auth-service.js';
+import type { EgressIpsService } from '../domain/egress-ips-service.js';
 import type { EventsService } from '../domain/events-service.js';
 import type { SshKeysService } from '../domain/ssh-keys-service.js';
 import type { StatusService } from '../domain/status-service.js';
@@ -12,6 +13,7 @@ export interface HttpServices {
   auth: AuthService;
   users: UsersService;
   sshKeys: SshKeysService;
+  egressIps: EgressIpsService;
   events: EventsService;
   status: StatusService;
   sse: SseHub;

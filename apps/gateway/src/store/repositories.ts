@@ -1,4 +1,5 @@
 import type { Database } from './database.js';
+import { EgressIpsRepository } from './egress-ips-repository.js';
 import { EventsRepository } from './events-repository.js';
 import { SshKeysRepository } from './ssh-keys-repository.js';
 import { StatsRepository } from './stats-repository.js';
@@ -8,6 +9,7 @@ export interface Repositories {
   users: UsersRepository;
   sshKeys: SshKeysRepository;
   events: EventsRepository;
+  egressIps: EgressIpsRepository;
   stats: StatsRepository;
 }
 
@@ -16,6 +18,7 @@ export function createRepositories(database: Database): Repositories {
     users: new UsersRepository(database.db),
     sshKeys: new SshKeysRepository(database.db),
     events: new EventsRepository(database.db),
+    egressIps: new EgressIpsRepository(database.db),
     stats: new StatsRepository(database.db),
   };
 }

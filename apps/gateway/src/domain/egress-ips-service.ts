@@ -1,0 +1,210 @@
+import { randomUUID } from 'node:crypto';
+import type {
+  Actor,
+  CreateEgressIpRequest,
+  EgressIp,
+  EgressTestResult,
+  ProxyConfig,
+  UpdateEgressIpRequest,
+} from '@ccp/api';
+import { maskProxyConfig, mergeMaskedSecrets, validateProxyConfig } from '../egress/proxy-config.js';
+import type { EventBus } from '../events/event-bus.js';
+import { constraintViolation } from '../store/dialect.js';
+import type { EgressIpRow, EgressIpsRepository } from '../store/egress-ips-repository.js';
+import { isoOut, nowIso } from './clock.js';
+import { errors } from './errors.js';
+import type { SecretBox } from './secret-box.js';
+
+/** Runs the three egress checks for one upstream; the implementation lives in egress/. */
+export interface EgressTester {
+  test(proxyConfig: ProxyConfig, declaredIp: string): Promise<EgressTestResult>;
+}
+
+/** Told when an egress IP's upstream changes, so running hosts bound to it switch over. */
+export type EgressChangeListener = (egressIpId: string) => Promise<void>;
+
+function validated(input: unknown): ProxyConfig {
+  const result = validateProxyConfig(input);
+  if (!result.ok) {
+    const first = result.problems[0]!;
+    throw errors.validation(result.problems, `Invalid field ${first.field}: ${first.message}`);
+  }
+  return result.value;
+}
+
+/** Egress IPs: the upstream proxies hosts send their traffic through. Credentials are sealed at rest. */
+export class EgressIpsService {
+  private readonly changeListeners: EgressChangeListener[] = [];
+
+  constructor(
+    private readonly egressIps: EgressIpsRepository,
+    private readonly box: SecretBox,
+    private readonly bus: EventBus,
+    private readonly tester: EgressTester,
+  ) {}
+
+  onUpstreamChanged(listener: EgressChangeListener): void {
+    this.changeListeners.push(listener);
+  }
+
+  /** The unmasked upstream, for the parts that dial it (egress gateways, the egress test). */
+  async proxyConfig(id: string): Promise<{ row: EgressIpRow; config: ProxyConfig }> {
+    const row = await this.require(id);
+    return { row, config: this.open(row) };
+  }
+
+  async create(input: CreateEgressIpRequest, actor: Actor): Promise<EgressIp> {
+    const config = validated(input.proxy_config);
+    const now = nowIso();
+    const row = await this.egressIps.insert({
+      id: randomUUID(),
+      label: input.label.trim(),
+      ip_address: input.ip_address.toLowerCase(),
+      tunnel_type: input.tunnel_type ?? 'proxy',
+      provider: input.provider ?? 'manual',
+      proxy_config_sealed: this.box.seal(JSON.stringify(config)),
+      last_test: null,
+      last_test_ok: null,
+      created_at: now,
+      updated_at: now,
+    });
+    const view = await this.view(row);
+    await this.emit('egress_ip.created', `egress IP ${row.label} created`, actor, view, 'create');
+    return view;
+  }
+
+  async list(): Promise<EgressIp[]> {
+    const rows = await this.egressIps.list();
+    const bound = await this.egressIps.boundHostIds(rows.map((r) => r.id));
+    return rows.map((row) => this.toView(row, bound.get(row.id) ?? []));
+  }
+
+  async get(id: string): Promise<EgressIp> {
+    return this.view(await this.require(id));
+  }
+
+  async update(id: string, input: UpdateEgressIpRequest, actor: Actor): Promise<EgressIp> {
+    const row = await this.require(id);
+    const stored = this.open(row);
+    const config =
+      input.proxy_config === undefined ? stored : validated(mergeMaskedSecrets(input.proxy_config, stored));
+    const upstreamChanged =
+      JSON.stringify(config) !== JSON.stringify(stored) ||
+      (input.ip_address !== undefined && input.ip_address.toLowerCase() !== row.ip_address);
+    const updated = await this.egressIps.update(id, {
+      ...(input.label !== undefined ? { label: input.label.trim() } : {}),
+      ...(input.ip_address !== undefined ? { ip_address: input.ip_address.toLowerCase() } : {}),
+      ...(input.provider !== undefined ? { provider: input.provider } : {}),
+      proxy_config_sealed: this.box.seal(JSON.stringify(config)),
+      // A new upstream has not been tested yet.
+      ...(upstreamChanged ? { last_test: null, last_test_ok: null } : {}),
+      updated_at: nowIso(),
+    });
+    const view = await this.view(updated!);
+    await this.emit('egress_ip.updated', `egress IP ${view.label} updated`, actor, view, 'update', {
+      upstream_changed: upstreamChanged,
+    });
+    if (upstreamChanged) for (const listener of this.changeListeners) await listener(id);
+    return view;
+  }
+
+  async delete(id: string, actor: Actor): Promise<void> {
+    const row = await this.require(id);
+    const bound = (await this.egressIps.boundHostIds([id])).get(id) ?? [];
+    if (bound.length > 0) throw boundConflict(bound);
+    try {
+      await this.egressIps.delete(id);
+    } catch (error) {
+      // A binding created between the check and the delete still meets the foreign key.
+      if (constraintViolation(error) === 'foreign_key') {
+        throw boundConflict((await this.egressIps.boundHostIds([id])).get(id) ?? []);
+      }
+      throw error;
+    }
+    await this.bus.emit({
+      type: 'egress_ip.deleted',
+      message: `egress IP ${row.label} deleted`,
+      actor,
+      data: { egress_ip_id: id, label: row.label },
+      sse: { message: { topic: 'egress-ips', action: 'delete', id }, ownerUserId: null },
+    });
+  }
+
+  async test(id: string, actor: Actor): Promise<EgressTestResult> {
+    const { row, config } = await this.proxyConfig(id);
+    const result = await this.tester.test(config, row.ip_address);
+    await this.egressIps.update(id, { last_test: JSON.stringify(result), last_test_ok: result.ok ? 1 : 0 });
+    const failed = Object.entries(result.checks)
+      .filter(([, check]) => !check.ok)
+      .map(([name, check]) => `${name}: ${check.error ?? 'failed'}`);
+    await this.bus.emit({
+      type: result.ok ? 'egress_ip.test.passed' : 'egress_ip.test.failed',
+      level: result.ok ? 'info' : 'warn',
+      message: result.ok
+        ? `egress test of ${row.label} passed in ${result.duration_ms} ms`
+        : `egress test of ${row.label} failed (${failed.join('; ')})`,
+      actor,
+      data: { egress_ip_id: id, label: row.label, result },
+      sse: { message: { topic: 'egress-ips', action: 'update', id }, ownerUserId: null },
+    });
+    return result;
+  }
+
+  private async require(id: string): Promise<EgressIpRow> {
+    const row = await this.egressIps.findById(id);
+    if (!row) throw errors.notFound('Egress IP');
+    return row;
+  }
+
+  private open(row: EgressIpRow): ProxyConfig {
+    return JSON.parse(this.box.open(row.proxy_config_sealed)) as ProxyConfig;
+  }
+
+  private async view(row: EgressIpRow): Promise<EgressIp> {
+    return this.toView(row, (await this.egressIps.boundHostIds([row.id])).get(row.id) ?? []);
+  }
+
+  private toView(row: EgressIpRow, boundHostIds: string[]): EgressIp {
+    return {
+      id: row.id,
+      label: row.label,
+      ip_address: row.ip_address,
+      tunnel_type: 'proxy',
+      provider: row.provider,
+      proxy_config: maskProxyConfig(this.open(row)),
+      bound_host_ids: boundHostIds,
+      last_test: row.last_test ? (JSON.parse(row.last_test) as EgressTestResult) : null,
+      created_at: isoOut(row.created_at),
+      updated_at: isoOut(row.updated_at),
+    };
+  }
+
+  private async emit(
+    type: string,
+    message: string,
+    actor: Actor,
+    view: EgressIp,
+    action: 'create' | 'update',
+    extra: Record<string, unknown> = {},
+  ): Promise<void> {
+    await this.bus.emit({
+      type,
+      message,
+      actor,
+      data: {
+        egress_ip_id: view.id,
+        label: view.label,
+        ip_address: view.ip_address,
+        type: view.proxy_config.type,
+        ...extra,
+      },
+      sse: { message: { topic: 'egress-ips', action, id: view.id }, ownerUserId: null },
+    });
+  }
+}
+
+function boundConflict(hostIds: string[]) {
+  return errors.conflict('egress_ip_bound', 'The egress IP is still bound to hosts; unbind it first', {
+    host_ids: hostIds,
+  });
+}

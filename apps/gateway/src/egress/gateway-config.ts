@@ -1,0 +1,34 @@
+import type { GatewayConfigParams } from './tunnel-engine.js';
+import { assertPort, DNS_OUT_TAG, tunnelConfig, type V2rayConfig } from './v2ray-tunnel.js';
+
+const TPROXY_TAG = 'tproxy';
+
+/**
+ * The v2ray config of a host's egress gateway: the workspace's TCP and UDP arrive by TPROXY (see
+ * gateway-firewall.ts), its DNS at `dnsListen`, and everything leaves through the marked upstream socket.
+ */
+export function v2rayGatewayConfig(params: GatewayConfigParams): V2rayConfig {
+  assertPort('transparentPort', params.transparentPort);
+  if (!Number.isInteger(params.socketMark) || params.socketMark < 1 || params.socketMark > 0xffffffff) {
+    throw new TypeError(`socketMark must be a non-zero 32-bit mark: ${params.socketMark}`);
+  }
+  return tunnelConfig({
+    upstream: params.upstream,
+    mark: params.socketMark,
+    dns: params.dns,
+    dnsListen: params.dnsListen,
+    inbounds: [
+      {
+        tag: TPROXY_TAG,
+        listen: '0.0.0.0',
+        port: params.transparentPort,
+        protocol: 'dokodemo-door',
+        settings: { network: 'tcp,udp', followRedirect: true },
+        streamSettings: { sockopt: { tproxy: 'tproxy' } },
+        ...(params.sniffing ? { sniffing: { enabled: true, destOverride: ['http', 'tls'] } } : {}),
+      },
+    ],
+    // DNS to a hard-coded resolver that slipped past the firewall's redirect is still answered by the tunnel.
+    rules: [{ type: 'field', inboundTag: [TPROXY_TAG], port: '53', outboundTag: DNS_OUT_TAG }],
+  });
+}

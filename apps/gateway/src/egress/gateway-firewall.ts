@@ -1,0 +1,110 @@
+import { isIP } from 'node:net';
+import type { UpstreamEndpoint } from './tunnel-engine.js';
+
+export interface GatewayFirewallParams {
+  /** nftables table (family inet) owned by this ruleset. */
+  table: string;
+  /** The egress gateway's link to the workspace. */
+  workspaceInterface: string;
+  /** The egress gateway's link to the outside world. */
+  uplinkInterface: string;
+  /** The single destination allowed out. */
+  upstream: UpstreamEndpoint;
+  /** SO_MARK the tunnel engine sets on its upstream socket. */
+  socketMark: number;
+  /** Mark of TPROXY'd packets; policy routing must deliver it locally (see below). */
+  tproxyMark: number;
+  /** The tunnel engine's TPROXY port (GatewayConfigParams.transparentPort). */
+  transparentPort: number;
+  /** The tunnel engine's DNS port on the workspace link (GatewayConfigParams.dnsListen.port). */
+  dnsPort: number;
+}
+
+const INTERFACE = /^[A-Za-z0-9_.@-]{1,15}$/;
+const TABLE = /^[A-Za-z_][A-Za-z0-9_]{0,31}$/;
+
+/**
+ * The kill switch of a host's egress gateway (spike-egress.md §12, design (c)), as text for `nft -f`. The first
+ * two lines make loading it an atomic replace, so a new upstream never opens a gap.
+ *
+ * The workspace's TCP and UDP are TPROXY'd to the tunnel and its DNS redirected to the tunnel's resolver; nothing
+ * is forwarded; the only packets that may leave on the uplink are the tunnel's marked ones to the upstream's
+ * address and port; IPv6 from the workspace is dropped. It relies on the gateway's namespace also having
+ * `net.ipv4.ip_forward=0`, IPv6 disabled, and the TPROXY route
+ * `ip rule add fwmark <tproxyMark> lookup <table>; ip route add local 0.0.0.0/0 dev lo table <table>`.
+ */
+export function renderGatewayFirewall(params: GatewayFirewallParams): string {
+  const { table, upstream } = params;
+  if (!TABLE.test(table)) throw new TypeError(`table is not a valid nftables name: ${table}`);
+  const workspace = interfaceName('workspaceInterface', params.workspaceInterface);
+  const uplink = interfaceName('uplinkInterface', params.uplinkInterface);
+  const socketMark = mark('socketMark', params.socketMark);
+  const tproxyMark = mark('tproxyMark', params.tproxyMark);
+  if (params.socketMark === params.tproxyMark) throw new TypeError('socketMark and tproxyMark must differ');
+  const transparentPort = port('transparentPort', params.transparentPort);
+  const dnsPort = port('dnsPort', params.dnsPort);
+  const upstreamPort = port('upstream.port', upstream.port);
+  const family = isIP(upstream.address);
+  if (family === 0) throw new TypeError(`upstream.address must be an IP literal: ${upstream.address}`);
+  if (upstream.protocols.length === 0) throw new TypeError('upstream.protocols is empty');
+  const daddr = `${family === 4 ? 'ip' : 'ip6'} daddr ${upstream.address}`;
+  const allowUpstream = upstream.protocols.map(
+    (protocol) =>
+      `    meta mark ${socketMark} oifname ${uplink} ${daddr} ${protocol} dport ${upstreamPort} accept`,
+  );
+  return [
+    '# Kill switch of a cloud-cli-proxy egress gateway. Generated; load with `nft -f`.',
+    `table inet ${table}`,
+    `delete table inet ${table}`,
+    `table inet ${table} {`,
+    '  chain prerouting_mangle {',
+    '    type filter hook prerouting priority mangle; policy accept;',
+    `    iifname != ${workspace} return`,
+    '    meta nfproto ipv6 drop',
+    '    fib daddr type local return',
+    '    meta l4proto { tcp, udp } th dport 53 return',
+    `    meta l4proto { tcp, udp } tproxy ip to 127.0.0.1:${transparentPort} meta mark set ${tproxyMark} accept`,
+    '  }',
+    '  chain prerouting_nat {',
+    '    type nat hook prerouting priority dstnat; policy accept;',
+    `    iifname ${workspace} meta l4proto { tcp, udp } th dport 53 redirect to :${dnsPort}`,
+    '  }',
+    '  chain input {',
+    '    type filter hook input priority filter; policy drop;',
+    '    iifname "lo" accept',
+    '    ct state established,related accept',
+    `    iifname ${workspace} meta mark ${tproxyMark} accept`,
+    `    iifname ${workspace} meta l4proto { tcp, udp } th dport ${dnsPort} accept`,
+    '  }',
+    '  chain forward {',
+    '    type filter hook forward priority filter; policy drop;',
+    '  }',
+    '  chain output {',
+    '    type filter hook output priority filter; policy drop;',
+    '    oifname "lo" accept',
+    `    oifname ${workspace} meta nfproto ipv4 accept`,
+    ...allowUpstream,
+    '  }',
+    '}',
+    '',
+  ].join('\n');
+}
+
+function interfaceName(name: string, value: string): string {
+  if (!INTERFACE.test(value)) throw new TypeError(`${name} is not a valid interface name: ${value}`);
+  return `"${value}"`;
+}
+
+function mark(name: string, value: number): string {
+  if (!Number.isInteger(value) || value < 1 || value > 0xffffffff) {
+    throw new TypeError(`${name} must be a non-zero 32-bit mark: ${value}`);
+  }
+  return `0x${value.toString(16).padStart(8, '0')}`;
+}
+
+function port(name: string, value: number): number {
+  if (!Number.isInteger(value) || value < 1 || value > 65535) {
+    throw new TypeError(`${name} must be a port number: ${value}`);
+  }
+  return value;
+}

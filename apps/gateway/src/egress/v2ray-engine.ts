@@ -1,0 +1,17 @@
+import { v2rayGatewayConfig } from './gateway-config.js';
+import { v2rayTestConfig } from './test-config.js';
+import type { TunnelEngine } from './tunnel-engine.js';
+import { v2rayUpstreamEndpoint } from './v2ray-outbound.js';
+
+const toText = (config: object) => `${JSON.stringify(config, null, 2)}\n`;
+
+/** Debian's v2ray 4.34. Its binary carries file capabilities, which drop ambient ones: run a plain copy. */
+export const v2rayEngine: TunnelEngine = {
+  name: 'v2ray',
+  defaultCommand: 'v2ray',
+  runArgs: ['-config', 'stdin:'],
+  checkArgs: ['-test', '-config', 'stdin:'],
+  upstreamEndpoint: v2rayUpstreamEndpoint,
+  renderGatewayConfig: (params) => toText(v2rayGatewayConfig(params)),
+  renderTestConfig: (params) => toText(v2rayTestConfig(params)),
+};
