@@ -1,3 +1,4 @@
+import { createSecretKey, type KeyObject } from 'node:crypto';
 import type { Actor, LoginResponse } from '@ccp/api';
 import { errors as joseErrors, jwtVerify, SignJWT } from 'jose';
 import type { EventBus } from '../events/event-bus.js';
@@ -20,7 +21,7 @@ export const isExpired = (user: Pick<UserRow, 'expires_at'>, now = new Date().to
 
 /** Logins, tokens, and the password check shared by every access path. */
 export class AuthService {
-  private readonly key: Uint8Array;
+  private readonly key: KeyObject;
 
   constructor(
     private readonly users: UsersRepository,
@@ -28,7 +29,8 @@ export class AuthService {
     private readonly bus: EventBus,
     private readonly options: AuthOptions,
   ) {
-    this.key = new TextEncoder().encode(options.jwtSecret);
+    // Built once: jose would otherwise import the raw secret on every verification.
+    this.key = createSecretKey(Buffer.from(options.jwtSecret, 'utf8'));
   }
 
   /** Verifies a username and password with rate limiting and constant-time answers for unknown users.

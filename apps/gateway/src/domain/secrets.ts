@@ -1,4 +1,5 @@
 import { randomBytes, randomInt, scrypt, timingSafeEqual } from 'node:crypto';
+import pLimit from 'p-limit';
 
 const ALNUM = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 /** Short IDs avoid look-alikes (0/o, 1/l/i) so they survive being read aloud or typed from a screen. */
@@ -17,7 +18,7 @@ export const generateShortId = (): string => randomFrom(SHORT_ID_ALPHABET, 8);
 
 export const SHORT_ID_PATTERN = /^[a-hjkmnp-z2-9]{8}$/;
 
-// scrypt with N=2^15, r=8 (32 MiB per hash): memory-hard, about 50 ms on this class of machine.
+// scrypt with N=2^15, r=8 (32 MiB per hash): memory-hard, about 50-100 ms on a 2-core machine.
 const SCRYPT = { N: 32768, r: 8, p: 1, maxmem: 64 * 1024 * 1024 };
 const KEY_LENGTH = 32;
 

@@ -1,9 +1,9 @@
 import type { User } from '@ccp/api';
-import type { UserRow } from '../store/users-repository.js';
+import type { UserListRow } from '../store/users-repository.js';
 import { isExpired } from './auth-service.js';
 import { isoOut } from './clock.js';
 
-export function userView(row: UserRow, now = new Date().toISOString()): User {
+export function userView(row: UserListRow, now = new Date().toISOString()): User {
   return {
     id: row.id,
     username: row.username,

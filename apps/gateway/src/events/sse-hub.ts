@@ -15,6 +15,8 @@ interface Buffered {
   seq: number;
   message: SseMessage;
   ownerUserId: string | null;
+  /** The wire frame, built once for every client. */
+  frame: string;
 }
 
 export interface SseHubOptions {
@@ -65,7 +67,9 @@ export class SseHub {
   }
 
   publish(message: SseMessage, ownerUserId: string | null): void {
-    const entry: Buffered = { seq: ++this.seq, message, ownerUserId };
+    const seq = ++this.seq;
+    const frame = `event: message\nid: ${seq}\ndata: ${JSON.stringify(message)}\n\n`;
+    const entry: Buffered = { seq, message, ownerUserId, frame };
     this.buffer.push(entry);
     if (this.buffer.length > this.replayBufferSize) this.buffer.shift();
     for (const client of this.clients) {
@@ -91,7 +95,7 @@ export class SseHub {
   }
 
   private send(client: Client, entry: Buffered): void {
-    this.write(client, `event: message\nid: ${entry.seq}\ndata: ${JSON.stringify(entry.message)}\n\n`);
+    this.write(client, entry.frame);
   }
 
   private beat(): void {

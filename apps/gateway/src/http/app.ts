@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { Api } from './api.js';
 import { requireRole } from './plugins/authentication.js';
 import { registerErrorHandling } from './plugins/error-handler.js';
+import { registerValidation } from './plugins/validation.js';
 import { registerAdminActivityRoutes } from './routes/admin-activity.js';
 import { registerAdminEgressRoutes } from './routes/admin-egress-ips.js';
 import { registerAdminUserRoutes } from './routes/admin-users.js';
@@ -43,9 +44,6 @@ export async function buildHttpApp(services: HttpServices, logger: Logger | fals
       return typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : randomUUID();
     },
     requestIdHeader: false,
-    ajv: {
-      customOptions: { allErrors: true, removeAdditional: true, coerceTypes: 'array', useDefaults: true },
-    },
     connectionTimeout: 120_000,
     keepAliveTimeout: 10_000,
     return503OnClosing: true,
@@ -61,6 +59,7 @@ export async function buildHttpApp(services: HttpServices, logger: Logger | fals
     reply.header('x-request-id', request.id);
   });
   registerErrorHandling(app);
+  registerValidation(app);
 
   await app.register(swagger, {
     openapi: {

@@ -7,6 +7,7 @@ import type { DatabaseConfig } from '../config.js';
 import type { DialectKind } from './dialect.js';
 import { accountsAndEvents } from './migrations/0001-accounts-and-events.js';
 import { workspaces } from './migrations/0002-workspaces.js';
+import { hostKeys } from './migrations/0003-host-keys.js';
 import type { DatabaseSchema } from './schema.js';
 
 export type Db = Kysely<DatabaseSchema>;
@@ -29,10 +30,26 @@ function openSqlite(file: string): Kysely<DatabaseSchema> {
         connection.pragma('foreign_keys = ON');
         connection.pragma('busy_timeout = 5000');
         connection.pragma('synchronous = NORMAL');
-        return connection;
+        return withStatementCache(connection);
       },
     }),
   });
+}
+
+/** Kysely prepares every query anew; reusing prepared statements by SQL text halves a simple request's cost. */
+function withStatementCache(connection: SqliteDatabase.Database, limit = 500): SqliteDatabase.Database {
+  const prepare = connection.prepare.bind(connection);
+  const cache = new Map<string, SqliteDatabase.Statement>();
+  connection.prepare = ((source: string) => {
+    let statement = cache.get(source);
+    if (!statement) {
+      statement = prepare(source);
+      if (cache.size >= limit) cache.delete(cache.keys().next().value!);
+      cache.set(source, statement);
+    }
+    return statement;
+  }) as typeof connection.prepare;
+  return connection;
 }
 
 function openPostgres(config: Extract<DatabaseConfig, { kind: 'postgres' }>): Kysely<DatabaseSchema> {
@@ -62,6 +79,7 @@ function migrations(kind: DialectKind): Record<string, Migration> {
   return {
     '0001-accounts-and-events': accountsAndEvents(dialect),
     '0002-workspaces': workspaces,
+    '0003-host-keys': hostKeys,
   };
 }
 

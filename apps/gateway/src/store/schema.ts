@@ -70,6 +70,8 @@ export interface HostsTable {
   created_at: IsoTime;
   updated_at: IsoTime;
   started_at: IsoTime | null;
+  gateway_key_sealed: string | null;
+  gateway_public_key: string | null;
 }
 
 export interface BindingsTable {

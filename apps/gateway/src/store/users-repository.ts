@@ -4,6 +4,17 @@ import type { UsersTable } from './schema.js';
 
 export type UserRow = Selectable<UsersTable>;
 export type NewUserRow = Insertable<UsersTable>;
+export const USER_VIEW_COLUMNS = [
+  'id',
+  'username',
+  'role',
+  'status',
+  'expires_at',
+  'short_id',
+  'created_at',
+  'updated_at',
+] as const;
+export type UserListRow = Pick<UserRow, (typeof USER_VIEW_COLUMNS)[number]>;
 export type UserPatch = Updateable<Omit<UsersTable, 'id' | 'created_at'>>;
 
 export class UsersRepository {

@@ -130,9 +130,12 @@ export async function startTestGateway(
       };
     },
     async close() {
-      await gateway.close();
-      await pgDb?.drop();
-      rmSync(dataDir, { recursive: true, force: true });
+      try {
+        await gateway.close();
+      } finally {
+        await pgDb?.drop();
+        rmSync(dataDir, { recursive: true, force: true });
+      }
     },
   };
   t.adminToken = await t.login('admin', ADMIN_PASSWORD);

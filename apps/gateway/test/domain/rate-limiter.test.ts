@@ -1,0 +1,103 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { AppError } from '../../src/domain/errors.js';
+import { FailureRateLimiter } from '../../src/domain/rate-limiter.js';
+
+function clock(start = 1_000_000) {
+  const c = { now: start, advance: (ms: number) => (c.now += ms) };
+  return c;
+}
+
+function refusal(limiter: FailureRateLimiter, keys: string[]): AppError {
+  try {
+    limiter.assertAllowed(keys);
+  } catch (error) {
+    assert.ok(error instanceof AppError);
+    return error;
+  }
+  return assert.fail(`expected ${keys.join(',')} to be refused`);
+}
+
+describe('FailureRateLimiter', () => {
+  it('keys by lower-cased username and by client address', () => {
+    assert.deepEqual(FailureRateLimiter.keysFor('Alice', '10.0.0.1'), ['user:alice', 'addr:10.0.0.1']);
+  });
+
+  it('allows 10 failures in 5 minutes and refuses the 11th attempt with 429 and Retry-After', () => {
+    const c = clock();
+    const limiter = new FailureRateLimiter({ now: () => c.now });
+    const keys = FailureRateLimiter.keysFor('alice', '10.0.0.1');
+    for (let i = 0; i < 10; i++) {
+      limiter.assertAllowed(keys);
+      limiter.recordFailure(keys);
+      c.advance(1000);
+    }
+    const error = refusal(limiter, keys);
+    assert.equal(error.status, 429);
+    assert.equal(error.code, 'rate_limited');
+    // The first failure was 10 s ago and leaves the 300 s window in 290 s.
+    assert.equal(error.headers['retry-after'], '290');
+    assert.equal(error.extra.retry_after, 290);
+  });
+
+  it('counts each key separately: the username from any address, the address for any username', () => {
+    const c = clock();
+    const limiter = new FailureRateLimiter({ now: () => c.now });
+    for (let i = 0; i < 10; i++) limiter.recordFailure(FailureRateLimiter.keysFor('alice', `10.0.0.${i}`));
+    assert.equal(refusal(limiter, FailureRateLimiter.keysFor('ALICE', '192.168.1.1')).status, 429);
+    limiter.assertAllowed(FailureRateLimiter.keysFor('bob', '10.0.0.1'));
+
+    for (let i = 0; i < 10; i++) limiter.recordFailure(FailureRateLimiter.keysFor(`user${i}`, '172.16.0.1'));
+    assert.equal(refusal(limiter, FailureRateLimiter.keysFor('carol', '172.16.0.1')).status, 429);
+    limiter.assertAllowed(FailureRateLimiter.keysFor('carol', '172.16.0.2'));
+  });
+
+  it('slides the window: each failure stops counting 5 minutes after it happened', () => {
+    const c = clock();
+    const limiter = new FailureRateLimiter({ now: () => c.now });
+    const keys = FailureRateLimiter.keysFor('alice', '10.0.0.1');
+    limiter.recordFailure(keys);
+    c.advance(60_000);
+    for (let i = 0; i < 9; i++) limiter.recordFailure(keys);
+    assert.equal(refusal(limiter, keys).headers['retry-after'], '240');
+    c.advance(239_999);
+    refusal(limiter, keys);
+    c.advance(1);
+    limiter.assertAllowed(keys); // the first failure left the window; 9 remain
+    limiter.recordFailure(keys);
+    assert.equal(refusal(limiter, keys).headers['retry-after'], '60');
+    c.advance(60_000);
+    limiter.assertAllowed(keys);
+  });
+
+  it('rounds Retry-After up and never answers 0', () => {
+    const c = clock();
+    const limiter = new FailureRateLimiter({ now: () => c.now, maxFailures: 2, windowMs: 10_000 });
+    const keys = ['user:x'];
+    limiter.recordFailure(keys);
+    limiter.recordFailure(keys);
+    c.advance(9_999);
+    assert.equal(refusal(limiter, keys).headers['retry-after'], '1');
+    c.advance(1);
+    limiter.assertAllowed(keys);
+  });
+
+  it('a success clears the failures of the username but not those of the address', () => {
+    const c = clock();
+    const limiter = new FailureRateLimiter({ now: () => c.now });
+    for (let i = 0; i < 10; i++) limiter.recordFailure(FailureRateLimiter.keysFor('alice', '10.0.0.1'));
+    limiter.recordSuccess('Alice');
+    limiter.assertAllowed(FailureRateLimiter.keysFor('alice', '10.0.0.2'));
+    refusal(limiter, FailureRateLimiter.keysFor('bob', '10.0.0.1'));
+  });
+
+  it('takes the later Retry-After when both keys are over the limit', () => {
+    const c = clock();
+    const limiter = new FailureRateLimiter({ now: () => c.now });
+    for (let i = 0; i < 10; i++) limiter.recordFailure(['user:alice']);
+    c.advance(100_000);
+    for (let i = 0; i < 10; i++) limiter.recordFailure(['addr:10.0.0.1']);
+    assert.equal(refusal(limiter, ['user:alice', 'addr:10.0.0.1']).headers['retry-after'], '300');
+    assert.equal(refusal(limiter, ['user:alice', 'addr:10.0.0.9']).headers['retry-after'], '200');
+  });
+});

@@ -1,0 +1,54 @@
+import { createServer } from 'node:net';
+
+/** A loopback port that was free a moment ago (the child binds it right after). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => {
+        if (address && typeof address !== 'string') resolve(address.port);
+        else reject(new Error('no port'));
+      });
+    });
+  });
+}
+
+/** Waits until `url` answers at all (any status), polling every 100 ms for at most `timeoutMs`. */
+export async function waitForHttp(url: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    try {
+      await fetch(url, { signal: AbortSignal.timeout(1000) });
+      return;
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  throw new Error(`${url} did not answer within ${timeoutMs} ms`);
+}
+
+export async function postJson(
+  url: string,
+  body: unknown,
+  token: string | null = null,
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (token) headers.authorization = `Bearer ${token}`;
+  const response = await fetch(url, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(10_000),
+  });
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+export async function login(baseUrl: string, username: string, password: string): Promise<string> {
+  const response = await postJson(`${baseUrl}/v1/auth/login`, { username, password });
+  if (response.status !== 200 || typeof response.body.token !== 'string') {
+    throw new Error(`login as ${username}: HTTP ${response.status} ${JSON.stringify(response.body)}`);
+  }
+  return response.body.token;
+}

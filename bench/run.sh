@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Runs the benchmarks and prints their tables: bench/run.sh api|sse|all   (see bench/README.md)
+source "$(dirname "$0")/../scripts/lib.sh"
+cd "$(dirname "$0")/.."
+
+which="${1:-all}"
+case "$which" in
+  api) benches=(api) ;;
+  sse) benches=(sse) ;;
+  all) benches=(api sse) ;;
+  *) die "usage: bench/run.sh api|sse|all" ;;
+esac
+
+# Build when dist is missing or older than a source file, so the numbers are those of the current code.
+stamp=apps/gateway/tsconfig.tsbuildinfo
+if [ ! -f apps/gateway/dist/main.js ] || [ ! -f "$stamp" ] ||
+  [ -n "$(find apps/gateway/src packages/api/src -newer "$stamp" -print -quit)" ]; then
+  build
+fi
+
+if [[ " ${benches[*]} " == *' api '* && "${BENCH_DATABASES:-sqlite,postgres}" == *postgres* &&
+  -z "${BENCH_POSTGRES_URL:-}" ]]; then
+  say "PostgreSQL (role ccp_bench)"
+  bash scripts/postgres.sh ensure ccp_bench ccp_bench
+fi
+
+# The SSE bench holds 2,000 sockets in each of two processes.
+if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt 8192 ]; then
+  hard=$(ulimit -Hn)
+  if [ "$hard" = unlimited ] || [ "$hard" -ge 8192 ]; then ulimit -n 8192; else ulimit -n "$hard"; fi
+  [ "$(ulimit -n)" -ge 4096 ] || warn "open-file limit is $(ulimit -n); the SSE bench may fail to open its streams"
+fi
+
+child=''
+stop_child() {
+  # The bench stops its own children (by PID) and drops its database when it gets SIGTERM.
+  if [ -n "$child" ]; then
+    kill -TERM "$child" 2>/dev/null || true
+    wait "$child" 2>/dev/null || true
+    child=''
+  fi
+}
+trap 'stop_child; exit 130' INT
+trap 'stop_child; exit 143' TERM
+trap stop_child EXIT
+
+status=0
+for bench in "${benches[@]}"; do
+  say "bench: $bench"
+  node --conditions=source --import tsx "bench/$bench/bench.ts" &
+  child=$!
+  rc=0
+  wait "$child" || rc=$?
+  child=''
+  [ "$rc" -eq 0 ] || { warn "bench $bench failed (exit $rc)"; status=$rc; }
+done
+exit "$status"
