@@ -19,6 +19,10 @@ bash scripts/docker.sh ensure
 bash scripts/postgres.sh ensure ccp_test ccp_test
 bash scripts/postgres.sh enable-tls /var/lib/postgresql/ccp-test-tls
 export TEST_POSTGRES_CA=/var/lib/postgresql/ccp-test-tls/ca.crt
+# Databases left by an interrupted earlier run (each test drops its own on success).
+for db in $(runuser -u postgres -- psql -qAtc "select datname from pg_database where datname like 'ccp\_t\_%'"); do
+  runuser -u postgres -- psql -qc "drop database if exists \"$db\" with (force)" >/dev/null
+done
 export TEST_POSTGRES_URL="postgres://ccp_test:ccp_test@127.0.0.1:5432/postgres"
 export TEST_DATABASES="${TEST_DATABASES:-sqlite,postgres}"
 
