@@ -4,17 +4,20 @@
 #   - writes missing settings to .env (mode 0600): a 20-character admin password, shown once,
 #     and a 48-character JWT secret; existing secrets are never overwritten;
 #   - storage: the embedded SQLite file in DATA_DIR (the default).
-# Options: --no-start (set up only), --data-dir DIR.
+#   - builds the workspace and egress gateway images locally (a few minutes the first time).
+# Options: --no-start (set up only), --data-dir DIR, --image-variant full|test.
 source "$(dirname "$0")/../scripts/lib.sh"
 cd "$(dirname "$0")/.."
 
 start=1
 data_dir=""
+variant=full
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-start) start=0 ;;
     --data-dir) data_dir="${2:?--data-dir needs a directory}"; shift ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    --image-variant) variant="${2:?--image-variant needs full or test}"; shift ;;
+    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
     *) die "unknown option: $1 (see --help)" ;;
   esac
   shift
@@ -24,6 +27,8 @@ command -v node >/dev/null 2>&1 || apt_install nodejs npm
 bash scripts/docker.sh ensure || warn "the Docker engine is not available; the gateway starts and /healthz reports it"
 npm_install
 build
+say "building the workspace images ($variant variant)"
+bash image/build.sh --variant "$variant" all || warn "the images could not be built; hosts cannot start until image/build.sh succeeds"
 
 env_file=.env
 touch "$env_file"
@@ -47,6 +52,7 @@ env_set DATABASE_URL "sqlite:$(env_get DATA_DIR)/gateway.db"
 env_set HTTP_PORT 8080
 env_set SSH_PROXY_PORT 2222
 env_set LOG_FORMAT pretty
+env_set WORKSPACE_IMAGE_VARIANT "$variant"
 
 port=$(env_get HTTP_PORT)
 host=$(hostname -f 2>/dev/null || hostname)

@@ -12,10 +12,15 @@ build
 
 say "lint and format check (biome)"
 npx biome check .
-say "type check of the tests"
-npx tsc -p apps/gateway/tsconfig.test.json --noEmit
+say "type check of the tests, the lab and the benchmarks"
+npx tsc -p apps/gateway/tsconfig.test.json
+npx tsc -p apps/egress-probe/tsconfig.test.json
+npx tsc -p test/lab
+npx tsc -p bench
 
 bash scripts/docker.sh ensure
+say "workspace and egress gateway images (test variant; built once per recipe change)"
+bash image/build.sh --variant test all
 bash scripts/postgres.sh ensure ccp_test ccp_test
 bash scripts/postgres.sh enable-tls /var/lib/postgresql/ccp-test-tls
 export TEST_POSTGRES_CA=/var/lib/postgresql/ccp-test-tls/ca.crt
@@ -26,12 +31,21 @@ done
 export TEST_POSTGRES_URL="postgres://ccp_test:ccp_test@127.0.0.1:5432/postgres"
 export TEST_DATABASES="${TEST_DATABASES:-sqlite,postgres}"
 
+# Leave no lab, container or volume behind, even when a test run is interrupted.
+cleanup() {
+  bash test/lab/lab.sh down >/dev/null 2>&1 || true
+  docker ps -aq --filter label=cloud-cli-proxy.host | xargs -r docker rm -f >/dev/null 2>&1 || true
+  docker volume ls -q --filter label=cloud-cli-proxy.host | xargs -r docker volume rm >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+
 mapfile -t files < <(find apps packages test -path '*/node_modules' -prune -o -name '*.test.ts' -print 2>/dev/null | sort)
 say "running ${#files[@]} test files on ${TEST_DATABASES}"
 mkdir -p test-output
 tap=test-output/results.tap
 status=0
-npx tsx --conditions=source --test \
+# One file at a time: several files share the network lab and the Docker engine.
+npx tsx --conditions=source --test --test-concurrency=1 \
   --test-reporter=spec --test-reporter-destination=stdout \
   --test-reporter=tap --test-reporter-destination="$tap" \
   "${files[@]}" || status=$?

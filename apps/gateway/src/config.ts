@@ -31,6 +31,8 @@ export interface Config {
   expirySweepSeconds: number;
   sseHeartbeatSeconds: number;
   egress: EgressSettings;
+  workspaceLimits: { memoryMb: number; cpus: number; pids: number };
+  workspaceImageVariant: 'full' | 'test';
 }
 
 /** Endpoints of the egress probe (an operator-run server, or the test lab). Unset means the test cannot run. */
@@ -123,6 +125,17 @@ export function loadConfig(env: Env): Config {
     return value;
   };
 
+  const positiveNumber = (name: string, fallback: number): number => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return fallback;
+    const value = Number(raw);
+    if (!Number.isFinite(value) || value <= 0) {
+      problems.push(`${name} must be a positive number (got "${raw}")`);
+      return fallback;
+    }
+    return value;
+  };
+
   const httpHost = env.HTTP_HOST || '0.0.0.0';
   const httpPort = port('HTTP_PORT', 8080, true); // 0 picks a free port (tests)
   const entryPort = port('ENTRY_PORT', 80, true);
@@ -175,6 +188,10 @@ export function loadConfig(env: Env): Config {
   );
 
   const egress = parseEgressSettings(env, problems);
+  const imageVariant = (env.WORKSPACE_IMAGE_VARIANT || 'full') as 'full' | 'test';
+  if (imageVariant !== 'full' && imageVariant !== 'test') {
+    problems.push('WORKSPACE_IMAGE_VARIANT must be full or test');
+  }
 
   const config: Config = {
     httpHost,
@@ -197,6 +214,12 @@ export function loadConfig(env: Env): Config {
     expirySweepSeconds: Math.min(positive('EXPIRY_SWEEP_SECONDS', 30), 60),
     sseHeartbeatSeconds: Math.min(positive('SSE_HEARTBEAT_SECONDS', 15), 20),
     egress,
+    workspaceImageVariant: imageVariant,
+    workspaceLimits: {
+      memoryMb: positive('WORKSPACE_MEMORY_MB', 2048),
+      cpus: positiveNumber('WORKSPACE_CPUS', 1),
+      pids: positive('WORKSPACE_PIDS', 1024),
+    },
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

@@ -5,10 +5,14 @@ import { AuthService } from './domain/auth-service.js';
 import { EgressIpsService, type EgressTester } from './domain/egress-ips-service.js';
 import { EventsService } from './domain/events-service.js';
 import { sweepExpiredUsers } from './domain/expiry-sweep.js';
+import { HostLifecycle } from './domain/host-lifecycle.js';
+import { HostsService } from './domain/hosts-service.js';
 import { FailureRateLimiter } from './domain/rate-limiter.js';
 import { SecretBox } from './domain/secret-box.js';
 import { SshKeysService } from './domain/ssh-keys-service.js';
 import { StatusService } from './domain/status-service.js';
+import { TaskRunner } from './domain/task-runner.js';
+import { TasksService } from './domain/tasks-service.js';
 import { UsersService } from './domain/users-service.js';
 import { egressTesterFor } from './egress/egress-tester.js';
 import { v2rayEngine } from './egress/v2ray-engine.js';
@@ -17,6 +21,9 @@ import { SseHub } from './events/sse-hub.js';
 import type { Api } from './http/api.js';
 import { buildHttpApp } from './http/app.js';
 import { type ContainerEngine, DockerEngine } from './runtime/container-engine.js';
+import { DockerWorkspaceRuntime } from './runtime/docker-workspace-runtime.js';
+import { expectedImageTag } from './runtime/image-inputs.js';
+import type { WorkspaceRuntime } from './runtime/workspace-runtime.js';
 import { type Database, openDatabase } from './store/database.js';
 import { createRepositories, type Repositories } from './store/repositories.js';
 
@@ -26,6 +33,8 @@ export interface GatewayOptions {
   logger: Logger;
   /** Replaces the egress tester (unit tests of one module only). */
   egressTester?: EgressTester;
+  /** The engine behind hosts; the Docker driver for the configured images by default. */
+  runtime?: WorkspaceRuntime;
   /** Disables per-request logs (benchmarks, tests). */
   httpLogger?: boolean;
 }
@@ -39,6 +48,9 @@ export interface Gateway {
   sse: SseHub;
   users: UsersService;
   egressIps: EgressIpsService;
+  hosts: HostsService;
+  lifecycle: HostLifecycle;
+  tasks: TaskRunner;
   limiter: FailureRateLimiter;
   revocation: AccessRevocation;
   http: Api;
@@ -51,6 +63,19 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
   const database = await openDatabase(config.database);
   const repositories = createRepositories(database);
   const box = SecretBox.openInDirectory(config.dataDir);
+  const docker = new DockerEngine(config.dockerSocket);
+  const engine = options.engine ?? docker;
+  const runtime =
+    options.runtime ??
+    new DockerWorkspaceRuntime({
+      docker: docker.docker,
+      images: {
+        workspace: await expectedImageTag('workspace', config.workspaceImageVariant),
+        egressGateway: await expectedImageTag('egress-gateway'),
+      },
+      dataDir: config.dataDir,
+      egress: config.egress,
+    });
   const sse = new SseHub({ heartbeatMs: config.sseHeartbeatSeconds * 1000 });
   const bus = new EventBus(repositories.events, sse, logger.child({ component: 'events' }));
   const limiter = new FailureRateLimiter();
@@ -67,19 +92,53 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     options.egressTester ?? egressTesterFor(config.egress, v2rayEngine),
   );
   const events = new EventsService(repositories.events);
-  const engine = options.engine ?? new DockerEngine(config.dockerSocket);
   const status = new StatusService(database, engine, repositories.stats, { ssh: () => 0, vnc: () => 0 });
+
+  const access = {
+    publicHost: config.publicHost,
+    publicApiUrl: config.publicApiUrl,
+    publicEntryUrl: config.publicEntryUrl,
+    sshProxyPort: config.sshProxyPort,
+  };
+  const taskRunner = new TaskRunner(repositories.tasks, bus, logger.child({ component: 'tasks' }));
+  const lifecycle = new HostLifecycle(
+    repositories.hosts,
+    egressIps,
+    runtime,
+    taskRunner,
+    bus,
+    access,
+    config.workspaceLimits,
+    logger.child({ component: 'hosts' }),
+  );
+  const hosts = new HostsService(
+    repositories.hosts,
+    repositories.users,
+    repositories.egressIps,
+    users,
+    lifecycle,
+    box,
+    bus,
+    access,
+  );
+  const tasks = new TasksService(repositories.tasks);
+  egressIps.onUpstreamChanged((egressIpId) => lifecycle.egressChanged(egressIpId));
+  revocation.register(async (userId, reason) => {
+    if (reason === 'deleted') await lifecycle.removeHostsOf(userId);
+    else if (reason === 'disabled' || reason === 'expired') await lifecycle.stopHostsOf(userId, reason);
+  });
 
   if ((await users.ensureAdmin(config.adminUsername, config.adminPassword)) === 'created') {
     logger.info({ username: config.adminUsername }, 'created the first admin account');
   }
 
   const http = await buildHttpApp(
-    { config, auth, users, sshKeys, egressIps, events, status, sse },
+    { config, auth, users, sshKeys, egressIps, hosts, lifecycle, tasks, events, status, sse },
     options.httpLogger === false ? false : logger,
   );
 
   const timers: NodeJS.Timeout[] = [];
+  let unwatch = () => {};
   const every = (seconds: number, name: string, job: () => Promise<unknown>) => {
     const timer = setInterval(() => {
       job().catch((error: unknown) => logger.error({ err: error, job: name }, 'background job failed'));
@@ -96,6 +155,9 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     sse,
     users,
     egressIps,
+    hosts,
+    lifecycle,
+    tasks: taskRunner,
     limiter,
     revocation,
     http,
@@ -105,12 +167,18 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
         sweepExpiredUsers(repositories.users, revocation, bus),
       );
       every(3600, 'event-retention', () => events.prune(config.eventRetentionDays));
+      unwatch = runtime.watch((error) =>
+        logger.warn({ err: error }, 'following the container engine failed'),
+      );
+      await lifecycle.reconcile();
       await sweepExpiredUsers(repositories.users, revocation, bus);
     },
     async close() {
       for (const timer of timers) clearInterval(timer);
+      unwatch();
       sse.closeAll();
       await http.close();
+      await taskRunner.idle();
       await database.close();
     },
   };

@@ -22,12 +22,18 @@ export const SHORT_ID_PATTERN = /^[a-hjkmnp-z2-9]{8}$/;
 const SCRYPT = { N: 32768, r: 8, p: 1, maxmem: 64 * 1024 * 1024 };
 const KEY_LENGTH = 32;
 
+// Each hash takes 32 MiB and a thread for a while; a burst of logins waits its turn instead of exhausting both.
+const hashing = pLimit(2);
+
 function derive(password: string, salt: Buffer, params = SCRYPT): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    scrypt(password.normalize('NFC'), salt, KEY_LENGTH, params, (err, key) =>
-      err ? reject(err) : resolve(key),
-    );
-  });
+  return hashing(
+    () =>
+      new Promise<Buffer>((resolve, reject) => {
+        scrypt(password.normalize('NFC'), salt, KEY_LENGTH, params, (err, key) =>
+          err ? reject(err) : resolve(key),
+        );
+      }),
+  );
 }
 
 export async function hashPassword(password: string): Promise<string> {

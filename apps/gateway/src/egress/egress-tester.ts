@@ -43,16 +43,6 @@ type Checks = EgressTestResult['checks'];
 
 class CheckFailure extends Error {}
 
-function deadline<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    promise,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new CheckFailure('timeout')), Math.max(0, ms));
-    }),
-  ]).finally(() => clearTimeout(timer));
-}
-
 async function freePort(): Promise<number> {
   const server = net.createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -163,8 +153,9 @@ export class TunnelEgressTester implements EgressTester {
     const target = new URL(this.options.settings.probeUrl);
     const began = Date.now();
     try {
-      const body = await deadline(
-        this.getThroughProxy(proxyPort, target),
+      const body = await this.getThroughProxy(
+        proxyPort,
+        target,
         Math.min(this.connectTimeoutMs, ends - Date.now()),
       );
       checks.connectivity = { ok: true, latency_ms: Date.now() - began, error: null };
@@ -182,8 +173,15 @@ export class TunnelEgressTester implements EgressTester {
   }
 
   /** HTTP through the tunnel's loopback HTTP proxy, closing the connection so half-close is never waited on. */
-  private getThroughProxy(proxyPort: number, target: URL): Promise<string> {
+  private getThroughProxy(proxyPort: number, target: URL, timeoutMs: number): Promise<string> {
     return new Promise((resolve, reject) => {
+      const timer = setTimeout(
+        () => {
+          request.destroy();
+          reject(new CheckFailure('timeout'));
+        },
+        Math.max(0, timeoutMs),
+      );
       const request = http.request(
         {
           host: '127.0.0.1',
@@ -199,11 +197,12 @@ export class TunnelEgressTester implements EgressTester {
           response.on('data', (chunk: string) => {
             if (body.length < 4096) body += chunk;
           });
-          response.on('end', () =>
-            response.statusCode === 200
-              ? resolve(body)
-              : reject(new CheckFailure(`the probe answered HTTP ${response.statusCode} through the tunnel`)),
-          );
+          response.on('end', () => {
+            clearTimeout(timer);
+            if (response.statusCode === 200) resolve(body);
+            else
+              reject(new CheckFailure(`the probe answered HTTP ${response.statusCode} through the tunnel`));
+          });
         },
       );
       request.on('error', (error) =>
@@ -218,8 +217,8 @@ export class TunnelEgressTester implements EgressTester {
     const name = `${randomBytes(10).toString('hex')}.leak.${dnsZone}`;
     try {
       const budget = () => Math.min(this.dnsTimeoutMs, ends - Date.now());
-      await deadline(this.queryUdp(dnsPort, name, 'A'), budget());
-      const seen = await deadline(this.queriers(name), budget());
+      await this.queryUdp(dnsPort, name, 'A', budget());
+      const seen = await this.queriers(name, budget());
       if (seen.length === 0)
         throw new CheckFailure('the probe never saw the lookup (the name was not resolved through it)');
       checks.dns_leak.resolver_ip = seen[0]!;
@@ -231,7 +230,7 @@ export class TunnelEgressTester implements EgressTester {
         );
       }
       // Non-address queries take the engine's other DNS path (TCP through the tunnel): check it too.
-      const whoami = await deadline(this.queryUdp(dnsPort, `whoami.${dnsZone}`, 'TXT'), budget());
+      const whoami = await this.queryUdp(dnsPort, `whoami.${dnsZone}`, 'TXT', budget());
       const answer = whoami.answers?.find((a) => a.type === 'TXT');
       const text = answer
         ? Buffer.concat((answer.data as Buffer[]).map((b) => Buffer.from(b))).toString()
@@ -245,9 +244,15 @@ export class TunnelEgressTester implements EgressTester {
     }
   }
 
-  private queryUdp(port: number, name: string, type: 'A' | 'TXT'): Promise<dnsPacket.Packet> {
+  private queryUdp(
+    port: number,
+    name: string,
+    type: 'A' | 'TXT',
+    timeoutMs: number,
+  ): Promise<dnsPacket.Packet> {
     return new Promise((resolve, reject) => {
       const socket = dgram.createSocket('udp4');
+      const timer = setTimeout(() => done(() => reject(new CheckFailure('timeout'))), Math.max(0, timeoutMs));
       const id = randomBytes(2).readUInt16BE(0);
       const query = dnsPacket.encode({
         id,
@@ -256,7 +261,11 @@ export class TunnelEgressTester implements EgressTester {
         questions: [{ type, name }],
       });
       const retry = setInterval(() => socket.send(query, port, '127.0.0.1'), 1000);
+      let finished = false;
       const done = (fn: () => void) => {
+        if (finished) return;
+        finished = true;
+        clearTimeout(timer);
         clearInterval(retry);
         socket.close();
         fn();
@@ -277,14 +286,20 @@ export class TunnelEgressTester implements EgressTester {
   }
 
   /** Who the probe's authoritative server saw asking for `name`, read directly from the probe. */
-  private async queriers(name: string): Promise<string[]> {
+  private async queriers(name: string, timeoutMs: number): Promise<string[]> {
     const { probeUrl, probeToken } = this.options.settings;
     const url = new URL('/dns-log', probeUrl);
     url.searchParams.set('name', name);
-    const response = await fetch(url, {
-      headers: probeToken ? { authorization: `Bearer ${probeToken}` } : {},
-      signal: AbortSignal.timeout(this.dnsTimeoutMs),
-    });
+    let response: Response;
+    try {
+      response = await fetch(url, {
+        headers: { connection: 'close', ...(probeToken ? { authorization: `Bearer ${probeToken}` } : {}) },
+        signal: AbortSignal.timeout(Math.max(1, timeoutMs)),
+      });
+    } catch (error) {
+      if ((error as Error).name === 'TimeoutError') throw new CheckFailure('timeout');
+      throw new CheckFailure(`the probe's DNS log cannot be read: ${(error as Error).message}`);
+    }
     if (!response.ok) throw new CheckFailure(`the probe's DNS log answered HTTP ${response.status}`);
     const body = (await response.json()) as { queries?: { address: string }[] };
     return (body.queries ?? []).map((q) => q.address);

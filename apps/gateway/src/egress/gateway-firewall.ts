@@ -1,4 +1,4 @@
-import { isIP } from 'node:net';
+import { isIP, isIPv4 } from 'node:net';
 import type { UpstreamEndpoint } from './tunnel-engine.js';
 
 export interface GatewayFirewallParams {
@@ -18,6 +18,12 @@ export interface GatewayFirewallParams {
   transparentPort: number;
   /** The tunnel engine's DNS port on the workspace link (GatewayConfigParams.dnsListen.port). */
   dnsPort: number;
+  /**
+   * A TCP relay in the egress gateway through which one address on the uplink (the control plane's) reaches
+   * the workspace's services without forwarding: connections from `source` to these local ports are accepted,
+   * and only their replies may leave on the uplink.
+   */
+  relay?: { source: string; ports: readonly number[] };
 }
 
 const INTERFACE = /^[A-Za-z0-9_.@-]{1,15}$/;
@@ -29,7 +35,8 @@ const TABLE = /^[A-Za-z_][A-Za-z0-9_]{0,31}$/;
  *
  * The workspace's TCP and UDP are TPROXY'd to the tunnel and its DNS redirected to the tunnel's resolver; nothing
  * is forwarded; the only packets that may leave on the uplink are the tunnel's marked ones to the upstream's
- * address and port; IPv6 from the workspace is dropped. It relies on the gateway's namespace also having
+ * address and port (and, with `relay`, replies to the relay's one client); IPv6 from the workspace is dropped.
+ * It relies on the gateway's namespace also having
  * `net.ipv4.ip_forward=0`, IPv6 disabled, and the TPROXY route
  * `ip rule add fwmark <tproxyMark> lookup <table>; ip route add local 0.0.0.0/0 dev lo table <table>`.
  */
@@ -48,6 +55,7 @@ export function renderGatewayFirewall(params: GatewayFirewallParams): string {
   if (family === 0) throw new TypeError(`upstream.address must be an IP literal: ${upstream.address}`);
   if (upstream.protocols.length === 0) throw new TypeError('upstream.protocols is empty');
   const daddr = `${family === 4 ? 'ip' : 'ip6'} daddr ${upstream.address}`;
+  const relay = relayRules(params.relay, uplink);
   const allowUpstream = upstream.protocols.map(
     (protocol) =>
       `    meta mark ${socketMark} oifname ${uplink} ${daddr} ${protocol} dport ${upstreamPort} accept`,
@@ -75,6 +83,7 @@ export function renderGatewayFirewall(params: GatewayFirewallParams): string {
     '    ct state established,related accept',
     `    iifname ${workspace} meta mark ${tproxyMark} accept`,
     `    iifname ${workspace} meta l4proto { tcp, udp } th dport ${dnsPort} accept`,
+    ...relay.input,
     '  }',
     '  chain forward {',
     '    type filter hook forward priority filter; policy drop;',
@@ -84,10 +93,22 @@ export function renderGatewayFirewall(params: GatewayFirewallParams): string {
     '    oifname "lo" accept',
     `    oifname ${workspace} meta nfproto ipv4 accept`,
     ...allowUpstream,
+    ...relay.output,
     '  }',
     '}',
     '',
   ].join('\n');
+}
+
+function relayRules(relay: GatewayFirewallParams['relay'], uplink: string) {
+  if (!relay) return { input: [], output: [] };
+  if (!isIPv4(relay.source)) throw new TypeError(`relay.source must be an IPv4 literal: ${relay.source}`);
+  if (relay.ports.length === 0) throw new TypeError('relay.ports is empty');
+  const ports = `{ ${relay.ports.map((value) => port('relay.ports', value)).join(', ')} }`;
+  return {
+    input: [`    iifname ${uplink} ip saddr ${relay.source} tcp dport ${ports} accept`],
+    output: [`    oifname ${uplink} ip daddr ${relay.source} tcp sport ${ports} ct state established accept`],
+  };
 }
 
 function interfaceName(name: string, value: string): string {

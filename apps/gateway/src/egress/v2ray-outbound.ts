@@ -62,7 +62,7 @@ export function toV2rayOutbound(
       return outbound(
         config.type,
         { servers: [{ ...server, ...(users ? { users } : {}) }] },
-        config.type === 'http' ? config.tls : undefined,
+        config.type === 'http' ? httpProxyTls(config.tls) : undefined,
       );
     }
     case 'shadowsocks': {
@@ -109,6 +109,12 @@ function streamSettings(
   }
   if (mark !== undefined) settings.sockopt = { mark };
   return settings;
+}
+
+/** An HTTPS proxy speaks HTTP/1.1 CONNECT: v2ray would otherwise offer h2 and tunnel with HTTP/2 CONNECT,
+ * which most HTTP proxies (v2ray's own inbound among them) cannot answer. */
+function httpProxyTls(tls: OutboundTls | undefined): OutboundTls | undefined {
+  return tls?.enabled === true && tls.alpn === undefined ? { ...tls, alpn: ['http/1.1'] } : tls;
 }
 
 function tlsSettings(tls: OutboundTls, serverName: string): V2rayTlsSettings {

@@ -9,10 +9,12 @@ import { registerErrorHandling } from './plugins/error-handler.js';
 import { registerValidation } from './plugins/validation.js';
 import { registerAdminActivityRoutes } from './routes/admin-activity.js';
 import { registerAdminEgressRoutes } from './routes/admin-egress-ips.js';
+import { registerAdminHostRoutes } from './routes/admin-hosts.js';
 import { registerAdminUserRoutes } from './routes/admin-users.js';
 import { registerPublicRoutes } from './routes/public.js';
 import { registerSseRoute } from './routes/sse.js';
 import { registerUserAccountRoutes } from './routes/user-account.js';
+import { registerUserHostRoutes } from './routes/user-hosts.js';
 import { errorResponses } from './schemas.js';
 import type { HttpServices } from './services.js';
 
@@ -86,6 +88,7 @@ export async function buildHttpApp(services: HttpServices, logger: Logger | fals
       admin.addHook('onRequest', requireRole(services.auth, 'admin'));
       registerAdminUserRoutes(admin, services);
       registerAdminEgressRoutes(admin, services);
+      registerAdminHostRoutes(admin, services);
       registerAdminActivityRoutes(admin, services);
       registerSseRoute(admin, services, 'admin');
     },
@@ -98,6 +101,7 @@ export async function buildHttpApp(services: HttpServices, logger: Logger | fals
       user.addHook('onRoute', documentBearerAuth);
       user.addHook('onRequest', requireRole(services.auth, 'user'));
       registerUserAccountRoutes(user, services);
+      registerUserHostRoutes(user, services);
       registerSseRoute(user, services, 'user');
     },
     { prefix: '/v1/user' },

@@ -2,8 +2,11 @@ import type { Config } from '../config.js';
 import type { AuthService } from '../domain/auth-service.js';
 import type { EgressIpsService } from '../domain/egress-ips-service.js';
 import type { EventsService } from '../domain/events-service.js';
+import type { HostLifecycle } from '../domain/host-lifecycle.js';
+import type { HostsService } from '../domain/hosts-service.js';
 import type { SshKeysService } from '../domain/ssh-keys-service.js';
 import type { StatusService } from '../domain/status-service.js';
+import type { TasksService } from '../domain/tasks-service.js';
 import type { UsersService } from '../domain/users-service.js';
 import type { SseHub } from '../events/sse-hub.js';
 
@@ -14,6 +17,9 @@ export interface HttpServices {
   users: UsersService;
   sshKeys: SshKeysService;
   egressIps: EgressIpsService;
+  hosts: HostsService;
+  lifecycle: HostLifecycle;
+  tasks: TasksService;
   events: EventsService;
   status: StatusService;
   sse: SseHub;

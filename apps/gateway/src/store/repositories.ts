@@ -1,8 +1,10 @@
 import type { Database } from './database.js';
 import { EgressIpsRepository } from './egress-ips-repository.js';
 import { EventsRepository } from './events-repository.js';
+import { HostsRepository } from './hosts-repository.js';
 import { SshKeysRepository } from './ssh-keys-repository.js';
 import { StatsRepository } from './stats-repository.js';
+import { TasksRepository } from './tasks-repository.js';
 import { UsersRepository } from './users-repository.js';
 
 export interface Repositories {
@@ -10,6 +12,8 @@ export interface Repositories {
   sshKeys: SshKeysRepository;
   events: EventsRepository;
   egressIps: EgressIpsRepository;
+  hosts: HostsRepository;
+  tasks: TasksRepository;
   stats: StatsRepository;
 }
 
@@ -19,6 +23,8 @@ export function createRepositories(database: Database): Repositories {
     sshKeys: new SshKeysRepository(database.db),
     events: new EventsRepository(database.db),
     egressIps: new EgressIpsRepository(database.db),
+    hosts: new HostsRepository(database.db),
+    tasks: new TasksRepository(database.db),
     stats: new StatsRepository(database.db),
   };
 }

@@ -6,6 +6,8 @@ import pg from 'pg';
 import pino from 'pino';
 import { loadConfig } from '../../src/config.js';
 import { createGateway, type Gateway } from '../../src/gateway.js';
+import type { WorkspaceRuntime } from '../../src/runtime/workspace-runtime.js';
+import { MemoryRuntime } from './memory-runtime.js';
 
 export type DatabaseKind = 'sqlite' | 'postgres';
 
@@ -65,6 +67,7 @@ export async function createPostgresDatabase(): Promise<{ url: string; drop: () 
 export async function startTestGateway(
   kind: DatabaseKind,
   env: Record<string, string> = {},
+  runtime: WorkspaceRuntime = new MemoryRuntime(),
 ): Promise<TestGateway> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'ccp-test-'));
   const pgDb = kind === 'postgres' ? await createPostgresDatabase() : null;
@@ -80,7 +83,11 @@ export async function startTestGateway(
     DOCKER_SOCKET: path.join(dataDir, 'no-engine.sock'),
     ...env,
   });
-  const gateway = await createGateway(config, { logger: pino({ level: 'silent' }), httpLogger: false });
+  const gateway = await createGateway(config, {
+    logger: pino({ level: 'silent' }),
+    httpLogger: false,
+    runtime,
+  });
 
   const t: TestGateway = {
     gateway,

@@ -1,0 +1,284 @@
+import type { Actor, TaskAccepted } from '@ccp/api';
+import type { Logger } from 'pino';
+import type { EventBus } from '../events/event-bus.js';
+import { systemActor } from '../events/event-bus.js';
+import {
+  RuntimeError,
+  type UpstreamSpec,
+  type WorkspaceRuntime,
+  type WorkspaceSpec,
+} from '../runtime/workspace-runtime.js';
+import type { HostPatch, HostsRepository, HostWithOwner } from '../store/hosts-repository.js';
+import { nowIso } from './clock.js';
+import type { EgressIpsService } from './egress-ips-service.js';
+import { errors } from './errors.js';
+import { type AccessSettings, activeBinding, hostView, linuxUserFor } from './host-view.js';
+import type { TaskRunner } from './task-runner.js';
+
+export interface WorkspaceLimits {
+  memoryMb: number;
+  cpus: number;
+  pids: number;
+}
+
+/** Host lifecycle as tasks: start, stop, rebuild; plus removal, upstream switches and crash reconciliation. */
+export class HostLifecycle {
+  constructor(
+    private readonly hosts: HostsRepository,
+    private readonly egressIps: EgressIpsService,
+    private readonly runtime: WorkspaceRuntime,
+    private readonly tasks: TaskRunner,
+    private readonly bus: EventBus,
+    private readonly access: AccessSettings,
+    private readonly limits: WorkspaceLimits,
+    private readonly log: Logger,
+  ) {}
+
+  async start(hostId: string, actor: Actor): Promise<TaskAccepted> {
+    const host = await this.require(hostId);
+    const upstream = await this.activeUpstream(host.id);
+    if (!upstream)
+      throw errors.conflict('no_egress_bound', 'The host has no egress IP bound; bind one first');
+    const row = await this.tasks.submit({
+      kind: 'start',
+      hostId,
+      userId: host.user_id,
+      actor,
+      work: async (progress) => {
+        const current = await this.require(hostId);
+        if (current.status === 'running' && (await this.runtime.state(hostId)) === 'running')
+          return 'already running';
+        await this.setStatus(current, { status: 'starting', last_error: null }, actor);
+        const latest = (await this.activeUpstream(hostId)) ?? upstream;
+        await this.runtime.start(this.spec(current), latest, progress);
+        await this.setStatus(
+          current,
+          { status: 'running', started_at: nowIso(), image: this.runtime.imageTag() },
+          actor,
+          {
+            type: 'host.started',
+            message: `host ${current.short_id} running through ${latest.label} (${latest.exitIp})`,
+            data: { egress_ip_id: latest.egressIpId },
+          },
+        );
+        return `running through ${latest.label} (${latest.exitIp})`;
+      },
+      onFailure: (code, message) => this.fail(hostId, code, message, actor),
+    });
+    return this.accepted(row.id);
+  }
+
+  async stop(hostId: string, actor: Actor): Promise<TaskAccepted> {
+    const host = await this.require(hostId);
+    const row = await this.tasks.submit({
+      kind: 'stop',
+      hostId,
+      userId: host.user_id,
+      actor,
+      work: async () => {
+        const current = await this.require(hostId);
+        await this.setStatus(current, { status: 'stopping' }, actor);
+        await this.runtime.stop(hostId);
+        await this.setStatus(current, { status: 'stopped' }, actor, {
+          type: 'host.stopped',
+          message: `host ${current.short_id} stopped`,
+        });
+        return 'stopped';
+      },
+      onFailure: (code, message) => this.fail(hostId, code, message, actor),
+    });
+    return this.accepted(row.id);
+  }
+
+  async rebuild(hostId: string, actor: Actor): Promise<TaskAccepted> {
+    const host = await this.require(hostId);
+    const row = await this.tasks.submit({
+      kind: 'rebuild',
+      hostId,
+      userId: host.user_id,
+      actor,
+      work: async (progress) => {
+        const current = await this.require(hostId);
+        const wasRunning = current.status === 'running';
+        const upstream = wasRunning ? await this.activeUpstream(hostId) : null;
+        if (wasRunning && !upstream)
+          throw errors.conflict('no_egress_bound', 'The host has no egress IP bound');
+        await this.setStatus(current, { status: 'rebuilding' }, actor);
+        await this.runtime.rebuild(this.spec(current), upstream, progress);
+        const status = wasRunning ? 'running' : current.status === 'created' ? 'created' : 'stopped';
+        await this.setStatus(current, { status, image: this.runtime.imageTag(), last_error: null }, actor, {
+          type: 'host.rebuilt',
+          message: `host ${current.short_id} rebuilt from ${this.runtime.imageTag()}`,
+        });
+        return `rebuilt from ${this.runtime.imageTag()}`;
+      },
+      onFailure: (code, message) => this.fail(hostId, code, message, actor),
+    });
+    return this.accepted(row.id);
+  }
+
+  /** Removes everything the engine holds for a host; refused while a task runs for it. */
+  async remove(host: HostWithOwner, _actor: Actor): Promise<void> {
+    if (this.tasks.isBusy(host.id))
+      throw errors.conflict('host_busy', 'A task is running for this host; try again when it ends');
+    await this.runtime.remove(host.id);
+  }
+
+  /** Points a running host's egress gateway at its current active binding. */
+  async switchToActiveUpstream(hostId: string, actor: Actor): Promise<void> {
+    const upstream = await this.activeUpstream(hostId);
+    const host = await this.hosts.findById(hostId);
+    if (!upstream || !host || host.status !== 'running') return;
+    try {
+      await this.runtime.switchUpstream(hostId, upstream);
+    } catch (error) {
+      // The runtime leaves a host whose new path failed its checks stopped; the record must say so.
+      const code = error instanceof RuntimeError ? error.code : 'internal';
+      await this.fail(hostId, code, error instanceof Error ? error.message : String(error), actor);
+      return;
+    }
+    await this.bus.emit({
+      type: 'host.upstream_switched',
+      message: `host ${host.short_id} now leaves through ${upstream.label} (${upstream.exitIp})`,
+      actor,
+      userId: host.user_id,
+      hostId,
+      data: { egress_ip_id: upstream.egressIpId },
+    });
+  }
+
+  /** An egress IP's upstream changed: running hosts that use it switch in place. */
+  async egressChanged(egressIpId: string): Promise<void> {
+    for (const host of await this.hosts.list({ statuses: ['running'] })) {
+      const bindings = (await this.hosts.bindings([host.id])).get(host.id) ?? [];
+      if (activeBinding(bindings, new Set())?.egress_ip_id === egressIpId) {
+        await this.switchToActiveUpstream(host.id, systemActor).catch((error: unknown) =>
+          this.log.error({ err: error, hostId: host.id }, 'switching upstream failed'),
+        );
+      }
+    }
+  }
+
+  /** Stops the running hosts of a user whose access ended (disabled, expired). */
+  async stopHostsOf(userId: string, reason: string): Promise<void> {
+    for (const host of await this.hosts.list({ userId, statuses: ['running', 'starting'] })) {
+      await this.stop(host.id, systemActor).catch((error: unknown) =>
+        this.log.warn({ err: error, hostId: host.id, reason }, 'could not queue the stop of a host'),
+      );
+    }
+  }
+
+  /** Removes the engine's resources of every host of a user about to be deleted. */
+  async removeHostsOf(userId: string): Promise<void> {
+    for (const host of await this.hosts.list({ userId })) {
+      await this.tasks.idleFor(host.id);
+      await this.runtime.remove(host.id);
+    }
+  }
+
+  /** After a restart: unfinished tasks fail as interrupted, and every host is checked against the engine. */
+  async reconcile(): Promise<void> {
+    await this.tasks.failInterrupted();
+    for (const host of await this.hosts.list({
+      statuses: ['starting', 'running', 'stopping', 'rebuilding'],
+    })) {
+      let state: Awaited<ReturnType<WorkspaceRuntime['state']>>;
+      try {
+        state = await this.runtime.state(host.id);
+      } catch (error) {
+        this.log.warn({ err: error, hostId: host.id }, 'cannot reconcile host: engine unavailable');
+        continue;
+      }
+      if (host.status === 'running' && state === 'running') continue;
+      if (host.status === 'stopping' || (state === 'stopped' && host.status !== 'running')) {
+        await this.runtime.stop(host.id).catch(() => undefined);
+        await this.setStatus(host, { status: 'stopped' }, systemActor, {
+          type: 'host.reconciled',
+          message: `host ${host.short_id} was ${host.status} before the restart; now stopped`,
+        });
+        continue;
+      }
+      // Running in the database but not in the engine (or half there): never left lying as running.
+      await this.runtime.stop(host.id).catch(() => undefined);
+      await this.setStatus(
+        host,
+        { status: 'failed', last_error: `the workspace was ${state} when the gateway started` },
+        systemActor,
+        {
+          type: 'host.reconciled',
+          level: 'warn',
+          message: `host ${host.short_id} was ${host.status} but its workspace is ${state}; marked failed`,
+        },
+      );
+    }
+  }
+
+  private async activeUpstream(hostId: string): Promise<UpstreamSpec | null> {
+    const bindings = (await this.hosts.bindings([hostId])).get(hostId) ?? [];
+    const active = activeBinding(bindings, new Set());
+    if (!active) return null;
+    const { row, config } = await this.egressIps.proxyConfig(active.egress_ip_id);
+    return { egressIpId: row.id, label: row.label, exitIp: row.ip_address, config };
+  }
+
+  private spec(host: HostWithOwner): WorkspaceSpec {
+    return {
+      hostId: host.id,
+      shortId: host.short_id,
+      linuxUser: linuxUserFor(host.username),
+      authorizedKey: host.gateway_public_key ?? '',
+      limits: this.limits,
+    };
+  }
+
+  private async require(hostId: string): Promise<HostWithOwner> {
+    const host = await this.hosts.findById(hostId);
+    if (!host) throw errors.notFound('Host');
+    return host;
+  }
+
+  private accepted(taskId: string): TaskAccepted {
+    return { task_id: taskId, status_url: `/v1/admin/tasks/${taskId}` };
+  }
+
+  private async fail(hostId: string, code: string, message: string, actor: Actor): Promise<void> {
+    const host = await this.hosts.findById(hostId);
+    if (!host) return;
+    await this.setStatus(host, { status: 'failed', last_error: `${code}: ${message}` }, actor, {
+      type: 'host.failed',
+      level: 'error',
+      message: `host ${host.short_id} failed: ${message}`,
+      data: { code },
+    });
+  }
+
+  private async setStatus(
+    host: HostWithOwner,
+    patch: HostPatch,
+    actor: Actor,
+    event?: {
+      type: string;
+      message: string;
+      level?: 'info' | 'warn' | 'error';
+      data?: Record<string, unknown>;
+    },
+  ): Promise<void> {
+    await this.hosts.update(host.id, { ...patch, updated_at: nowIso() });
+    const row = (await this.hosts.findById(host.id))!;
+    const view = hostView(
+      row,
+      (await this.hosts.bindings([host.id])).get(host.id) ?? [],
+      this.access,
+      'admin',
+    );
+    const sse = {
+      message: { topic: 'hosts' as const, action: 'update' as const, id: host.id, payload: view },
+      ownerUserId: host.user_id,
+    };
+    if (event) {
+      await this.bus.emit({ ...event, actor, userId: host.user_id, hostId: host.id, sse });
+    } else {
+      this.bus.notify(sse.message, sse.ownerUserId);
+    }
+  }
+}

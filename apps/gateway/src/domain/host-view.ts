@@ -1,0 +1,60 @@
+import type { Host, HostStatus } from '@ccp/api';
+import type { BindingDetail, HostWithOwner } from '../store/hosts-repository.js';
+import { isoOut } from './clock.js';
+
+export interface AccessSettings {
+  publicHost: string;
+  publicApiUrl: string;
+  publicEntryUrl: string;
+  sshProxyPort: number;
+}
+
+/** Which binding carries the traffic: the oldest one, the others are standby. */
+export function activeBinding<T extends { egress_ip_id: string }>(
+  bindings: T[],
+  unhealthy: ReadonlySet<string>,
+): T | null {
+  return bindings.find((b) => !unhealthy.has(b.egress_ip_id)) ?? bindings[0] ?? null;
+}
+
+export function hostView(
+  row: HostWithOwner,
+  bindings: BindingDetail[],
+  access: AccessSettings,
+  portal: 'admin' | 'user',
+  unhealthy: ReadonlySet<string> = new Set(),
+): Host {
+  const active = activeBinding(bindings, unhealthy);
+  const entryUrl = `${access.publicEntryUrl}/entry/${row.short_id}`;
+  return {
+    id: row.id,
+    short_id: row.short_id,
+    user_id: row.user_id,
+    username: row.username,
+    status: row.status as HostStatus,
+    image: row.image,
+    bindings: bindings.map((b) => ({
+      id: b.id,
+      egress_ip_id: b.egress_ip_id,
+      label: b.label,
+      ip_address: b.ip_address,
+      active: b.id === active?.id,
+    })),
+    access_command: `curl -fsSL ${entryUrl} | sh`,
+    entry_url: entryUrl,
+    ssh_user: `${row.username}+${row.short_id}`,
+    ssh_host: access.publicHost,
+    ssh_port: access.sshProxyPort,
+    vnc_url: `${access.publicApiUrl}/v1/${portal}/hosts/${row.id}/vnc/vnc.html`,
+    last_error: row.last_error,
+    created_at: isoOut(row.created_at),
+    updated_at: isoOut(row.updated_at),
+    started_at: isoOut(row.started_at),
+  };
+}
+
+/** A Linux account name for the workspace: the username where it is valid, lower-cased. */
+export function linuxUserFor(username: string): string {
+  const name = username.toLowerCase().replace(/[^a-z0-9_-]/g, '_');
+  return /^[a-z_]/.test(name) ? name.slice(0, 32) : `u${name}`.slice(0, 32);
+}

@@ -1,0 +1,205 @@
+import { randomUUID } from 'node:crypto';
+import type { Actor, Binding, CreatedHost, Host } from '@ccp/api';
+import type { EventBus } from '../events/event-bus.js';
+import { constraintViolation } from '../store/dialect.js';
+import type { EgressIpsRepository } from '../store/egress-ips-repository.js';
+import type { HostsRepository, HostWithOwner } from '../store/hosts-repository.js';
+import type { UsersRepository } from '../store/users-repository.js';
+import { isoOut, nowIso } from './clock.js';
+import { errors } from './errors.js';
+import type { HostLifecycle } from './host-lifecycle.js';
+import { type AccessSettings, activeBinding, hostView } from './host-view.js';
+import type { Principal } from './principal.js';
+import type { SecretBox } from './secret-box.js';
+import { generateShortId } from './secrets.js';
+import { generateEd25519 } from './ssh-public-key.js';
+import type { UsersService } from './users-service.js';
+
+/** Hosts and their bindings to egress IPs. Lifecycle work (start, stop, rebuild) is in HostLifecycle. */
+export class HostsService {
+  constructor(
+    private readonly hosts: HostsRepository,
+    private readonly users: UsersRepository,
+    private readonly egressIps: EgressIpsRepository,
+    private readonly usersService: UsersService,
+    private readonly lifecycle: HostLifecycle,
+    private readonly box: SecretBox,
+    private readonly bus: EventBus,
+    private readonly access: AccessSettings,
+  ) {}
+
+  async create(input: { user_id: string; egress_ip_id?: string }, actor: Actor): Promise<CreatedHost> {
+    const user = await this.users.findById(input.user_id);
+    if (!user) throw errors.notFound('User');
+    if (input.egress_ip_id && !(await this.egressIps.findById(input.egress_ip_id)))
+      throw errors.notFound('Egress IP');
+    const id = randomUUID();
+    const key = generateEd25519(`cloud-cli-proxy@${id}`);
+    const now = nowIso();
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.hosts.insert({
+          id,
+          short_id: generateShortId(),
+          user_id: user.id,
+          status: 'created',
+          image: null,
+          last_error: null,
+          created_at: now,
+          updated_at: now,
+          started_at: null,
+          gateway_key_sealed: this.box.seal(key.privateKey),
+          gateway_public_key: key.publicKey,
+        });
+        break;
+      } catch (error) {
+        if (constraintViolation(error) !== 'unique' || attempt >= 5) throw error;
+      }
+    }
+    if (input.egress_ip_id) {
+      await this.hosts.insertBinding({
+        id: randomUUID(),
+        host_id: id,
+        egress_ip_id: input.egress_ip_id,
+        created_at: now,
+      });
+    }
+    const host = await this.view(id, 'admin');
+    await this.bus.emit({
+      type: 'host.created',
+      message: `host ${host.short_id} created for ${host.username}`,
+      actor,
+      userId: user.id,
+      hostId: id,
+      data: { short_id: host.short_id, egress_ip_id: input.egress_ip_id ?? null },
+      sse: { message: { topic: 'hosts', action: 'create', id, payload: host }, ownerUserId: user.id },
+    });
+    const credentials = await this.usersService.sshCredentials(user.id);
+    return {
+      ...host,
+      ssh: {
+        ssh_user: host.ssh_user,
+        ssh_pass: credentials.ssh_pass,
+        ssh_host: host.ssh_host,
+        ssh_port: host.ssh_port,
+      },
+    };
+  }
+
+  async list(portal: 'admin' | 'user', userId?: string): Promise<Host[]> {
+    const rows = await this.hosts.list(userId ? { userId } : {});
+    return this.views(rows, portal);
+  }
+
+  async get(id: string, portal: 'admin' | 'user'): Promise<Host> {
+    return this.view(id, portal);
+  }
+
+  /** A user's own host; another user's host is "not found" so ids cannot be probed. */
+  async getOwn(principal: Principal, id: string): Promise<Host> {
+    const row = await this.hosts.findById(id);
+    if (!row || row.user_id !== principal.id) throw errors.notFound('Host');
+    return this.view(id, 'user');
+  }
+
+  async requireOwn(principal: Principal, id: string): Promise<HostWithOwner> {
+    const row = await this.hosts.findById(id);
+    if (!row || row.user_id !== principal.id) throw errors.notFound('Host');
+    return row;
+  }
+
+  async delete(id: string, actor: Actor): Promise<void> {
+    const row = await this.hosts.findById(id);
+    if (!row) throw errors.notFound('Host');
+    await this.lifecycle.remove(row, actor);
+    await this.hosts.delete(id);
+    await this.bus.emit({
+      type: 'host.deleted',
+      message: `host ${row.short_id} of ${row.username} deleted`,
+      actor,
+      userId: row.user_id,
+      hostId: id,
+      data: { short_id: row.short_id },
+      sse: { message: { topic: 'hosts', action: 'delete', id }, ownerUserId: row.user_id },
+    });
+  }
+
+  async bind(input: { host_id: string; egress_ip_id: string }, actor: Actor): Promise<Binding> {
+    const host = await this.hosts.findById(input.host_id);
+    if (!host) throw errors.notFound('Host');
+    const egress = await this.egressIps.findById(input.egress_ip_id);
+    if (!egress) throw errors.notFound('Egress IP');
+    const binding = { id: randomUUID(), host_id: host.id, egress_ip_id: egress.id, created_at: nowIso() };
+    try {
+      await this.hosts.insertBinding(binding);
+    } catch (error) {
+      if (constraintViolation(error) === 'unique') {
+        throw errors.conflict('binding_exists', 'This egress IP is already bound to this host');
+      }
+      throw error;
+    }
+    await this.bus.emit({
+      type: 'binding.created',
+      message: `egress IP ${egress.label} bound to host ${host.short_id}`,
+      actor,
+      userId: host.user_id,
+      hostId: host.id,
+      data: { binding_id: binding.id, egress_ip_id: egress.id },
+      sse: {
+        message: {
+          topic: 'hosts',
+          action: 'update',
+          id: host.id,
+          payload: await this.view(host.id, 'admin'),
+        },
+        ownerUserId: host.user_id,
+      },
+    });
+    return { ...binding, created_at: isoOut(binding.created_at) };
+  }
+
+  async unbind(bindingId: string, actor: Actor): Promise<void> {
+    const binding = await this.hosts.findBinding(bindingId);
+    if (!binding) throw errors.notFound('Binding');
+    const host = (await this.hosts.findById(binding.host_id))!;
+    const bindings = (await this.hosts.bindings([host.id])).get(host.id) ?? [];
+    const live = host.status === 'running' || host.status === 'starting';
+    if (live && bindings.length <= 1) {
+      throw errors.conflict(
+        'no_egress_bound',
+        'This is the last egress IP of a running host; stop the host first',
+      );
+    }
+    const wasActive = activeBinding(bindings, new Set())?.id === bindingId;
+    await this.hosts.deleteBinding(bindingId);
+    if (live && wasActive) await this.lifecycle.switchToActiveUpstream(host.id, actor);
+    await this.bus.emit({
+      type: 'binding.deleted',
+      message: `egress IP unbound from host ${host.short_id}`,
+      actor,
+      userId: host.user_id,
+      hostId: host.id,
+      data: { binding_id: bindingId, egress_ip_id: binding.egress_ip_id },
+      sse: {
+        message: {
+          topic: 'hosts',
+          action: 'update',
+          id: host.id,
+          payload: await this.view(host.id, 'admin'),
+        },
+        ownerUserId: host.user_id,
+      },
+    });
+  }
+
+  private async view(id: string, portal: 'admin' | 'user'): Promise<Host> {
+    const row = await this.hosts.findById(id);
+    if (!row) throw errors.notFound('Host');
+    return (await this.views([row], portal))[0]!;
+  }
+
+  private async views(rows: HostWithOwner[], portal: 'admin' | 'user'): Promise<Host[]> {
+    const bindings = await this.hosts.bindings(rows.map((r) => r.id));
+    return rows.map((row) => hostView(row, bindings.get(row.id) ?? [], this.access, portal));
+  }
+}

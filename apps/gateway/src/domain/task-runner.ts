@@ -1,0 +1,224 @@
+import { randomUUID } from 'node:crypto';
+import type { Actor, Task } from '@ccp/api';
+import type { Logger } from 'pino';
+import type { EventBus } from '../events/event-bus.js';
+import { systemActor } from '../events/event-bus.js';
+import { RuntimeError } from '../runtime/workspace-runtime.js';
+import type { TaskRow, TasksRepository } from '../store/tasks-repository.js';
+import { isoOut, nowIso } from './clock.js';
+import { errors } from './errors.js';
+
+export type TaskWork = (progress: (percent: number, stage: string) => Promise<void>) => Promise<string>;
+
+export interface TaskRequest {
+  kind: string;
+  hostId: string;
+  userId: string;
+  actor: Actor;
+  work: TaskWork;
+  /** Called when the task failed, after the row is written (the host's status follows it). */
+  onFailure?: (code: string, message: string) => Promise<void>;
+}
+
+export function taskView(row: TaskRow): Task {
+  return {
+    id: row.id,
+    kind: row.kind,
+    host_id: row.host_id,
+    user_id: row.user_id,
+    status: row.status,
+    progress: row.progress,
+    stage: row.stage,
+    message: row.message,
+    error: row.error_code ? { code: row.error_code, message: row.error_message ?? '' } : null,
+    requested_by: row.requested_by,
+    created_at: isoOut(row.created_at),
+    started_at: isoOut(row.started_at),
+    finished_at: isoOut(row.finished_at),
+  };
+}
+
+const requester = (actor: Actor) =>
+  actor.kind === 'system' ? 'system' : `${actor.kind}:${actor.username ?? actor.id}`;
+
+/** Persisted host tasks: at most one unfinished per host, progress streamed, every outcome logged. */
+export class TaskRunner {
+  private readonly running = new Map<string, Promise<void>>();
+
+  constructor(
+    private readonly tasks: TasksRepository,
+    private readonly bus: EventBus,
+    private readonly log: Logger,
+  ) {}
+
+  async submit(request: TaskRequest): Promise<TaskRow> {
+    const { hostId } = request;
+    const existing = this.running.has(hostId) ? undefined : await this.tasks.findActiveForHost(hostId);
+    if (this.running.has(hostId) || existing) {
+      const active = existing ?? (await this.tasks.findActiveForHost(hostId));
+      throw errors.conflict(
+        'host_busy',
+        'A task is already running for this host',
+        active ? { task_id: active.id } : {},
+      );
+    }
+    // Claim the host before the first await below, so a concurrent request sees it busy.
+    let release!: () => void;
+    this.running.set(
+      hostId,
+      new Promise<void>((resolve) => {
+        release = resolve;
+      }),
+    );
+    try {
+      const row = await this.tasks.insert({
+        id: randomUUID(),
+        kind: request.kind,
+        host_id: hostId,
+        user_id: request.userId,
+        status: 'pending',
+        progress: 0,
+        stage: 'queued',
+        message: '',
+        error_code: null,
+        error_message: null,
+        requested_by: requester(request.actor),
+        created_at: nowIso(),
+        started_at: null,
+        finished_at: null,
+      });
+      this.notify(row, 'create');
+      setImmediate(() => {
+        this.execute(row, request)
+          .catch((error: unknown) =>
+            this.log.error({ err: error, taskId: row.id }, 'task bookkeeping failed'),
+          )
+          .finally(() => {
+            this.running.delete(hostId);
+            release();
+          });
+      });
+      return row;
+    } catch (error) {
+      this.running.delete(hostId);
+      release();
+      throw error;
+    }
+  }
+
+  /** Resolves when no task is running (shutdown, tests). */
+  async idle(): Promise<void> {
+    while (this.running.size > 0) await Promise.all([...this.running.values()]);
+  }
+
+  /** Waits for the task of one host, if any, to end. */
+  async idleFor(hostId: string): Promise<void> {
+    await this.running.get(hostId);
+  }
+
+  isBusy(hostId: string): boolean {
+    return this.running.has(hostId);
+  }
+
+  /** A task left unfinished by a crash is failed as interrupted at the next start. */
+  async failInterrupted(): Promise<TaskRow[]> {
+    const leftovers = await this.tasks.listUnfinished();
+    const failed: TaskRow[] = [];
+    for (const task of leftovers) {
+      const row = await this.tasks.update(task.id, {
+        status: 'failed',
+        error_code: 'interrupted',
+        error_message: 'The gateway stopped while this task was running',
+        finished_at: nowIso(),
+      });
+      failed.push(row);
+      await this.bus.emit({
+        type: 'task.interrupted',
+        level: 'warn',
+        message: `${task.kind} task interrupted by a gateway restart`,
+        actor: systemActor,
+        userId: task.user_id,
+        hostId: task.host_id,
+        taskId: task.id,
+        sse: {
+          message: { topic: 'tasks', action: 'update', id: task.id, payload: taskView(row) },
+          ownerUserId: task.user_id,
+        },
+      });
+    }
+    return failed;
+  }
+
+  private async execute(task: TaskRow, request: TaskRequest): Promise<void> {
+    let row = await this.tasks.update(task.id, {
+      status: 'running',
+      stage: 'starting',
+      started_at: nowIso(),
+    });
+    this.notify(row, 'update');
+    let lastNotified = 0;
+    const progress = async (percent: number, stage: string) => {
+      row = await this.tasks.update(task.id, {
+        progress: Math.max(0, Math.min(100, Math.round(percent))),
+        stage,
+      });
+      // Progress ticks go to live clients only; the event log gets the outcome.
+      if (Date.now() - lastNotified > 100 || percent >= 100) {
+        lastNotified = Date.now();
+        this.notify(row, 'update');
+      }
+    };
+    try {
+      const message = await request.work(progress);
+      row = await this.tasks.update(task.id, {
+        status: 'succeeded',
+        progress: 100,
+        stage: 'done',
+        message,
+        finished_at: nowIso(),
+      });
+      await this.bus.emit({
+        type: `task.${task.kind}.succeeded`,
+        message: `${task.kind} task succeeded: ${message}`,
+        actor: request.actor,
+        userId: request.userId,
+        hostId: request.hostId,
+        taskId: task.id,
+        sse: {
+          message: { topic: 'tasks', action: 'update', id: task.id, payload: taskView(row) },
+          ownerUserId: request.userId,
+        },
+      });
+    } catch (error) {
+      const code = error instanceof RuntimeError ? error.code : 'internal';
+      const message = error instanceof Error ? error.message : String(error);
+      if (!(error instanceof RuntimeError))
+        this.log.error({ err: error, taskId: task.id }, 'task failed unexpectedly');
+      row = await this.tasks.update(task.id, {
+        status: 'failed',
+        error_code: code,
+        error_message: message,
+        finished_at: nowIso(),
+      });
+      await this.bus.emit({
+        type: `task.${task.kind}.failed`,
+        level: 'error',
+        message: `${task.kind} task failed (${code}): ${message}`,
+        actor: request.actor,
+        userId: request.userId,
+        hostId: request.hostId,
+        taskId: task.id,
+        data: { code },
+        sse: {
+          message: { topic: 'tasks', action: 'update', id: task.id, payload: taskView(row) },
+          ownerUserId: request.userId,
+        },
+      });
+      await request.onFailure?.(code, message);
+    }
+  }
+
+  private notify(row: TaskRow, action: 'create' | 'update'): void {
+    this.bus.notify({ topic: 'tasks', action, id: row.id, payload: taskView(row) }, row.user_id);
+  }
+}

@@ -1,0 +1,150 @@
+import {
+  Binding,
+  CreateBindingRequest,
+  CreatedHost,
+  CreateHostRequest,
+  Host,
+  HostList,
+  Task,
+  TaskAccepted,
+  TaskList,
+  TaskQuery,
+} from '@ccp/api';
+import Type from 'typebox';
+import { actorOf } from '../../domain/principal.js';
+import type { Api } from '../api.js';
+import { principalOf } from '../plugins/authentication.js';
+import { errorResponses, NoContent } from '../schemas.js';
+import type { HttpServices } from '../services.js';
+
+const HostParams = Type.Object({ hostID: Type.String({ format: 'uuid' }) });
+const BindingParams = Type.Object({ bindingID: Type.String({ format: 'uuid' }) });
+const TaskParams = Type.Object({ taskID: Type.String({ format: 'uuid' }) });
+
+export function registerAdminHostRoutes(app: Api, { hosts, lifecycle, tasks }: HttpServices): void {
+  const tags = ['admin: hosts'];
+  app.post(
+    '/hosts',
+    {
+      schema: {
+        tags,
+        summary:
+          "Create a host for a user (optionally bound to an egress IP); returns the owner's SSH details",
+        body: CreateHostRequest,
+        response: { 201: CreatedHost, ...errorResponses(400, 404) },
+      },
+    },
+    async (request, reply) =>
+      reply.status(201).send(await hosts.create(request.body, actorOf(principalOf(request)))),
+  );
+
+  app.get('/hosts', { schema: { tags, summary: 'List hosts', response: { 200: HostList } } }, async () => ({
+    hosts: await hosts.list('admin'),
+  }));
+
+  app.get(
+    '/hosts/:hostID',
+    {
+      schema: {
+        tags,
+        summary: 'Host details',
+        params: HostParams,
+        response: { 200: Host, ...errorResponses(404) },
+      },
+    },
+    (request) => hosts.get(request.params.hostID, 'admin'),
+  );
+
+  const action = (name: 'start' | 'stop' | 'rebuild', summary: string) =>
+    app.post(
+      `/hosts/:hostID/${name}`,
+      {
+        schema: {
+          tags,
+          summary,
+          params: HostParams,
+          response: { 202: TaskAccepted, ...errorResponses(404, 409) },
+        },
+      },
+      async (request, reply) =>
+        reply.status(202).send(await lifecycle[name](request.params.hostID, actorOf(principalOf(request)))),
+    );
+  action('start', 'Start the host (409 no_egress_bound without a binding, 409 host_busy while a task runs)');
+  action('stop', 'Stop the host');
+  action(
+    'rebuild',
+    'Recreate the workspace from the current image; the home volume and SSH host keys are kept',
+  );
+
+  app.delete(
+    '/hosts/:hostID',
+    {
+      schema: {
+        tags,
+        summary: 'Delete the host with its containers and home volume',
+        params: HostParams,
+        response: { 204: NoContent, ...errorResponses(404, 409) },
+      },
+    },
+    async (request, reply) => {
+      await hosts.delete(request.params.hostID, actorOf(principalOf(request)));
+      return reply.status(204).send(null);
+    },
+  );
+
+  app.post(
+    '/bindings',
+    {
+      schema: {
+        tags: ['admin: bindings'],
+        summary: 'Bind an egress IP to a host (the oldest binding carries the traffic, others are standby)',
+        body: CreateBindingRequest,
+        response: { 201: Binding, ...errorResponses(400, 404, 409) },
+      },
+    },
+    async (request, reply) =>
+      reply.status(201).send(await hosts.bind(request.body, actorOf(principalOf(request)))),
+  );
+
+  app.delete(
+    '/bindings/:bindingID',
+    {
+      schema: {
+        tags: ['admin: bindings'],
+        summary: 'Unbind (409 no_egress_bound for the last binding of a running host)',
+        params: BindingParams,
+        response: { 204: NoContent, ...errorResponses(404, 409) },
+      },
+    },
+    async (request, reply) => {
+      await hosts.unbind(request.params.bindingID, actorOf(principalOf(request)));
+      return reply.status(204).send(null);
+    },
+  );
+
+  app.get(
+    '/tasks',
+    {
+      schema: {
+        tags: ['admin: tasks'],
+        summary: 'Tasks, newest first',
+        querystring: TaskQuery,
+        response: { 200: TaskList, ...errorResponses(400) },
+      },
+    },
+    async (request) => ({ tasks: await tasks.list(request.query) }),
+  );
+
+  app.get(
+    '/tasks/:taskID',
+    {
+      schema: {
+        tags: ['admin: tasks'],
+        summary: 'One task',
+        params: TaskParams,
+        response: { 200: Task, ...errorResponses(404) },
+      },
+    },
+    (request) => tasks.get(request.params.taskID),
+  );
+}

@@ -1,0 +1,68 @@
+import type { ProxyConfig } from '@ccp/api';
+
+/** One upstream a host may send its traffic through. */
+export interface UpstreamSpec {
+  egressIpId: string;
+  label: string;
+  /** The declared exit IP: the path check must observe exactly this address. */
+  exitIp: string;
+  config: ProxyConfig;
+}
+
+/** What the runtime needs to make or remake a host's workspace. */
+export interface WorkspaceSpec {
+  hostId: string;
+  shortId: string;
+  /** Linux account inside the workspace. */
+  linuxUser: string;
+  /** Public half of the gateway's per-host key, authorised for `linuxUser`. */
+  authorizedKey: string;
+  limits: { memoryMb: number; cpus: number; pids: number };
+}
+
+export interface Endpoint {
+  host: string;
+  port: number;
+}
+
+/** Where the gateway reaches a running workspace (through its egress gateway, from the gateway's address only). */
+export interface WorkspaceEndpoints {
+  ssh: Endpoint;
+  desktop: Endpoint;
+}
+
+export type ProgressReporter = (progress: number, stage: string) => Promise<void>;
+
+/** A runtime failure with a precise code for the task's error. */
+export class RuntimeError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'RuntimeError';
+  }
+}
+
+export type WorkspaceState = 'running' | 'stopped' | 'missing' | 'broken';
+
+/** The container engine behind hosts. Docker today; a Kubernetes driver can implement the same contract. */
+export interface WorkspaceRuntime {
+  /** Creates what is missing and starts the egress gateway, then the workspace; verifies the path last. */
+  start(spec: WorkspaceSpec, upstream: UpstreamSpec, progress: ProgressReporter): Promise<WorkspaceEndpoints>;
+  stop(hostId: string): Promise<void>;
+  /** Recreates the workspace container from the current image, keeping its home and SSH host keys. */
+  rebuild(spec: WorkspaceSpec, upstream: UpstreamSpec | null, progress: ProgressReporter): Promise<void>;
+  /** Removes every container, network link and volume of the host. */
+  remove(hostId: string): Promise<void>;
+  /** Switches a running host's egress gateway to another upstream in place; traffic is dropped meanwhile. */
+  switchUpstream(hostId: string, upstream: UpstreamSpec): Promise<void>;
+  state(hostId: string): Promise<WorkspaceState>;
+  endpoints(hostId: string): Promise<WorkspaceEndpoints | null>;
+  /** Ids of every host the engine holds something for (by label). */
+  hostIds(): Promise<string[]>;
+  /** The workspace image a new container would use. */
+  imageTag(): string;
+  /** Follows the engine so links are restored when a container restarts; returns the function that stops it. */
+  watch(onError: (error: unknown) => void): () => void;
+}

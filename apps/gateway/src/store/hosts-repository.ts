@@ -1,0 +1,106 @@
+import type { Insertable, Selectable, Updateable } from 'kysely';
+import type { Db } from './database.js';
+import type { HostsTable } from './schema.js';
+
+export type HostRow = Selectable<HostsTable>;
+export type HostWithOwner = HostRow & { username: string };
+export type HostPatch = Updateable<Omit<HostsTable, 'id' | 'created_at' | 'short_id' | 'user_id'>>;
+
+export interface BindingDetail {
+  id: string;
+  host_id: string;
+  egress_ip_id: string;
+  label: string;
+  ip_address: string;
+  created_at: string;
+}
+
+export class HostsRepository {
+  constructor(private readonly db: Db) {}
+
+  async insert(row: Insertable<HostsTable>): Promise<void> {
+    await this.db.insertInto('hosts').values(row).execute();
+  }
+
+  private withOwner() {
+    return this.db
+      .selectFrom('hosts')
+      .innerJoin('users', 'users.id', 'hosts.user_id')
+      .selectAll('hosts')
+      .select('users.username');
+  }
+
+  findById(id: string): Promise<HostWithOwner | undefined> {
+    return this.withOwner().where('hosts.id', '=', id).executeTakeFirst();
+  }
+
+  findByShortId(shortId: string): Promise<HostWithOwner | undefined> {
+    return this.withOwner().where('hosts.short_id', '=', shortId).executeTakeFirst();
+  }
+
+  list(filter: { userId?: string; statuses?: string[] } = {}): Promise<HostWithOwner[]> {
+    let query = this.withOwner();
+    if (filter.userId) query = query.where('hosts.user_id', '=', filter.userId);
+    if (filter.statuses) query = query.where('hosts.status', 'in', filter.statuses);
+    return query.orderBy('hosts.created_at', 'desc').orderBy('hosts.id', 'desc').execute();
+  }
+
+  async update(id: string, patch: HostPatch): Promise<void> {
+    await this.db.updateTable('hosts').set(patch).where('id', '=', id).execute();
+  }
+
+  async delete(id: string): Promise<boolean> {
+    const result = await this.db.deleteFrom('hosts').where('id', '=', id).executeTakeFirst();
+    return Number(result.numDeletedRows) > 0;
+  }
+
+  /** Bindings of the given hosts with their egress IP's label and address, oldest first. */
+  async bindings(hostIds: string[]): Promise<Map<string, BindingDetail[]>> {
+    const out = new Map<string, BindingDetail[]>(hostIds.map((id) => [id, []]));
+    if (hostIds.length === 0) return out;
+    const rows = await this.db
+      .selectFrom('bindings')
+      .innerJoin('egress_ips', 'egress_ips.id', 'bindings.egress_ip_id')
+      .select([
+        'bindings.id',
+        'bindings.host_id',
+        'bindings.egress_ip_id',
+        'bindings.created_at',
+        'egress_ips.label',
+        'egress_ips.ip_address',
+      ])
+      .where('bindings.host_id', 'in', hostIds)
+      .orderBy('bindings.created_at', 'asc')
+      .orderBy('bindings.id', 'asc')
+      .execute();
+    for (const row of rows) out.get(row.host_id)?.push(row);
+    return out;
+  }
+
+  async insertBinding(row: {
+    id: string;
+    host_id: string;
+    egress_ip_id: string;
+    created_at: string;
+  }): Promise<void> {
+    await this.db.insertInto('bindings').values(row).execute();
+  }
+
+  findBinding(id: string) {
+    return this.db.selectFrom('bindings').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  async deleteBinding(id: string): Promise<void> {
+    await this.db.deleteFrom('bindings').where('id', '=', id).execute();
+  }
+
+  /** Hosts bound to an egress IP. */
+  async hostIdsBoundTo(egressIpId: string): Promise<string[]> {
+    const rows = await this.db
+      .selectFrom('bindings')
+      .select('host_id')
+      .where('egress_ip_id', '=', egressIpId)
+      .execute();
+    return rows.map((r) => r.host_id);
+  }
+}

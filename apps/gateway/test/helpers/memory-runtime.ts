@@ -1,0 +1,88 @@
+import {
+  RuntimeError,
+  type UpstreamSpec,
+  type WorkspaceEndpoints,
+  type WorkspaceRuntime,
+  type WorkspaceSpec,
+  type WorkspaceState,
+} from '../../src/runtime/workspace-runtime.js';
+
+/** An in-memory WorkspaceRuntime for tests of the hosts API's rules; the Docker driver has its own real tests. */
+export class MemoryRuntime implements WorkspaceRuntime {
+  readonly hosts = new Map<
+    string,
+    { state: WorkspaceState; upstream: UpstreamSpec | null; spec: WorkspaceSpec }
+  >();
+  readonly calls: string[] = [];
+  /** Set to make the next start fail with this code. */
+  failNextStart: string | null = null;
+  /** Milliseconds each lifecycle call takes (to observe busy hosts). */
+  delayMs = 0;
+
+  private async pause(): Promise<void> {
+    if (this.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.delayMs));
+  }
+
+  async start(
+    spec: WorkspaceSpec,
+    upstream: UpstreamSpec,
+    progress: (p: number, s: string) => Promise<void>,
+  ) {
+    this.calls.push(`start ${spec.hostId} ${upstream.exitIp}`);
+    await progress(50, 'starting containers');
+    await this.pause();
+    if (this.failNextStart) {
+      const code = this.failNextStart;
+      this.failNextStart = null;
+      throw new RuntimeError(code, `simulated ${code}`);
+    }
+    this.hosts.set(spec.hostId, { state: 'running', upstream, spec });
+    return this.endpoints(spec.hostId) as Promise<WorkspaceEndpoints>;
+  }
+
+  async stop(hostId: string) {
+    this.calls.push(`stop ${hostId}`);
+    await this.pause();
+    const host = this.hosts.get(hostId);
+    if (host) host.state = 'stopped';
+  }
+
+  async rebuild(spec: WorkspaceSpec, upstream: UpstreamSpec | null) {
+    this.calls.push(`rebuild ${spec.hostId}`);
+    await this.pause();
+    this.hosts.set(spec.hostId, { state: upstream ? 'running' : 'stopped', upstream, spec });
+  }
+
+  async remove(hostId: string) {
+    this.calls.push(`remove ${hostId}`);
+    this.hosts.delete(hostId);
+  }
+
+  async switchUpstream(hostId: string, upstream: UpstreamSpec) {
+    this.calls.push(`switch ${hostId} ${upstream.exitIp}`);
+    const host = this.hosts.get(hostId);
+    if (host) host.upstream = upstream;
+  }
+
+  async state(hostId: string): Promise<WorkspaceState> {
+    return this.hosts.get(hostId)?.state ?? 'missing';
+  }
+
+  async endpoints(hostId: string): Promise<WorkspaceEndpoints | null> {
+    return this.hosts.has(hostId)
+      ? { ssh: { host: '127.0.0.1', port: 22 }, desktop: { host: '127.0.0.1', port: 6080 } }
+      : null;
+  }
+
+  async hostIds(): Promise<string[]> {
+    return [...this.hosts.keys()];
+  }
+
+  imageTag(): string {
+    return 'ccp-workspace:memory';
+  }
+
+  watch(): () => void {
+    return () => {};
+  }
+}

@@ -1,0 +1,318 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { MemoryRuntime } from '../helpers/memory-runtime.js';
+import { SseClient } from '../helpers/sse-client.js';
+import { DATABASES, startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
+
+const socks = (exit: string) => ({
+  label: `exit ${exit}`,
+  ip_address: exit,
+  proxy_config: { type: 'socks', server: exit, server_port: 1080, version: '5' },
+});
+
+for (const kind of DATABASES) {
+  describe(`hosts, bindings and tasks (${kind})`, () => {
+    let t: TestGateway;
+    let runtime: MemoryRuntime;
+    let alice: { id: string; token: string; sshPass: string };
+    let bob: { id: string; token: string };
+    let exitA: string;
+    let exitB: string;
+
+    before(async () => {
+      runtime = new MemoryRuntime();
+      t = await startTestGateway(
+        kind,
+        { PUBLIC_HOST: 'gw.example.test', PUBLIC_ENTRY_URL: 'http://gw.example.test' },
+        runtime,
+      );
+      await t.listen();
+      alice = await t.createUser('alice');
+      bob = await t.createUser('bob');
+      exitA = (await t.request('POST', '/v1/admin/egress-ips', { body: socks('198.51.100.21') })).body.id;
+      exitB = (await t.request('POST', '/v1/admin/egress-ips', { body: socks('198.51.100.22') })).body.id;
+    });
+    after(() => t.close());
+
+    const createHost = async (userId: string, egressIpId?: string) => {
+      const response = await t.request('POST', '/v1/admin/hosts', {
+        body: { user_id: userId, ...(egressIpId ? { egress_ip_id: egressIpId } : {}) },
+      });
+      assert.equal(response.status, 201, JSON.stringify(response.body));
+      return response.body;
+    };
+    const settle = () => t.gateway.tasks.idle();
+    const task = async (id: string) => (await t.request('GET', `/v1/admin/tasks/${id}`)).body;
+    const host = async (id: string) => (await t.request('GET', `/v1/admin/hosts/${id}`)).body;
+
+    it("creates a host with its short ID, access command and the owner's SSH details", async () => {
+      const created = await createHost(alice.id);
+      assert.match(created.short_id, /^[a-hjkmnp-z2-9]{8}$/);
+      assert.equal(created.status, 'created');
+      assert.equal(created.username, 'alice');
+      assert.equal(
+        created.access_command,
+        `curl -fsSL http://gw.example.test/entry/${created.short_id} | sh`,
+      );
+      assert.deepEqual(created.ssh, {
+        ssh_user: `alice+${created.short_id}`,
+        ssh_pass: alice.sshPass,
+        ssh_host: 'gw.example.test',
+        ssh_port: 2222,
+      });
+      assert.deepEqual(created.bindings, []);
+      const details = await host(created.id);
+      assert.equal(details.ssh_user, `alice+${created.short_id}`);
+      assert.equal(details.ssh_pass, undefined);
+      assert.equal(
+        (await t.request('POST', '/v1/admin/hosts', { body: { user_id: randomUUID() } })).status,
+        404,
+      );
+      const badEgress = await t.request('POST', '/v1/admin/hosts', {
+        body: { user_id: alice.id, egress_ip_id: randomUUID() },
+      });
+      assert.equal(badEgress.status, 404);
+    });
+
+    it('refuses to start without a binding, binds, and refuses the same pair twice', async () => {
+      const created = await createHost(alice.id);
+      const refused = await t.request('POST', `/v1/admin/hosts/${created.id}/start`);
+      assert.equal(refused.status, 409);
+      assert.equal(refused.body.code, 'no_egress_bound');
+      const bound = await t.request('POST', '/v1/admin/bindings', {
+        body: { host_id: created.id, egress_ip_id: exitA },
+      });
+      assert.equal(bound.status, 201);
+      assert.equal(bound.body.host_id, created.id);
+      const twice = await t.request('POST', '/v1/admin/bindings', {
+        body: { host_id: created.id, egress_ip_id: exitA },
+      });
+      assert.equal(twice.status, 409);
+      assert.equal(twice.body.code, 'binding_exists');
+      assert.equal(
+        (
+          await t.request('POST', '/v1/admin/bindings', {
+            body: { host_id: randomUUID(), egress_ip_id: exitA },
+          })
+        ).status,
+        404,
+      );
+      const details = await host(created.id);
+      assert.deepEqual(
+        details.bindings.map((b: any) => [b.egress_ip_id, b.ip_address, b.active]),
+        [[exitA, '198.51.100.21', true]],
+      );
+    });
+
+    it('starts, stops and rebuilds through tasks, one at a time per host, with live SSE', async () => {
+      const created = await createHost(alice.id, exitA);
+      const adminStream = await SseClient.open(
+        `${t.url}/v1/admin/sse?topics=hosts,tasks&token=${t.adminToken}`,
+      );
+      const aliceStream = await SseClient.open(`${t.url}/v1/user/sse?token=${alice.token}`);
+      const bobStream = await SseClient.open(`${t.url}/v1/user/sse?token=${bob.token}`);
+      runtime.delayMs = 200;
+      const started = await t.request('POST', `/v1/admin/hosts/${created.id}/start`);
+      assert.equal(started.status, 202);
+      assert.equal(started.body.status_url, `/v1/admin/tasks/${started.body.task_id}`);
+      const busy = await t.request('POST', `/v1/admin/hosts/${created.id}/stop`);
+      assert.equal(busy.status, 409);
+      assert.equal(busy.body.code, 'host_busy');
+      assert.equal(busy.body.task_id, started.body.task_id);
+      await settle();
+      runtime.delayMs = 0;
+      const done = await task(started.body.task_id);
+      assert.equal(done.status, 'succeeded');
+      assert.equal(done.kind, 'start');
+      assert.equal(done.progress, 100);
+      assert.match(done.requested_by, /^admin:/);
+      const running = await host(created.id);
+      assert.equal(running.status, 'running');
+      assert.ok(running.started_at);
+      assert.equal(running.image, 'ccp-workspace:memory');
+      assert.ok(runtime.calls.includes(`start ${created.id} 198.51.100.21`));
+
+      await aliceStream.waitFor((c) =>
+        c.messages().some((m) => m.data.topic === 'hosts' && m.data.payload?.status === 'running'),
+      );
+      await adminStream.waitFor((c) =>
+        c.messages().some((m) => m.data.topic === 'tasks' && m.data.payload?.status === 'succeeded'),
+      );
+      assert.ok(
+        adminStream.messages().some((m) => m.data.topic === 'hosts' && m.data.payload?.status === 'starting'),
+      );
+      assert.ok(aliceStream.messages().some((m) => m.data.topic === 'tasks' && m.data.action === 'create'));
+      assert.ok(
+        bobStream.messages().every((m) => m.data.id !== created.id && m.data.payload?.host_id !== created.id),
+      );
+
+      const rebuilt = await t.request('POST', `/v1/admin/hosts/${created.id}/rebuild`);
+      assert.equal(rebuilt.status, 202);
+      await settle();
+      assert.equal((await host(created.id)).status, 'running');
+      const stopped = await t.request('POST', `/v1/admin/hosts/${created.id}/stop`);
+      await settle();
+      assert.equal((await task(stopped.body.task_id)).status, 'succeeded');
+      assert.equal((await host(created.id)).status, 'stopped');
+      await t.request('POST', `/v1/admin/hosts/${created.id}/rebuild`);
+      await settle();
+      assert.equal(
+        (await host(created.id)).status,
+        'stopped',
+        'a stopped host stays stopped after a rebuild',
+      );
+      for (const stream of [adminStream, aliceStream, bobStream]) stream.close();
+    });
+
+    it('fails the task and the host with a precise code when the runtime fails', async () => {
+      const created = await createHost(alice.id, exitA);
+      runtime.failNextStart = 'exit_ip_mismatch';
+      const started = await t.request('POST', `/v1/admin/hosts/${created.id}/start`);
+      await settle();
+      const failed = await task(started.body.task_id);
+      assert.equal(failed.status, 'failed');
+      assert.equal(failed.error.code, 'exit_ip_mismatch');
+      const details = await host(created.id);
+      assert.equal(details.status, 'failed');
+      assert.match(details.last_error, /exit_ip_mismatch/);
+      const events = await t.request('GET', `/v1/admin/events?host_id=${created.id}&type=host.failed`);
+      assert.equal(events.body.total, 1);
+    });
+
+    it('switches upstreams in place and protects the last binding of a running host', async () => {
+      const created = await createHost(alice.id, exitA);
+      await t.request('POST', `/v1/admin/hosts/${created.id}/start`);
+      await settle();
+      const details = await host(created.id);
+      const onlyBinding = details.bindings[0].id;
+      const refused = await t.request('DELETE', `/v1/admin/bindings/${onlyBinding}`);
+      assert.equal(refused.status, 409);
+      assert.equal(refused.body.code, 'no_egress_bound');
+      await t.request('POST', '/v1/admin/bindings', { body: { host_id: created.id, egress_ip_id: exitB } });
+      const standby = await host(created.id);
+      assert.deepEqual(
+        standby.bindings.map((b: any) => b.active),
+        [true, false],
+      );
+      assert.equal((await t.request('DELETE', `/v1/admin/bindings/${onlyBinding}`)).status, 204);
+      assert.ok(runtime.calls.includes(`switch ${created.id} 198.51.100.22`));
+      assert.equal((await t.request('DELETE', `/v1/admin/bindings/${randomUUID()}`)).status, 404);
+
+      await t.request('PUT', `/v1/admin/egress-ips/${exitB}`, {
+        body: { proxy_config: { type: 'socks', server: '198.51.100.22', server_port: 1081, version: '5' } },
+      });
+      assert.equal(runtime.hosts.get(created.id)?.upstream?.config.server_port, 1081);
+    });
+
+    it('shows users only their own hosts and lets them rebuild them', async () => {
+      const own = await createHost(alice.id, exitA);
+      const others = await createHost(bob.id, exitA);
+      const list = await t.request('GET', '/v1/user/hosts', { token: alice.token });
+      assert.ok(list.body.hosts.every((h: any) => h.user_id === alice.id));
+      assert.ok(list.body.hosts.some((h: any) => h.id === own.id));
+      const mine = await t.request('GET', `/v1/user/hosts/${own.id}`, { token: alice.token });
+      assert.equal(mine.status, 200);
+      assert.equal(
+        mine.body.vnc_url,
+        `http://gw.example.test:0/v1/user/hosts/${own.id}/vnc/vnc.html`.replace(
+          ':0',
+          `:${t.gateway.config.httpPort}`,
+        ),
+      );
+      assert.equal(
+        (await t.request('GET', `/v1/user/hosts/${others.id}`, { token: alice.token })).status,
+        404,
+      );
+      assert.equal(
+        (await t.request('POST', `/v1/user/hosts/${others.id}/rebuild`, { token: alice.token })).status,
+        404,
+      );
+      const rebuild = await t.request('POST', `/v1/user/hosts/${own.id}/rebuild`, { token: alice.token });
+      assert.equal(rebuild.status, 202);
+      assert.equal(rebuild.body.status_url, `/v1/user/tasks/${rebuild.body.task_id}`);
+      await settle();
+      const status = await t.request('GET', rebuild.body.status_url, { token: alice.token });
+      assert.equal(status.body.status, 'succeeded');
+      assert.equal((await t.request('GET', rebuild.body.status_url, { token: bob.token })).status, 404);
+      assert.equal((await t.request('GET', '/v1/user/hosts', { token: t.adminToken })).status, 403);
+    });
+
+    it('lists tasks newest first with filters', async () => {
+      const all = await t.request('GET', '/v1/admin/tasks');
+      assert.equal(all.status, 200);
+      const times = all.body.tasks.map((x: any) => x.created_at);
+      assert.deepEqual(times, [...times].sort().reverse());
+      const failed = await t.request('GET', '/v1/admin/tasks?status=failed');
+      assert.ok(failed.body.tasks.length >= 1 && failed.body.tasks.every((x: any) => x.status === 'failed'));
+      const one = await t.request('GET', '/v1/admin/tasks?limit=1');
+      assert.equal(one.body.tasks.length, 1);
+      for (const query of ['?limit=0', '?limit=501', '?status=done', '?host_id=nope']) {
+        assert.equal((await t.request('GET', `/v1/admin/tasks${query}`)).status, 400, query);
+      }
+    });
+
+    it('stops the hosts of a disabled user and removes those of a deleted user', async () => {
+      const carol = await t.createUser('carol');
+      const created = await createHost(carol.id, exitA);
+      await t.request('POST', `/v1/admin/hosts/${created.id}/start`);
+      await settle();
+      await t.request('PATCH', `/v1/admin/users/${carol.id}`, { body: { status: 'disabled' } });
+      await settle();
+      assert.equal((await host(created.id)).status, 'stopped');
+      assert.equal(await runtime.state(created.id), 'stopped');
+      assert.equal((await t.request('DELETE', `/v1/admin/users/${carol.id}`)).status, 204);
+      assert.equal(await runtime.state(created.id), 'missing');
+      assert.equal((await t.request('GET', `/v1/admin/hosts/${created.id}`)).status, 404);
+    });
+
+    it('deletes a host with everything the engine held', async () => {
+      const created = await createHost(alice.id, exitA);
+      await t.request('POST', `/v1/admin/hosts/${created.id}/start`);
+      await settle();
+      const stream = await SseClient.open(`${t.url}/v1/admin/sse?topics=hosts&token=${t.adminToken}`);
+      assert.equal((await t.request('DELETE', `/v1/admin/hosts/${created.id}`)).status, 204);
+      assert.equal(await runtime.state(created.id), 'missing');
+      await stream.waitFor((c) =>
+        c.messages().some((m) => m.data.action === 'delete' && m.data.id === created.id),
+      );
+      stream.close();
+      assert.equal((await t.request('DELETE', `/v1/admin/hosts/${created.id}`)).status, 404);
+    });
+
+    it('fails interrupted tasks and reconciles hosts against the engine at start-up', async () => {
+      const created = await createHost(alice.id, exitA);
+      await t.request('POST', `/v1/admin/hosts/${created.id}/start`);
+      await settle();
+      const now = new Date().toISOString();
+      const leftover = randomUUID();
+      await t.gateway.database.db
+        .insertInto('tasks')
+        .values({
+          id: leftover,
+          kind: 'start',
+          host_id: created.id,
+          user_id: alice.id,
+          status: 'running',
+          progress: 40,
+          stage: 'x',
+          message: '',
+          error_code: null,
+          error_message: null,
+          requested_by: 'system',
+          created_at: now,
+          started_at: now,
+          finished_at: null,
+        })
+        .execute();
+      runtime.hosts.delete(created.id);
+      await t.gateway.lifecycle.reconcile();
+      const interrupted = await task(leftover);
+      assert.equal(interrupted.status, 'failed');
+      assert.equal(interrupted.error.code, 'interrupted');
+      const details = await host(created.id);
+      assert.equal(details.status, 'failed');
+      assert.match(details.last_error, /missing/);
+    });
+  });
+}

@@ -1,0 +1,472 @@
+import assert from 'node:assert/strict';
+import { execFile, spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
+import type { ProxyConfig } from '@ccp/api';
+import Docker from 'dockerode';
+import { Client } from 'ssh2';
+import {
+  ensureLab,
+  type LabDescription,
+  labUnavailable,
+  readDnsLog,
+  type VariantName,
+  variant,
+} from '../../../../test/lab/lab.js';
+import type { EgressSettings } from '../../src/config.js';
+import { renderGatewayFirewall } from '../../src/egress/gateway-firewall.js';
+import { DockerWorkspaceRuntime, HOST_LABEL } from '../../src/runtime/docker-workspace-runtime.js';
+import { renderEgressGatewayFiles } from '../../src/runtime/egress-gateway-files.js';
+import { IMAGE_ROOT } from '../../src/runtime/image-inputs.js';
+import { verifyEgressPath } from '../../src/runtime/path-check.js';
+import {
+  RuntimeError,
+  type UpstreamSpec,
+  type WorkspaceEndpoints,
+  type WorkspaceSpec,
+} from '../../src/runtime/workspace-runtime.js';
+import { KeyFactory } from '../helpers/ssh-keygen.js';
+
+const exec = promisify(execFile);
+
+const root = process.getuid?.() === 0;
+const hasTool = (tool: string, ...args: string[]) => spawnSync(tool, args).error === undefined;
+
+describe('egress gateway files', () => {
+  const upstream = {
+    config: { type: 'socks', server: '198.51.100.21', server_port: 1080, version: '5' } as ProxyConfig,
+    serverIp: '198.51.100.21',
+  };
+  const files = renderEgressGatewayFiles({
+    upstream,
+    dns: { dohUrl: 'https://203.0.113.10/dns-query', tcpResolver: { address: '203.0.113.10', port: 53 } },
+    relaySource: '172.18.0.1',
+  });
+
+  it('admits the relay ports from the control plane only, and only their replies leave', () => {
+    assert.match(files.ruleset, /iifname "eth0" ip saddr 172\.18\.0\.1 tcp dport \{ 22, 6080 \} accept/);
+    assert.match(
+      files.ruleset,
+      /oifname "eth0" ip daddr 172\.18\.0\.1 tcp sport \{ 22, 6080 \} ct state established accept/,
+    );
+    assert.match(
+      files.ruleset,
+      /chain forward \{\n\s+type filter hook forward priority filter; policy drop;\n\s+\}/,
+    );
+  });
+
+  it('relays to the workspace address through a freedom outbound that is never the default', () => {
+    const config = JSON.parse(files.v2ray) as {
+      inbounds: { tag: string; port: number; settings: { address?: string } }[];
+      outbounds: { tag: string; protocol: string }[];
+      routing: { rules: { inboundTag: string[]; outboundTag: string }[] };
+    };
+    assert.equal(config.outbounds[0]?.tag, 'proxy');
+    const relays = config.inbounds.filter((inbound) => inbound.tag.startsWith('relay-'));
+    assert.deepEqual(
+      relays.map((inbound) => [inbound.port, inbound.settings.address]),
+      [
+        [22, '169.254.77.2'],
+        [6080, '169.254.77.2'],
+      ],
+    );
+    assert.deepEqual(config.routing.rules[0], {
+      type: 'field',
+      inboundTag: ['relay-ssh', 'relay-desktop'],
+      outboundTag: 'workspace-relay',
+    });
+  });
+
+  it('rejects a relay source that is not an IPv4 literal', () => {
+    assert.throws(
+      () =>
+        renderGatewayFirewall({
+          table: 't',
+          workspaceInterface: 'ccp-ws',
+          uplinkInterface: 'eth0',
+          upstream: { address: '198.51.100.21', port: 1080, protocols: ['tcp'] },
+          socketMark: 0xff,
+          tproxyMark: 1,
+          transparentPort: 12345,
+          dnsPort: 53,
+          relay: { source: 'gateway.example', ports: [22] },
+        }),
+      TypeError,
+    );
+  });
+
+  it('nftables and v2ray accept them', { skip: !root || !hasTool('nft', '--version') }, () => {
+    const nft = spawnSync('nft', ['-c', '-f', '/dev/stdin'], { input: files.ruleset, encoding: 'utf8' });
+    assert.equal(nft.status, 0, nft.stderr);
+    if (!hasTool('v2ray', '-version')) return;
+    const v2ray = spawnSync('v2ray', ['-test', '-config', 'stdin:'], {
+      input: files.v2ray,
+      encoding: 'utf8',
+    });
+    assert.equal(v2ray.status, 0, v2ray.stdout + v2ray.stderr);
+  });
+});
+
+// -------------------------------------------------------------------------------------------- real Docker
+
+const skip = labUnavailable() ?? (root ? false : 'needs root (Docker, nsenter)');
+const docker = new Docker({ socketPath: '/var/run/docker.sock' });
+const run = `t${randomBytes(3).toString('hex')}`;
+const ids = { main: `${run}-main`, wrong: `${run}-wrong` };
+const noProgress = async () => {};
+
+/** config.egress pointing at the lab's probe. */
+function egressSettings(lab: LabDescription): EgressSettings {
+  return {
+    probeUrl: lab.internet.httpUrl,
+    dnsZone: lab.internet.zone,
+    dnsServer: lab.internet.dns,
+    dohUrl: lab.internet.dohUrl,
+    probeToken: lab.internet.dnsLogToken,
+    caFile: lab.caCert,
+    v2rayCommand: 'v2ray',
+  };
+}
+
+/** Runs image/build.sh for the test variant (a no-op when the tags exist) and returns its tags. */
+function buildImages(): Promise<{ workspace: string; egressGateway: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('bash', [path.join(IMAGE_ROOT, 'build.sh'), '--variant', 'test', 'all'], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let stdout = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      const tags = new Map(
+        [...stdout.matchAll(/^image ([\w-]+)=(\S+)$/gm)].map((match) => [match[1], match[2]] as const),
+      );
+      const workspace = tags.get('workspace');
+      const egressGateway = tags.get('egress-gateway');
+      if (code !== 0 || !workspace || !egressGateway) reject(new Error(`image/build.sh failed (${code})`));
+      else resolve({ workspace, egressGateway });
+    });
+  });
+}
+
+/** `docker exec` in a host's container (the test may use the CLI; the runtime never does). */
+async function execIn(
+  container: string,
+  command: string[],
+  user?: string,
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const args = ['exec', ...(user ? ['--user', user] : []), container, ...command];
+  try {
+    const { stdout, stderr } = await exec('docker', args, { timeout: 30_000 });
+    return { code: 0, stdout: stdout.trim(), stderr };
+  } catch (error) {
+    const failure = error as { code?: number; stdout?: string; stderr?: string };
+    return { code: failure.code ?? -1, stdout: (failure.stdout ?? '').trim(), stderr: failure.stderr ?? '' };
+  }
+}
+
+async function eventually<T>(what: string, attempt: () => Promise<T | undefined>, ms = 10_000): Promise<T> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const value = await attempt();
+    if (value !== undefined) return value;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+async function labelled(hostId: string) {
+  const filters = { label: [`${HOST_LABEL}=${hostId}`] };
+  const containers = await docker.listContainers({ all: true, filters });
+  const { Volumes } = await docker.listVolumes({ filters });
+  return { containers, volumes: Volumes ?? [] };
+}
+
+describe('DockerWorkspaceRuntime (real Docker, egress lab)', { skip, timeout: 600_000 }, () => {
+  let lab: LabDescription;
+  let runtime: DockerWorkspaceRuntime;
+  let dataDir: string;
+  let stopWatching = () => {};
+  const keys = new KeyFactory();
+  const key = keys.generate('ed25519');
+  const spec = (hostId: string): WorkspaceSpec => ({
+    hostId,
+    shortId: hostId.slice(-6),
+    linuxUser: 'alice',
+    authorizedKey: key.publicKey,
+    limits: { memoryMb: 512, cpus: 1, pids: 256 },
+  });
+  const upstream = (name: VariantName, exitIndex = 0, exitIp?: string): UpstreamSpec => {
+    const chosen = variant(lab, name, exitIndex);
+    return {
+      egressIpId: `egress-${name}-${exitIndex}`,
+      label: `${name} via ${chosen.exit.name}`,
+      exitIp: exitIp ?? chosen.exit.address,
+      config: chosen.proxyConfig as ProxyConfig,
+    };
+  };
+  const workspace = (hostId: string) => `ccp-ws-${hostId}`;
+  const gateway = (hostId: string) => `ccp-egress-${hostId}`;
+  const asUser = (hostId: string, ...command: string[]) => execIn(workspace(hostId), command, 'alice');
+  const exitSeen = async (hostId: string, timeout = 5) =>
+    (await asUser(hostId, 'curl', '-sS', '--max-time', String(timeout), `${lab.internet.httpUrl}/ip`)).stdout;
+
+  let endpoints: WorkspaceEndpoints;
+
+  before(async () => {
+    await exec('bash', [path.join(IMAGE_ROOT, '..', 'scripts', 'docker.sh'), 'ensure']);
+    const [images, ready] = await Promise.all([buildImages(), ensureLab()]);
+    lab = ready;
+    dataDir = await mkdtemp(path.join(tmpdir(), 'ccp-runtime-'));
+    runtime = new DockerWorkspaceRuntime({ docker, images, dataDir, egress: egressSettings(lab) });
+    stopWatching = runtime.watch((error) => console.error('watch:', error));
+  });
+
+  after(async () => {
+    stopWatching();
+    for (const hostId of Object.values(ids)) await runtime?.remove(hostId).catch(() => undefined);
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+    keys.cleanup();
+  });
+
+  it('starts through vmess: the workspace leaves from the exit, resolving through the tunnel', async () => {
+    const stages: string[] = [];
+    const began = Date.now();
+    endpoints = await runtime.start(spec(ids.main), upstream('vmess-tcp'), async (_progress, stage) => {
+      stages.push(stage);
+    });
+    console.log(`start took ${Date.now() - began} ms`);
+    assert.ok(stages.some((stage) => stage.startsWith('verifying the path')));
+    assert.equal(endpoints.ssh.port, 22);
+    assert.equal(await runtime.state(ids.main), 'running');
+    assert.deepEqual(await runtime.endpoints(ids.main), endpoints);
+    assert.ok((await runtime.hostIds()).includes(ids.main));
+
+    assert.equal(await exitSeen(ids.main), lab.exits[0]!.address);
+    const name = `${randomBytes(8).toString('hex')}.leak.${lab.internet.zone}`;
+    const resolved = await asUser(ids.main, 'getent', 'ahostsv4', name);
+    assert.equal(resolved.code, 0, resolved.stderr);
+    assert.match(resolved.stdout, new RegExp(`^${lab.internet.answerAddress.replaceAll('.', '\\.')}\\s`));
+    const seen = new Set((await readDnsLog(lab, name)).map((entry) => entry.address));
+    assert.deepEqual([...seen], [lab.exits[0]!.address]);
+  });
+
+  it('gives the workspace no way to touch its network, not even as root', async () => {
+    assert.equal((await asUser(ids.main, 'sudo', '-n', 'true')).code, 0, 'sudo works');
+    for (const command of [
+      ['ip', 'addr', 'add', '192.0.2.99/24', 'dev', 'eth0'],
+      ['ip', 'route', 'replace', 'default', 'via', '169.254.77.2'],
+      ['ip', 'link', 'set', 'lo', 'down'],
+    ]) {
+      const result = await asUser(ids.main, 'sudo', '-n', ...command);
+      assert.notEqual(result.code, 0, `${command.join(' ')} must fail`);
+      assert.match(result.stderr, /Operation not permitted/);
+    }
+    const status = await execIn(workspace(ids.main), ['grep', '^CapBnd:', '/proc/1/status']);
+    const bounding = BigInt(`0x${status.stdout.split(/\s+/)[1]}`);
+    for (const [capability, bit] of Object.entries({ NET_ADMIN: 12n, NET_RAW: 13n, SYS_ADMIN: 21n }))
+      assert.equal((bounding >> bit) & 1n, 0n, `${capability} is in the bounding set`);
+    const ipv6 = await execIn(workspace(ids.main), ['cat', '/proc/sys/net/ipv6/conf/all/disable_ipv6']);
+    assert.equal(ipv6.stdout, '1');
+    const resolv = await execIn(workspace(ids.main), ['cat', '/etc/resolv.conf']);
+    assert.match(resolv.stdout, /^nameserver 169\.254\.77\.1$/m);
+  });
+
+  it('lets the control plane log in over SSH through the relay', async () => {
+    const { user, hostKey } = await sshLogin(endpoints, key.privateKey);
+    assert.equal(user, 'alice');
+    const stored = await execIn(workspace(ids.main), ['cat', '/etc/ssh/hostkeys/ssh_host_ed25519_key.pub']);
+    assert.equal(hostKey, stored.stdout.split(/\s+/)[1]);
+  });
+
+  it('blocks traffic while v2ray is dead and recovers when its supervisor restarts it', async () => {
+    const killed = await execIn(gateway(ids.main), [
+      'sh',
+      '-c',
+      'kill -KILL "$(cat /run/ccp-egress/v2ray.pid)"',
+    ]);
+    assert.equal(killed.code, 0, killed.stderr);
+    const during = await asUser(ids.main, 'curl', '-sS', '--max-time', '1', `${lab.internet.httpUrl}/ip`);
+    assert.notEqual(during.code, 0, `traffic got out without v2ray: ${during.stdout}`);
+    await eventually('v2ray to come back', async () =>
+      (await exitSeen(ids.main, 1)) === lab.exits[0]!.address ? true : undefined,
+    );
+  });
+
+  it('switches to another protocol and exit in place', async () => {
+    await runtime.switchUpstream(ids.main, upstream('socks', 1));
+    assert.equal(await exitSeen(ids.main), lab.exits[1]!.address);
+    await runtime.switchUpstream(ids.main, upstream('ss-aes-256-gcm', 0));
+    assert.equal(await exitSeen(ids.main), lab.exits[0]!.address);
+  });
+
+  it('keeps the home and the SSH host key across stop and start', async () => {
+    const written = await asUser(ids.main, 'sh', '-c', 'echo kept > ~/kept.txt');
+    assert.equal(written.code, 0, written.stderr);
+    const hostKey = (await sshLogin(endpoints, key.privateKey)).hostKey;
+    await runtime.stop(ids.main);
+    assert.equal(await runtime.state(ids.main), 'stopped');
+    assert.equal(await runtime.endpoints(ids.main), null);
+    endpoints = await runtime.start(spec(ids.main), upstream('trojan-tls', 1), noProgress);
+    assert.equal((await asUser(ids.main, 'cat', '/home/alice/kept.txt')).stdout, 'kept');
+    assert.equal((await sshLogin(endpoints, key.privateKey)).hostKey, hostKey);
+    assert.equal(await exitSeen(ids.main), lab.exits[1]!.address);
+  });
+
+  it('keeps them across a rebuild too, in a new container', async () => {
+    const before = (await docker.getContainer(workspace(ids.main)).inspect()).Id;
+    const hostKey = (await sshLogin(endpoints, key.privateKey)).hostKey;
+    await runtime.rebuild(spec(ids.main), upstream('vless-tcp'), noProgress);
+    const afterId = (await docker.getContainer(workspace(ids.main)).inspect()).Id;
+    assert.notEqual(afterId, before);
+    endpoints = (await runtime.endpoints(ids.main))!;
+    assert.equal((await asUser(ids.main, 'cat', '/home/alice/kept.txt')).stdout, 'kept');
+    assert.equal((await sshLogin(endpoints, key.privateKey)).hostKey, hostKey);
+    assert.equal(await exitSeen(ids.main), lab.exits[0]!.address);
+  });
+
+  it('links a workspace again after Docker restarts it or its egress gateway', async () => {
+    for (const container of [workspace(ids.main), gateway(ids.main)]) {
+      await docker.getContainer(container).restart({ t: 1 });
+      await eventually(`the host to be linked again after ${container} restarted`, async () =>
+        (await runtime.state(ids.main)) === 'running' ? true : undefined,
+      );
+      assert.equal(await exitSeen(ids.main), lab.exits[0]!.address);
+    }
+    endpoints = (await runtime.endpoints(ids.main))!;
+    assert.equal((await sshLogin(endpoints, key.privateKey)).user, 'alice');
+  });
+
+  it('reports a direct path when the egress gateway forwards around the tunnel', async () => {
+    const pid = async (container: string) => (await docker.getContainer(container).inspect()).State.Pid;
+    const [gatewayPid, workspacePid] = [await pid(gateway(ids.main)), await pid(workspace(ids.main))];
+    // Sabotage from the host: an empty table of the right name, forwarding on, and masquerading so the
+    // forwarded packets carry the gateway's uplink address (replies then come back to it, not to eth0).
+    const ruleset = [
+      'flush ruleset',
+      'table inet ccp_egress {}',
+      'table ip sabotage {',
+      '  chain post { type nat hook postrouting priority srcnat; oifname "eth0" masquerade; }',
+      '}',
+      '',
+    ].join('\n');
+    const netns = ['nsenter', `--net=/proc/${gatewayPid}/ns/net`, '--'];
+    const loaded = spawnSync(netns[0]!, [...netns.slice(1), 'nft', '-f', '-'], {
+      input: ruleset,
+      encoding: 'utf8',
+    });
+    assert.equal(loaded.status, 0, loaded.stderr);
+    await exec(netns[0]!, [...netns.slice(1), 'sysctl', '-qw', 'net.ipv4.ip_forward=1']);
+    const uplink = (await docker.getNetwork('ccp-uplink').inspect()) as {
+      IPAM: { Config: { Gateway: string }[] };
+    };
+    await assert.rejects(
+      verifyEgressPath(
+        {
+          workspacePid,
+          gatewayPid,
+          exitIp: lab.exits[0]!.address,
+          uplinkHostAddress: uplink.IPAM.Config[0]!.Gateway,
+        },
+        { probeUrl: lab.internet.httpUrl, dnsZone: lab.internet.zone, probeToken: lab.internet.dnsLogToken },
+        { nodeCommand: process.execPath, httpTimeoutMs: 5000, dnsTimeoutMs: 5000 },
+      ),
+      (error: unknown) =>
+        error instanceof RuntimeError &&
+        error.code === 'direct_path_open' &&
+        /without the tunnel/.test(error.message),
+    );
+    // The next start makes a fresh egress gateway: the damage is gone with its namespace.
+    await runtime.start(spec(ids.main), upstream('vmess-ws-tls'), noProgress);
+    assert.equal(await exitSeen(ids.main), lab.exits[0]!.address);
+  });
+
+  it('refuses to start without its images and names the build command', async () => {
+    const missing = new DockerWorkspaceRuntime({
+      docker,
+      images: { workspace: 'ccp-workspace:test-000000000000', egressGateway: runtime.imageTag() },
+      dataDir,
+      egress: egressSettings(lab),
+    });
+    await assert.rejects(
+      missing.start(spec(ids.wrong), upstream('socks'), noProgress),
+      (error: unknown) =>
+        error instanceof RuntimeError &&
+        error.code === 'image_missing' &&
+        error.message.includes('image/build.sh --variant test all'),
+    );
+    assert.deepEqual(await labelled(ids.wrong), { containers: [], volumes: [] });
+  });
+
+  it('fails a start whose exit IP is not the declared one, leaving nothing running', async () => {
+    await assert.rejects(
+      runtime.start(spec(ids.wrong), upstream('vmess-tcp', 0, '198.51.100.99'), noProgress),
+      (error: unknown) => error instanceof RuntimeError && error.code === 'exit_ip_mismatch',
+    );
+    assert.equal(await runtime.state(ids.wrong), 'stopped');
+    const { containers } = await labelled(ids.wrong);
+    assert.equal(containers.length, 2);
+    assert.deepEqual(
+      containers.filter((container) => container.State === 'running'),
+      [],
+    );
+  });
+
+  it('removes every container, volume and file of a host', async () => {
+    for (const hostId of Object.values(ids)) {
+      await runtime.remove(hostId);
+      const { containers, volumes } = await labelled(hostId);
+      assert.deepEqual(containers, []);
+      assert.deepEqual(volumes, []);
+      assert.equal(await runtime.state(hostId), 'missing');
+      await assert.rejects(stat(path.join(dataDir, 'runtime', 'egress', hostId)), { code: 'ENOENT' });
+    }
+    assert.ok(!(await runtime.hostIds()).some((hostId) => hostId.startsWith(run)));
+  });
+});
+
+/**
+ * Logs in as the key's user through the relay; returns who the shell is and the server's host key (base64).
+ */
+function sshLogin(
+  endpoints: WorkspaceEndpoints,
+  privateKey: string,
+): Promise<{ user: string; hostKey: string }> {
+  return new Promise((resolve, reject) => {
+    const client = new Client();
+    let hostKey = '';
+    client
+      .on('ready', () => {
+        client.exec('id -un', (error, stream) => {
+          if (error) return reject(error);
+          let out = '';
+          stream.on('data', (chunk: Buffer) => {
+            out += chunk.toString();
+          });
+          stream.on('close', () => {
+            client.end();
+            resolve({ user: out.trim(), hostKey });
+          });
+        });
+      })
+      .on('error', reject)
+      .connect({
+        host: endpoints.ssh.host,
+        port: endpoints.ssh.port,
+        username: 'alice',
+        privateKey,
+        readyTimeout: 10_000,
+        hostVerifier: (key: Buffer) => {
+          // The raw key blob, which is what the .pub file's second field encodes.
+          hostKey = key.toString('base64');
+          return true;
+        },
+      });
+  });
+}

@@ -1,0 +1,109 @@
+import Type from 'typebox';
+import { NullableTimestamp, ShortId, Timestamp, Uuid } from './common.js';
+
+export const HostStatus = Type.Union([
+  Type.Literal('created'),
+  Type.Literal('starting'),
+  Type.Literal('running'),
+  Type.Literal('stopping'),
+  Type.Literal('stopped'),
+  Type.Literal('rebuilding'),
+  Type.Literal('failed'),
+]);
+
+export const HostBinding = Type.Object({
+  id: Uuid,
+  egress_ip_id: Uuid,
+  label: Type.String(),
+  ip_address: Type.String(),
+  active: Type.Boolean({
+    description: 'true for the binding that carries the traffic; the others are standby',
+  }),
+});
+
+export const Host = Type.Object({
+  id: Uuid,
+  short_id: ShortId,
+  user_id: Uuid,
+  username: Type.String(),
+  status: HostStatus,
+  image: Type.Union([Type.String(), Type.Null()], {
+    description: 'Workspace image the container was made from',
+  }),
+  bindings: Type.Array(HostBinding),
+  access_command: Type.String({ description: 'curl -fsSL <entry base>/entry/<short_id> | sh' }),
+  entry_url: Type.String(),
+  ssh_user: Type.String({ description: '<username>+<short_id>' }),
+  ssh_host: Type.String(),
+  ssh_port: Type.Integer(),
+  vnc_url: Type.String(),
+  last_error: Type.Union([Type.String(), Type.Null()]),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  started_at: NullableTimestamp,
+});
+
+export const HostSshDetails = Type.Object({
+  ssh_user: Type.String(),
+  ssh_pass: Type.String(),
+  ssh_host: Type.String(),
+  ssh_port: Type.Integer(),
+});
+
+export const CreateHostRequest = Type.Object(
+  { user_id: Uuid, egress_ip_id: Type.Optional(Uuid) },
+  { additionalProperties: false },
+);
+
+export const CreatedHost = Type.Intersect([Host, Type.Object({ ssh: HostSshDetails })]);
+
+export const HostList = Type.Object({ hosts: Type.Array(Host) });
+
+export const TaskAccepted = Type.Object({ task_id: Uuid, status_url: Type.String() });
+
+export const Binding = Type.Object({ id: Uuid, host_id: Uuid, egress_ip_id: Uuid, created_at: Timestamp });
+
+export const CreateBindingRequest = Type.Object(
+  { host_id: Uuid, egress_ip_id: Uuid },
+  { additionalProperties: false },
+);
+
+export const TaskStatus = Type.Union([
+  Type.Literal('pending'),
+  Type.Literal('running'),
+  Type.Literal('succeeded'),
+  Type.Literal('failed'),
+]);
+
+export const Task = Type.Object({
+  id: Uuid,
+  kind: Type.String({ description: 'start, stop, rebuild' }),
+  host_id: Type.Union([Uuid, Type.Null()]),
+  user_id: Type.Union([Uuid, Type.Null()]),
+  status: TaskStatus,
+  progress: Type.Integer({ minimum: 0, maximum: 100 }),
+  stage: Type.String(),
+  message: Type.String(),
+  error: Type.Union([Type.Object({ code: Type.String(), message: Type.String() }), Type.Null()]),
+  requested_by: Type.String(),
+  created_at: Timestamp,
+  started_at: NullableTimestamp,
+  finished_at: NullableTimestamp,
+});
+
+export const TaskList = Type.Object({ tasks: Type.Array(Task) });
+
+export const TaskQuery = Type.Object({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 100 })),
+  status: Type.Optional(TaskStatus),
+  host_id: Type.Optional(Uuid),
+});
+
+export type HostStatus = Type.Static<typeof HostStatus>;
+export type Host = Type.Static<typeof Host>;
+export type HostBinding = Type.Static<typeof HostBinding>;
+export type CreatedHost = Type.Static<typeof CreatedHost>;
+export type Binding = Type.Static<typeof Binding>;
+export type Task = Type.Static<typeof Task>;
+export type TaskStatus = Type.Static<typeof TaskStatus>;
+export type TaskAccepted = Type.Static<typeof TaskAccepted>;
