@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the benchmarks and prints their tables: bench/run.sh api|sse|all   (see bench/README.md)
+# Runs the benchmarks and prints their tables: bench/run.sh api|sse|egress|start|all   (see bench/README.md)
 source "$(dirname "$0")/../scripts/lib.sh"
 cd "$(dirname "$0")/.."
 
@@ -7,9 +7,22 @@ which="${1:-all}"
 case "$which" in
   api) benches=(api) ;;
   sse) benches=(sse) ;;
-  all) benches=(api sse) ;;
-  *) die "usage: bench/run.sh api|sse|all" ;;
+  egress) benches=(egress) ;;
+  start) benches=(start) ;;
+  all) benches=(api sse egress start) ;;
+  *) die "usage: bench/run.sh api|sse|egress|start|all" ;;
 esac
+
+# The egress and start benches need root (the network lab, nsenter, Docker); `all` skips them without it.
+if [ "$(id -u)" -ne 0 ]; then
+  case "$which" in
+    egress | start) die "the $which bench needs root" ;;
+    all)
+      warn "not root: skipping the egress and start benches"
+      benches=(api sse)
+      ;;
+  esac
+fi
 
 # Build when dist is missing or older than a source file, so the numbers are those of the current code.
 stamp=apps/gateway/tsconfig.tsbuildinfo
@@ -22,6 +35,11 @@ if [[ " ${benches[*]} " == *' api '* && "${BENCH_DATABASES:-sqlite,postgres}" ==
   -z "${BENCH_POSTGRES_URL:-}" ]]; then
   say "PostgreSQL (role ccp_bench)"
   bash scripts/postgres.sh ensure ccp_bench ccp_bench
+fi
+
+if [[ " ${benches[*]} " == *' start '* ]]; then
+  say "Docker"
+  bash scripts/docker.sh ensure
 fi
 
 # The SSE bench holds 2,000 sockets in each of two processes.

@@ -1,29 +1,32 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 
 /** Node flags that let a child run a TypeScript file of this folder directly (no build step, one PID);
  * tsx is given by absolute URL so the child may run in any working directory. */
 export const TS_NODE_FLAGS = ['--conditions=source', '--import', import.meta.resolve('tsx')];
 
-const cleanups: Array<() => Promise<void>> = [];
+const cleanups: Array<{ task: () => Promise<void>; budgetMs: number }> = [];
 
-/** Registers work that must run when the bench ends, fails, is interrupted or runs out of time. */
-export function onCleanup(task: () => Promise<void>): void {
-  cleanups.push(task);
+/**
+ * Registers work that must run when the bench ends, fails, is interrupted or runs out of time; it gets
+ * `budgetMs` before the next clean-up starts anyway.
+ */
+export function onCleanup(task: () => Promise<void>, budgetMs = 8000): void {
+  cleanups.push({ task, budgetMs });
 }
 
 let cleaning: Promise<void> | null = null;
 
 /** Runs the registered clean-ups newest first, once even when an error and a signal both ask for it;
- * each gets a few seconds so one hang cannot block the rest. */
+ * each gets its budget so one hang cannot block the rest. */
 export function runCleanups(): Promise<void> {
   cleaning ??= (async () => {
     while (cleanups.length > 0) {
-      const task = cleanups.pop()!;
+      const { task, budgetMs } = cleanups.pop()!;
       let timer: NodeJS.Timeout | undefined;
       const timeout = new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, 8000);
+        timer = setTimeout(resolve, budgetMs);
       });
       await Promise.race([
         task().catch((error: unknown) => console.error('clean-up failed:', error)),
@@ -78,18 +81,36 @@ export interface Child {
 export interface ChildOptions {
   env?: NodeJS.ProcessEnv;
   cwd?: string;
+  /** Written to stdin, which is then closed (v2ray reads its config that way, so secrets stay off disk). */
+  input?: string;
 }
 
 /** Starts `node args…` as a tracked child that is killed by its PID when the bench ends. */
 export function startNode(name: string, args: string[], options: ChildOptions = {}): Child {
-  const proc = spawn(process.execPath, args, {
+  return startProcess(name, process.execPath, args, options);
+}
+
+/** Starts `command args…` as a tracked child that is killed by its PID when the bench ends. */
+export function startProcess(
+  name: string,
+  command: string,
+  args: string[],
+  options: ChildOptions = {},
+): Child {
+  const proc = spawn(command, args, {
     cwd: options.cwd ?? process.cwd(),
     env: options.env ?? process.env,
     stdio: ['pipe', 'pipe', 'pipe'],
   });
-  if (proc.pid === undefined) throw new Error(`${name} did not start`);
+  // Without a listener, a command that cannot be found would crash the bench (after the throw below).
+  proc.once('error', () => {});
+  if (proc.pid === undefined) throw new Error(`${name} did not start (${command} not found?)`);
   const pid = proc.pid;
   running.add(proc);
+  if (options.input !== undefined) {
+    proc.stdin.on('error', () => {});
+    proc.stdin.end(options.input);
+  }
 
   let stderr = '';
   proc.stderr.setEncoding('utf8');
@@ -183,4 +204,30 @@ export function sampleRss(pid: number, intervalMs = 200): { stop(): number | nul
       return peak;
     },
   };
+}
+
+/**
+ * Kills, by PID, the direct children of this process called `comm` that library code started on its own (the
+ * egress tester's v2ray) and so cannot be tracked here. Synchronous, so that it also works in an exit handler.
+ */
+export function killChildrenNamed(comm: string): void {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue;
+    }
+    // "pid (comm) state ppid …": comm may hold spaces and parentheses, so split after the last ')'.
+    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    if (name === comm && ppid === process.pid) {
+      try {
+        process.kill(Number(entry), 'SIGKILL');
+      } catch {
+        // It exited in the meantime.
+      }
+    }
+  }
 }

@@ -1,4 +1,4 @@
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 
 /** A loopback port that was free a moment ago (the child binds it right after). */
 export function freePort(): Promise<number> {
@@ -51,4 +51,22 @@ export async function login(baseUrl: string, username: string, password: string)
     throw new Error(`login as ${username}: HTTP ${response.status} ${JSON.stringify(response.body)}`);
   }
   return response.body.token;
+}
+
+/** Waits until something accepts TCP connections on `host:port`, polling every 10 ms for at most `timeoutMs`. */
+export async function waitForPort(host: string, port: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, host);
+      socket.once('connect', () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.once('error', () => resolve(false));
+    });
+    if (open) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`nothing listens on ${host}:${port} after ${timeoutMs} ms`);
 }

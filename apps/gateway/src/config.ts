@@ -33,6 +33,8 @@ export interface Config {
   egress: EgressSettings;
   workspaceLimits: { memoryMb: number; cpus: number; pids: number };
   workspaceImageVariant: 'full' | 'test';
+  /** Seconds between checks of the upstreams running hosts use (0 turns them off). */
+  egressHealthSeconds: number;
 }
 
 /** Endpoints of the egress probe (an operator-run server, or the test lab). Unset means the test cannot run. */
@@ -125,6 +127,16 @@ export function loadConfig(env: Env): Config {
     return value;
   };
 
+  const wholeNumber = (name: string, fallback: number): number => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return fallback;
+    const value = Number(raw);
+    if (!Number.isInteger(value) || value < 0) {
+      problems.push(`${name} must be a whole number, 0 or more (got "${raw}")`);
+      return fallback;
+    }
+    return value;
+  };
   const positiveNumber = (name: string, fallback: number): number => {
     const raw = env[name];
     if (raw === undefined || raw === '') return fallback;
@@ -215,6 +227,7 @@ export function loadConfig(env: Env): Config {
     sseHeartbeatSeconds: Math.min(positive('SSE_HEARTBEAT_SECONDS', 15), 20),
     egress,
     workspaceImageVariant: imageVariant,
+    egressHealthSeconds: wholeNumber('EGRESS_HEALTH_SECONDS', 60),
     workspaceLimits: {
       memoryMb: positive('WORKSPACE_MEMORY_MB', 2048),
       cpus: positiveNumber('WORKSPACE_CPUS', 1),

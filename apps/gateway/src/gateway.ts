@@ -7,6 +7,7 @@ import { EventsService } from './domain/events-service.js';
 import { sweepExpiredUsers } from './domain/expiry-sweep.js';
 import { HostLifecycle } from './domain/host-lifecycle.js';
 import { HostsService } from './domain/hosts-service.js';
+import { ImagesService } from './domain/images-service.js';
 import { FailureRateLimiter } from './domain/rate-limiter.js';
 import { SecretBox } from './domain/secret-box.js';
 import { SshKeysService } from './domain/ssh-keys-service.js';
@@ -122,6 +123,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     access,
   );
   const tasks = new TasksService(repositories.tasks);
+  const images = new ImagesService(runtime, bus);
   egressIps.onUpstreamChanged((egressIpId) => lifecycle.egressChanged(egressIpId));
   revocation.register(async (userId, reason) => {
     if (reason === 'deleted') await lifecycle.removeHostsOf(userId);
@@ -133,7 +135,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
   }
 
   const http = await buildHttpApp(
-    { config, auth, users, sshKeys, egressIps, hosts, lifecycle, tasks, events, status, sse },
+    { config, auth, users, sshKeys, egressIps, hosts, lifecycle, tasks, images, events, status, sse },
     options.httpLogger === false ? false : logger,
   );
 
@@ -167,10 +169,24 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
         sweepExpiredUsers(repositories.users, revocation, bus),
       );
       every(3600, 'event-retention', () => events.prune(config.eventRetentionDays));
+      if (config.egressHealthSeconds > 0) {
+        let checking = false;
+        every(config.egressHealthSeconds, 'egress-health', async () => {
+          if (checking) return; // a slow round (failing upstreams time out) is not stacked
+          checking = true;
+          await lifecycle.checkUpstreams().finally(() => {
+            checking = false;
+          });
+        });
+      }
       unwatch = runtime.watch((error) =>
         logger.warn({ err: error }, 'following the container engine failed'),
       );
       await lifecycle.reconcile();
+      const checkImages = () =>
+        images.check().catch((error: unknown) => logger.warn({ err: error }, 'image check failed'));
+      every(300, 'image-check', checkImages);
+      await checkImages();
       await sweepExpiredUsers(repositories.users, revocation, bus);
     },
     async close() {

@@ -107,3 +107,15 @@ export type Binding = Type.Static<typeof Binding>;
 export type Task = Type.Static<typeof Task>;
 export type TaskStatus = Type.Static<typeof TaskStatus>;
 export type TaskAccepted = Type.Static<typeof TaskAccepted>;
+
+export const ImageStatus = Type.Object({
+  name: Type.Union([Type.Literal('workspace'), Type.Literal('egress-gateway')]),
+  tag: Type.String({ description: 'Tag derived from a hash of the recipe; image/build.sh builds it' }),
+  present: Type.Boolean(),
+  created_at: Type.Union([Type.String(), Type.Null()]),
+  size_bytes: Type.Union([Type.Integer(), Type.Null()]),
+});
+
+export const ImageList = Type.Object({ images: Type.Array(ImageStatus) });
+
+export type ImageStatus = Type.Static<typeof ImageStatus>;

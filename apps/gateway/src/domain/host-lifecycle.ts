@@ -23,6 +23,9 @@ export interface WorkspaceLimits {
 
 /** Host lifecycle as tasks: start, stop, rebuild; plus removal, upstream switches and crash reconciliation. */
 export class HostLifecycle {
+  /** The egress IP each running host's gateway uses now (a restarted gateway learns it at the next switch). */
+  private readonly current = new Map<string, string>();
+
   constructor(
     private readonly hosts: HostsRepository,
     private readonly egressIps: EgressIpsService,
@@ -51,6 +54,7 @@ export class HostLifecycle {
         await this.setStatus(current, { status: 'starting', last_error: null }, actor);
         const latest = (await this.activeUpstream(hostId)) ?? upstream;
         await this.runtime.start(this.spec(current), latest, progress);
+        this.current.set(hostId, latest.egressIpId);
         await this.setStatus(
           current,
           { status: 'running', started_at: nowIso(), image: this.runtime.imageTag() },
@@ -79,6 +83,7 @@ export class HostLifecycle {
         const current = await this.require(hostId);
         await this.setStatus(current, { status: 'stopping' }, actor);
         await this.runtime.stop(hostId);
+        this.current.delete(hostId);
         await this.setStatus(current, { status: 'stopped' }, actor, {
           type: 'host.stopped',
           message: `host ${current.short_id} stopped`,
@@ -105,6 +110,7 @@ export class HostLifecycle {
           throw errors.conflict('no_egress_bound', 'The host has no egress IP bound');
         await this.setStatus(current, { status: 'rebuilding' }, actor);
         await this.runtime.rebuild(this.spec(current), upstream, progress);
+        if (upstream) this.current.set(hostId, upstream.egressIpId);
         const status = wasRunning ? 'running' : current.status === 'created' ? 'created' : 'stopped';
         await this.setStatus(current, { status, image: this.runtime.imageTag(), last_error: null }, actor, {
           type: 'host.rebuilt',
@@ -131,6 +137,7 @@ export class HostLifecycle {
     if (!upstream || !host || host.status !== 'running') return;
     try {
       await this.runtime.switchUpstream(hostId, upstream);
+      this.current.set(hostId, upstream.egressIpId);
     } catch (error) {
       // The runtime leaves a host whose new path failed its checks stopped; the record must say so.
       const code = error instanceof RuntimeError ? error.code : 'internal';
@@ -150,13 +157,57 @@ export class HostLifecycle {
   /** An egress IP's upstream changed: running hosts that use it switch in place. */
   async egressChanged(egressIpId: string): Promise<void> {
     for (const host of await this.hosts.list({ statuses: ['running'] })) {
-      const bindings = (await this.hosts.bindings([host.id])).get(host.id) ?? [];
-      if (activeBinding(bindings, new Set())?.egress_ip_id === egressIpId) {
+      if (await this.usesUpstream(host.id, egressIpId)) {
         await this.switchToActiveUpstream(host.id, systemActor).catch((error: unknown) =>
           this.log.error({ err: error, hostId: host.id }, 'switching upstream failed'),
         );
       }
     }
+  }
+
+  /** Tests the upstreams running hosts depend on, and moves each host whose upstream failed to a healthy
+   * standby binding. */
+  async checkUpstreams(): Promise<void> {
+    const running = await this.hosts.list({ statuses: ['running'] });
+    const bindings = await this.hosts.bindings(running.map((h) => h.id));
+    const tested = new Set<string>();
+    for (const host of running) {
+      for (const binding of bindings.get(host.id) ?? []) {
+        if (tested.has(binding.egress_ip_id)) continue;
+        tested.add(binding.egress_ip_id);
+        await this.egressIps
+          .test(binding.egress_ip_id, systemActor)
+          .catch((error: unknown) =>
+            this.log.warn(
+              { err: error, egressIpId: binding.egress_ip_id },
+              'upstream health check failed to run',
+            ),
+          );
+      }
+    }
+    for (const host of running) {
+      const current = this.current.get(host.id);
+      const desired = activeBinding((await this.hosts.bindings([host.id])).get(host.id) ?? []);
+      if (!desired || !current || desired.egress_ip_id === current) continue;
+      await this.bus.emit({
+        type: 'host.failover',
+        level: 'warn',
+        message: `host ${host.short_id}: upstream failed its checks; switching to ${desired.label} (${desired.ip_address})`,
+        actor: systemActor,
+        userId: host.user_id,
+        hostId: host.id,
+        data: { from_egress_ip_id: current, to_egress_ip_id: desired.egress_ip_id },
+      });
+      await this.switchToActiveUpstream(host.id, systemActor);
+    }
+  }
+
+  private async usesUpstream(hostId: string, egressIpId: string): Promise<boolean> {
+    const current = this.current.get(hostId);
+    if (current) return current === egressIpId;
+    return (
+      activeBinding((await this.hosts.bindings([hostId])).get(hostId) ?? [])?.egress_ip_id === egressIpId
+    );
   }
 
   /** Stops the running hosts of a user whose access ended (disabled, expired). */
@@ -215,7 +266,7 @@ export class HostLifecycle {
 
   private async activeUpstream(hostId: string): Promise<UpstreamSpec | null> {
     const bindings = (await this.hosts.bindings([hostId])).get(hostId) ?? [];
-    const active = activeBinding(bindings, new Set());
+    const active = activeBinding(bindings);
     if (!active) return null;
     const { row, config } = await this.egressIps.proxyConfig(active.egress_ip_id);
     return { egressIpId: row.id, label: row.label, exitIp: row.ip_address, config };

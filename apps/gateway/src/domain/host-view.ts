@@ -9,12 +9,9 @@ export interface AccessSettings {
   sshProxyPort: number;
 }
 
-/** Which binding carries the traffic: the oldest one, the others are standby. */
-export function activeBinding<T extends { egress_ip_id: string }>(
-  bindings: T[],
-  unhealthy: ReadonlySet<string>,
-): T | null {
-  return bindings.find((b) => !unhealthy.has(b.egress_ip_id)) ?? bindings[0] ?? null;
+/** Which binding carries the traffic: the oldest healthy one (the oldest when none is), the others standby. */
+export function activeBinding<T extends { healthy: boolean }>(bindings: T[]): T | null {
+  return bindings.find((b) => b.healthy) ?? bindings[0] ?? null;
 }
 
 export function hostView(
@@ -22,9 +19,8 @@ export function hostView(
   bindings: BindingDetail[],
   access: AccessSettings,
   portal: 'admin' | 'user',
-  unhealthy: ReadonlySet<string> = new Set(),
 ): Host {
-  const active = activeBinding(bindings, unhealthy);
+  const active = activeBinding(bindings);
   const entryUrl = `${access.publicEntryUrl}/entry/${row.short_id}`;
   return {
     id: row.id,

@@ -170,7 +170,7 @@ export class HostsService {
         'This is the last egress IP of a running host; stop the host first',
       );
     }
-    const wasActive = activeBinding(bindings, new Set())?.id === bindingId;
+    const wasActive = activeBinding(bindings)?.id === bindingId;
     await this.hosts.deleteBinding(bindingId);
     if (live && wasActive) await this.lifecycle.switchToActiveUpstream(host.id, actor);
     await this.bus.emit({

@@ -4,6 +4,7 @@ import type { EgressIpsService } from '../domain/egress-ips-service.js';
 import type { EventsService } from '../domain/events-service.js';
 import type { HostLifecycle } from '../domain/host-lifecycle.js';
 import type { HostsService } from '../domain/hosts-service.js';
+import type { ImagesService } from '../domain/images-service.js';
 import type { SshKeysService } from '../domain/ssh-keys-service.js';
 import type { StatusService } from '../domain/status-service.js';
 import type { TasksService } from '../domain/tasks-service.js';
@@ -20,6 +21,7 @@ export interface HttpServices {
   hosts: HostsService;
   lifecycle: HostLifecycle;
   tasks: TasksService;
+  images: ImagesService;
   events: EventsService;
   status: StatusService;
   sse: SseHub;

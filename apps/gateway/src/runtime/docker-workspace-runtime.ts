@@ -14,6 +14,7 @@ import {
 import { CommandError, linkWorkspace, listensOnTcp, workspaceLinked } from './netns.js';
 import { type PathProbeSettings, verifyEgressPath } from './path-check.js';
 import {
+  type ImageStatus,
   type ProgressReporter,
   RuntimeError,
   type UpstreamSpec,
@@ -545,6 +546,23 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
   }
 
   // ------------------------------------------------------------------ images, volumes, network, files
+
+  async images(): Promise<ImageStatus[]> {
+    const out: ImageStatus[] = [];
+    for (const [name, tag] of [
+      ['workspace', this.options.images.workspace],
+      ['egress-gateway', this.options.images.egressGateway],
+    ] as const) {
+      try {
+        const image = await this.docker.getImage(tag).inspect();
+        out.push({ name, tag, present: true, created_at: image.Created, size_bytes: image.Size });
+      } catch (error) {
+        if (statusCode(error) !== 404) throw error;
+        out.push({ name, tag, present: false, created_at: null, size_bytes: null });
+      }
+    }
+    return out;
+  }
 
   private async requireImages(): Promise<void> {
     for (const tag of [this.options.images.workspace, this.options.images.egressGateway]) {

@@ -44,6 +44,14 @@ export class RuntimeError extends Error {
   }
 }
 
+export interface ImageStatus {
+  name: 'workspace' | 'egress-gateway';
+  tag: string;
+  present: boolean;
+  created_at: string | null;
+  size_bytes: number | null;
+}
+
 export type WorkspaceState = 'running' | 'stopped' | 'missing' | 'broken';
 
 /** The container engine behind hosts. Docker today; a Kubernetes driver can implement the same contract. */
@@ -63,6 +71,8 @@ export interface WorkspaceRuntime {
   hostIds(): Promise<string[]>;
   /** The workspace image a new container would use. */
   imageTag(): string;
+  /** Whether the images hosts need are built. */
+  images(): Promise<ImageStatus[]>;
   /** Follows the engine so links are restored when a container restarts; returns the function that stops it. */
   watch(onError: (error: unknown) => void): () => void;
 }

@@ -13,6 +13,8 @@ export interface BindingDetail {
   label: string;
   ip_address: string;
   created_at: string;
+  /** False once the egress IP's last test failed; a standby then takes over. */
+  healthy: boolean;
 }
 
 export class HostsRepository {
@@ -68,12 +70,14 @@ export class HostsRepository {
         'bindings.created_at',
         'egress_ips.label',
         'egress_ips.ip_address',
+        'egress_ips.last_test_ok',
       ])
       .where('bindings.host_id', 'in', hostIds)
       .orderBy('bindings.created_at', 'asc')
       .orderBy('bindings.id', 'asc')
       .execute();
-    for (const row of rows) out.get(row.host_id)?.push(row);
+    for (const { last_test_ok, ...row } of rows)
+      out.get(row.host_id)?.push({ ...row, healthy: last_test_ok !== 0 });
     return out;
   }
 

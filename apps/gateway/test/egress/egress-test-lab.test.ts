@@ -3,19 +3,8 @@ import { after, before, describe, it } from 'node:test';
 import { ensureLab, type LabDescription, labUnavailable } from '../../../../test/lab/lab.js';
 import { TunnelEgressTester } from '../../src/egress/egress-tester.js';
 import { v2rayEngine } from '../../src/egress/v2ray-engine.js';
+import { labEgressEnv } from '../helpers/lab-egress.js';
 import { DATABASES, startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
-
-/** The gateway's egress settings pointed at the lab's probe. */
-export function labEgressEnv(lab: LabDescription): Record<string, string> {
-  return {
-    EGRESS_PROBE_URL: `${lab.internet.httpUrl}/ip`,
-    EGRESS_PROBE_DNS_ZONE: lab.internet.zone,
-    EGRESS_PROBE_DNS_SERVER: `${lab.internet.dns.address}:${lab.internet.dns.port}`,
-    EGRESS_DOH_URL: lab.internet.dohUrl,
-    EGRESS_PROBE_TOKEN: lab.internet.dnsLogToken,
-    EGRESS_TLS_CA_FILE: lab.caCert,
-  };
-}
 
 const skip = labUnavailable();
 

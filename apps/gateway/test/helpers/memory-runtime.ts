@@ -1,4 +1,5 @@
 import {
+  type ImageStatus,
   RuntimeError,
   type UpstreamSpec,
   type WorkspaceEndpoints,
@@ -80,6 +81,10 @@ export class MemoryRuntime implements WorkspaceRuntime {
 
   imageTag(): string {
     return 'ccp-workspace:memory';
+  }
+
+  async images(): Promise<ImageStatus[]> {
+    return [{ name: 'workspace', tag: this.imageTag(), present: true, created_at: null, size_bytes: null }];
   }
 
   watch(): () => void {

@@ -5,7 +5,7 @@ import path from 'node:path';
 import pg from 'pg';
 import pino from 'pino';
 import { loadConfig } from '../../src/config.js';
-import { createGateway, type Gateway } from '../../src/gateway.js';
+import { createGateway, type Gateway, type GatewayOptions } from '../../src/gateway.js';
 import type { WorkspaceRuntime } from '../../src/runtime/workspace-runtime.js';
 import { MemoryRuntime } from './memory-runtime.js';
 
@@ -67,7 +67,8 @@ export async function createPostgresDatabase(): Promise<{ url: string; drop: () 
 export async function startTestGateway(
   kind: DatabaseKind,
   env: Record<string, string> = {},
-  runtime: WorkspaceRuntime = new MemoryRuntime(),
+  runtime: WorkspaceRuntime | 'docker' = new MemoryRuntime(),
+  options: Pick<GatewayOptions, 'egressTester'> = {},
 ): Promise<TestGateway> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'ccp-test-'));
   const pgDb = kind === 'postgres' ? await createPostgresDatabase() : null;
@@ -86,7 +87,9 @@ export async function startTestGateway(
   const gateway = await createGateway(config, {
     logger: pino({ level: 'silent' }),
     httpLogger: false,
-    runtime,
+    // 'docker' leaves the gateway its default runtime: the Docker driver for the configured images.
+    ...(runtime === 'docker' ? {} : { runtime }),
+    ...options,
   });
 
   const t: TestGateway = {

@@ -238,6 +238,21 @@ for (const kind of DATABASES) {
       assert.equal((await t.request('GET', '/v1/user/hosts', { token: t.adminToken })).status, 403);
     });
 
+    it('reports the managed images and announces each check on image-status', async () => {
+      const stream = await SseClient.open(`${t.url}/v1/admin/sse?topics=image-status&token=${t.adminToken}`);
+      const images = await t.request('GET', '/v1/admin/images');
+      assert.equal(images.status, 200);
+      assert.deepEqual(
+        images.body.images.map((i: any) => [i.name, i.tag, i.present]),
+        [['workspace', 'ccp-workspace:memory', true]],
+      );
+      await stream.waitFor((c) => c.messages().some((m) => m.data.topic === 'image-status'));
+      assert.deepEqual(stream.messages().at(-1)?.data.payload.images, images.body.images);
+      stream.close();
+      const ready = await t.request('GET', '/v1/admin/events?type=image.ready');
+      assert.equal(ready.body.total, 1, 'an unchanged status is logged once');
+    });
+
     it('lists tasks newest first with filters', async () => {
       const all = await t.request('GET', '/v1/admin/tasks');
       assert.equal(all.status, 200);

@@ -5,6 +5,7 @@ import {
   CreateHostRequest,
   Host,
   HostList,
+  ImageList,
   Task,
   TaskAccepted,
   TaskList,
@@ -21,7 +22,7 @@ const HostParams = Type.Object({ hostID: Type.String({ format: 'uuid' }) });
 const BindingParams = Type.Object({ bindingID: Type.String({ format: 'uuid' }) });
 const TaskParams = Type.Object({ taskID: Type.String({ format: 'uuid' }) });
 
-export function registerAdminHostRoutes(app: Api, { hosts, lifecycle, tasks }: HttpServices): void {
+export function registerAdminHostRoutes(app: Api, { hosts, lifecycle, tasks, images }: HttpServices): void {
   const tags = ['admin: hosts'];
   app.post(
     '/hosts',
@@ -146,5 +147,17 @@ export function registerAdminHostRoutes(app: Api, { hosts, lifecycle, tasks }: H
       },
     },
     (request) => tasks.get(request.params.taskID),
+  );
+
+  app.get(
+    '/images',
+    {
+      schema: {
+        tags,
+        summary: 'Whether the managed images are built (also announced on the image-status SSE topic)',
+        response: { 200: ImageList },
+      },
+    },
+    async () => ({ images: await images.check() }),
   );
 }

@@ -1,0 +1,145 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
+import Docker from 'dockerode';
+import { ensureLab, type LabDescription, labUnavailable } from '../../../../test/lab/lab.js';
+import { HOST_LABEL } from '../../src/runtime/docker-workspace-runtime.js';
+import { expectedImageTag, IMAGE_ROOT } from '../../src/runtime/image-inputs.js';
+import { labEgressEnv } from '../helpers/lab-egress.js';
+import { DATABASES, startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
+
+const exec = promisify(execFile);
+const docker = new Docker({ socketPath: '/var/run/docker.sock' });
+const skip = labUnavailable();
+
+async function labelled(hostId: string) {
+  const filters = { label: [`${HOST_LABEL}=${hostId}`] };
+  const containers = await docker.listContainers({ all: true, filters });
+  const { Volumes } = await docker.listVolumes({ filters });
+  return { containers, volumes: Volumes ?? [] };
+}
+
+for (const kind of DATABASES) {
+  describe(`hosts on the real Docker runtime, end to end (${kind})`, { skip, timeout: 600_000 }, () => {
+    let lab: LabDescription;
+    let t: TestGateway;
+    let egressIpId: string;
+    const created: string[] = [];
+
+    before(async () => {
+      await exec('bash', [path.join(IMAGE_ROOT, 'build.sh'), '--variant', 'test', 'all'], {
+        timeout: 600_000,
+      });
+      lab = await ensureLab();
+      t = await startTestGateway(
+        kind,
+        { ...labEgressEnv(lab), WORKSPACE_IMAGE_VARIANT: 'test', DOCKER_SOCKET: '/var/run/docker.sock' },
+        'docker',
+      );
+      await t.listen();
+      const exit = lab.exits[0]!;
+      const egress = await t.request('POST', '/v1/admin/egress-ips', {
+        body: {
+          label: 'lab vmess',
+          ip_address: exit.address,
+          proxy_config: exit.variants['vmess-tcp'].proxyConfig,
+        },
+      });
+      egressIpId = egress.body.id;
+    });
+    after(async () => {
+      for (const hostId of created) {
+        for (const c of (await labelled(hostId)).containers)
+          await docker.getContainer(c.Id).remove({ force: true });
+        for (const v of (await labelled(hostId)).volumes)
+          await docker
+            .getVolume(v.Name)
+            .remove()
+            .catch(() => {});
+      }
+      await t?.close();
+    });
+
+    const waitTask = async (taskId: string) => {
+      await t.gateway.tasks.idle();
+      return (await t.request('GET', `/v1/admin/tasks/${taskId}`)).body;
+    };
+
+    it('creates, starts, rebuilds (keeping home), stops and deletes a workspace', async () => {
+      const user = await t.createUser('dora');
+      const host = (
+        await t.request('POST', '/v1/admin/hosts', { body: { user_id: user.id, egress_ip_id: egressIpId } })
+      ).body;
+      created.push(host.id);
+
+      const started = await waitTask(
+        (await t.request('POST', `/v1/admin/hosts/${host.id}/start`)).body.task_id,
+      );
+      assert.equal(started.status, 'succeeded', JSON.stringify(started.error));
+      assert.match(started.message, new RegExp(lab.exits[0]!.address.replaceAll('.', '\\.')));
+      const running = (await t.request('GET', `/v1/admin/hosts/${host.id}`)).body;
+      assert.equal(running.status, 'running');
+      assert.equal(running.image, await expectedImageTag('workspace', 'test'));
+      const { containers } = await labelled(host.id);
+      assert.equal(containers.filter((c) => c.State === 'running').length, 2);
+
+      const workspace = `ccp-ws-${host.id}`;
+      await exec('docker', ['exec', '--user', 'dora', workspace, 'sh', '-c', 'echo kept > ~/note.txt']);
+      const rebuild = await t.request('POST', `/v1/user/hosts/${host.id}/rebuild`, { token: user.token });
+      assert.equal((await waitTask(rebuild.body.task_id)).status, 'succeeded');
+      assert.equal((await t.request('GET', `/v1/admin/hosts/${host.id}`)).body.status, 'running');
+      const note = await exec('docker', ['exec', '--user', 'dora', workspace, 'cat', '/home/dora/note.txt']);
+      assert.equal(note.stdout.trim(), 'kept');
+
+      const stopped = await waitTask(
+        (await t.request('POST', `/v1/admin/hosts/${host.id}/stop`)).body.task_id,
+      );
+      assert.equal(stopped.status, 'succeeded');
+      assert.equal((await labelled(host.id)).containers.filter((c) => c.State === 'running').length, 0);
+
+      assert.equal((await t.request('DELETE', `/v1/admin/hosts/${host.id}`)).status, 204);
+      const left = await labelled(host.id);
+      assert.deepEqual([left.containers.length, left.volumes.length], [0, 0]);
+    });
+
+    it('fails the start with a precise error and leaves nothing running when the exit IP is wrong', async () => {
+      const user = await t.createUser('eve');
+      const wrong = await t.request('POST', '/v1/admin/egress-ips', {
+        body: {
+          label: 'wrong exit',
+          ip_address: lab.exits[1]!.address,
+          proxy_config: lab.exits[0]!.variants['socks-auth'].proxyConfig,
+        },
+      });
+      const host = (
+        await t.request('POST', '/v1/admin/hosts', {
+          body: { user_id: user.id, egress_ip_id: wrong.body.id },
+        })
+      ).body;
+      created.push(host.id);
+      const task = await waitTask((await t.request('POST', `/v1/admin/hosts/${host.id}/start`)).body.task_id);
+      assert.equal(task.status, 'failed');
+      assert.equal(task.error.code, 'exit_ip_mismatch');
+      const details = (await t.request('GET', `/v1/admin/hosts/${host.id}`)).body;
+      assert.equal(details.status, 'failed');
+      assert.equal((await labelled(host.id)).containers.filter((c) => c.State === 'running').length, 0);
+    });
+
+    it("removes a deleted user's workspaces with their volumes", async () => {
+      const user = await t.createUser('frank');
+      const host = (
+        await t.request('POST', '/v1/admin/hosts', { body: { user_id: user.id, egress_ip_id: egressIpId } })
+      ).body;
+      created.push(host.id);
+      assert.equal(
+        (await waitTask((await t.request('POST', `/v1/admin/hosts/${host.id}/start`)).body.task_id)).status,
+        'succeeded',
+      );
+      assert.equal((await t.request('DELETE', `/v1/admin/users/${user.id}`)).status, 204);
+      const left = await labelled(host.id);
+      assert.deepEqual([left.containers.length, left.volumes.length], [0, 0]);
+    });
+  });
+}

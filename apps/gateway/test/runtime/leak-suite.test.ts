@@ -1,0 +1,650 @@
+/**
+ * Leak suite: for each upstream protocol, a real workspace (DockerWorkspaceRuntime, egress lab) tries every way
+ * out, as its user and as root through sudo, and the lab's fake internet counts who reached it. Only the exit
+ * may ever appear there. The escape attempts themselves are leak-probe.pl (perl is what the test image has).
+ *
+ * Each attempt is judged twice: by what it saw (an answer naming the exit, or an error) and by the packet
+ * counters of the window it ran in. Attempts whose packets get no answer (UDP, UDP-Lite) have a window of
+ * their own, so the counters say where they went. The table of every outcome is printed for CI logs.
+ */
+import assert from 'node:assert/strict';
+import { execFile, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
+import type { ProxyConfig } from '@ccp/api';
+import dnsPacket from 'dns-packet';
+import Docker from 'dockerode';
+import {
+  ensureLab,
+  type LabDescription,
+  labUnavailable,
+  readDnsLog,
+  readSourceCounters,
+  resetSourceCounters,
+  type SourceCounter,
+  type VariantName,
+  variant,
+} from '../../../../test/lab/lab.js';
+import type { EgressSettings } from '../../src/config.js';
+import {
+  DockerWorkspaceRuntime,
+  HOST_LABEL,
+  UPLINK_NETWORK,
+} from '../../src/runtime/docker-workspace-runtime.js';
+import { GATEWAY_NETWORK } from '../../src/runtime/egress-gateway-files.js';
+import { IMAGE_ROOT } from '../../src/runtime/image-inputs.js';
+import { listensOnTcp } from '../../src/runtime/netns.js';
+import { KeyFactory } from '../helpers/ssh-keygen.js';
+
+const exec = promisify(execFile);
+
+const PROTOCOLS: readonly VariantName[] = [
+  'socks-auth',
+  'http-auth',
+  'ss-aes-256-gcm',
+  'vmess-tcp',
+  'vless-tls',
+  'trojan-tls',
+];
+/** An HTTP proxy carries TCP only: the tunnel drops the workspace's UDP instead of sending it elsewhere. */
+const CARRIES_UDP = (name: VariantName) => name !== 'http-auth';
+
+const PROBE = readFileSync(new URL('./leak-probe.pl', import.meta.url), 'utf8');
+const ATTEMPT_MS = 3000;
+const LINUX_USER = 'alice';
+/** In the lab's 203.0.113.0/26, with nothing behind it: a resolver hard-coded by a program. */
+const HARD_CODED_RESOLVER = '203.0.113.53';
+const DOCKER_DNS = '127.0.0.11';
+/** Datagrams of this size (IP packet 1028 bytes) stand out from the tunnel's own small packets. */
+const DATAGRAM = { count: 4, size: 1000, port: 9 } as const;
+const DATAGRAM_BYTES = DATAGRAM.size + 28;
+/** How long datagrams sent through the tunnel may take to reach the fake internet. */
+const SETTLE_MS = 500;
+const CAPABILITIES = { NET_ADMIN: 12n, NET_RAW: 13n, SYS_ADMIN: 21n } as const;
+
+type Actor = 'user' | 'root';
+const ACTORS: readonly Actor[] = ['user', 'root'];
+
+/** One attempt for leak-probe.pl (see its kinds). */
+interface ProbeAttempt {
+  id: string;
+  kind: string;
+  [parameter: string]: unknown;
+}
+
+interface ProbeResult {
+  id: string;
+  ok: boolean;
+  error?: string;
+  reply?: string;
+  detail?: string;
+}
+
+interface Row {
+  protocol: string;
+  phase: 'live' | 'v2ray killed';
+  attempt: string;
+  actor: Actor | 'host';
+  outcome: string;
+  pass: boolean;
+}
+
+const skip = labUnavailable() ?? (process.getuid?.() === 0 ? false : 'needs root (Docker, nsenter)');
+const docker = new Docker({ socketPath: '/var/run/docker.sock' });
+const run = `leak${randomBytes(3).toString('hex')}`;
+const hostIdOf = (name: VariantName) => `${run}-${name}`;
+
+function egressSettings(lab: LabDescription): EgressSettings {
+  return {
+    probeUrl: lab.internet.httpUrl,
+    dnsZone: lab.internet.zone,
+    dnsServer: lab.internet.dns,
+    dohUrl: lab.internet.dohUrl,
+    probeToken: lab.internet.dnsLogToken,
+    caFile: lab.caCert,
+    v2rayCommand: 'v2ray',
+  };
+}
+
+/** image/build.sh for the test variant (a no-op when the tags exist); returns its tags. */
+function buildImages(): Promise<{ workspace: string; egressGateway: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('bash', [path.join(IMAGE_ROOT, 'build.sh'), '--variant', 'test', 'all'], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let stdout = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      const tags = new Map(
+        [...stdout.matchAll(/^image ([\w-]+)=(\S+)$/gm)].map((match) => [match[1], match[2]] as const),
+      );
+      const workspace = tags.get('workspace');
+      const egressGateway = tags.get('egress-gateway');
+      if (code !== 0 || !workspace || !egressGateway) reject(new Error(`image/build.sh failed (${code})`));
+      else resolve({ workspace, egressGateway });
+    });
+  });
+}
+
+async function dockerCli(args: string[]): Promise<string> {
+  const { stdout } = await exec('docker', args, { timeout: 30_000, maxBuffer: 4 << 20 });
+  return stdout;
+}
+
+/** Runs attempts inside the workspace, `docker exec` as its user and, for root, through sudo. */
+async function probe(
+  container: string,
+  actor: Actor,
+  attempts: ProbeAttempt[],
+): Promise<Map<string, ProbeResult>> {
+  const command = ['perl', '-e', PROBE, JSON.stringify(attempts)];
+  const stdout = await dockerCli([
+    'exec',
+    '--user',
+    LINUX_USER,
+    container,
+    ...(actor === 'root' ? ['sudo', '-n', ...command] : command),
+  ]);
+  const results = new Map<string, ProbeResult>();
+  for (const line of stdout.split('\n')) {
+    if (!line.trim()) continue;
+    const result = JSON.parse(line) as ProbeResult;
+    results.set(result.id, result);
+  }
+  for (const attempt of attempts)
+    assert.ok(results.has(attempt.id), `leak-probe.pl gave no result for ${attempt.id} (${actor})`);
+  return results;
+}
+
+function query(name: string, type: 'A' | 'TXT'): string {
+  return dnsPacket
+    .encode({
+      id: randomBytes(2).readUInt16BE(0),
+      type: 'query',
+      flags: dnsPacket.RECURSION_DESIRED,
+      questions: [{ type, name }],
+    })
+    .toString('hex');
+}
+
+/** The TXT strings, or A addresses, of an answer given as hex; null when it has none. */
+function answers(reply: string | undefined, type: 'A' | 'TXT'): string[] | null {
+  if (reply === undefined) return null;
+  const found = (dnsPacket.decode(Buffer.from(reply, 'hex')).answers ?? []).flatMap((answer) => {
+    if (type === 'A' && answer.type === 'A') return [answer.data];
+    if (type === 'TXT' && answer.type === 'TXT') {
+      const parts = Array.isArray(answer.data) ? answer.data : [answer.data];
+      return [parts.map((part) => Buffer.from(part).toString()).join('')];
+    }
+    return [];
+  });
+  return found.length ? found : null;
+}
+
+const failure = (result: ProbeResult | undefined) =>
+  result?.ok ? `succeeded (${result.detail ?? result.reply ?? ''})` : (result?.error ?? 'no result');
+
+const describeCounters = (counters: SourceCounter[]) =>
+  counters.length === 0
+    ? 'nothing'
+    : counters.map((counter) => `${counter.address} ${counter.packets} pkt/${counter.bytes} B`).join(', ');
+
+/** Counts packets that reached the fake internet while `work` runs. */
+async function counted<T>(work: () => Promise<T>): Promise<{ value: T; counters: SourceCounter[] }> {
+  await resetSourceCounters();
+  const value = await work();
+  await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+  return { value, counters: (await readSourceCounters()).filter((counter) => counter.packets > 0) };
+}
+
+describe('leak suite: nothing leaves a workspace except through its upstream', {
+  skip,
+  timeout: 600_000,
+}, () => {
+  let lab: LabDescription;
+  let runtime: DockerWorkspaceRuntime;
+  let dataDir: string;
+  let uplinkExisted = true;
+  const rows: Row[] = [];
+  const keys = new KeyFactory();
+
+  before(async () => {
+    await exec('bash', [path.join(IMAGE_ROOT, '..', 'scripts', 'docker.sh'), 'ensure']);
+    const [images, ready] = await Promise.all([buildImages(), ensureLab()]);
+    lab = ready;
+    uplinkExisted = await docker
+      .getNetwork(UPLINK_NETWORK)
+      .inspect()
+      .then(
+        () => true,
+        () => false,
+      );
+    dataDir = await mkdtemp(path.join(tmpdir(), 'ccp-leak-'));
+    runtime = new DockerWorkspaceRuntime({ docker, images, dataDir, egress: egressSettings(lab) });
+  });
+
+  after(async () => {
+    printTable(rows);
+    for (const name of PROTOCOLS) await runtime?.remove(hostIdOf(name)).catch(() => undefined);
+    // Whatever a failed removal left behind, by label.
+    const filters = { label: [HOST_LABEL] };
+    for (const container of await docker.listContainers({ all: true, filters })) {
+      if (container.Labels[HOST_LABEL]?.startsWith(`${run}-`))
+        await docker
+          .getContainer(container.Id)
+          .remove({ force: true, v: true })
+          .catch(() => undefined);
+    }
+    for (const volume of (await docker.listVolumes({ filters })).Volumes ?? []) {
+      if (volume.Labels?.[HOST_LABEL]?.startsWith(`${run}-`))
+        await docker
+          .getVolume(volume.Name)
+          .remove()
+          .catch(() => undefined);
+    }
+    // The uplink bridge is shared; it goes only if this run made it and nothing else uses it now.
+    if (!uplinkExisted)
+      await docker
+        .getNetwork(UPLINK_NETWORK)
+        .remove()
+        .catch(() => undefined);
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+    keys.cleanup();
+  });
+
+  for (const name of PROTOCOLS) {
+    it(`${name}: every escape is blocked or leaves from the exit`, async () => {
+      const chosen = variant(lab, name);
+      const exitIp = chosen.exit.address;
+      const hostId = hostIdOf(name);
+      const workspace = `ccp-ws-${hostId}`;
+      const gateway = `ccp-egress-${hostId}`;
+      const inet = lab.internet.address;
+      const protocolRows: Row[] = [];
+      const record = (row: Omit<Row, 'protocol'>) => {
+        protocolRows.push({ protocol: name, ...row });
+      };
+      const windows: SourceCounter[][] = [];
+
+      const began = Date.now();
+      await runtime.start(
+        {
+          hostId,
+          shortId: hostId.slice(-6),
+          linuxUser: LINUX_USER,
+          authorizedKey: keys.generate('ed25519').publicKey,
+          limits: { memoryMb: 512, cpus: 1, pids: 256 },
+        },
+        {
+          egressIpId: `egress-${name}`,
+          label: `${name} via ${chosen.exit.name}`,
+          exitIp,
+          config: chosen.proxyConfig as ProxyConfig,
+        },
+        async () => {},
+      );
+      console.log(`# ${name}: workspace started in ${Date.now() - began} ms`);
+
+      // ------------------------------------------------------------------------------ facts from the host
+      const resolv = await dockerCli(['exec', workspace, 'cat', '/etc/resolv.conf']);
+      const nameserver = /^nameserver\s+(\S+)/m.exec(resolv)?.[1];
+      assert.ok(nameserver, `no nameserver in the workspace's resolv.conf:\n${resolv}`);
+      const workspacePid = (await docker.getContainer(workspace).inspect()).State.Pid;
+      const ruleset = await exec('nsenter', [
+        `--net=/proc/${workspacePid}/ns/net`,
+        '--',
+        'nft',
+        'list',
+        'ruleset',
+      ]);
+      const noEmbeddedDns = !resolv.includes(DOCKER_DNS) && ruleset.stdout.trim() === '';
+      record({
+        phase: 'live',
+        attempt: `Docker's embedded DNS (${DOCKER_DNS}) set up`,
+        actor: 'host',
+        outcome: noEmbeddedDns
+          ? `absent (resolv.conf names ${nameserver}; no netfilter rules in the workspace)`
+          : `PRESENT: resolv.conf ${JSON.stringify(resolv)}, ruleset ${JSON.stringify(ruleset.stdout)}`,
+        pass: noEmbeddedDns,
+      });
+
+      // ------------------------------------------------------------------ live tunnel, one counter window
+      const resolvers = [
+        { label: `resolv.conf resolver ${nameserver}`, host: nameserver },
+        { label: `hard-coded resolver ${inet}`, host: inet },
+        { label: `hard-coded resolver ${HARD_CODED_RESOLVER}`, host: HARD_CODED_RESOLVER },
+      ];
+      const lookups = new Map<string, string>();
+      const liveAttempts = (actor: Actor): ProbeAttempt[] => {
+        const attempts: ProbeAttempt[] = [
+          { id: 'tcp', kind: 'http', host: inet, port: 80, path: '/ip', timeoutMs: ATTEMPT_MS },
+          { id: 'docker-dns/udp', kind: 'dns', host: DOCKER_DNS, port: 53, transport: 'udp' },
+          { id: 'docker-dns/tcp', kind: 'dns', host: DOCKER_DNS, port: 53, transport: 'tcp' },
+          { id: 'ipv6/tcp', kind: 'http', host: lab.internet.address6, port: 80, path: '/ip' },
+          { id: 'ipv6/udp', kind: 'dns', host: lab.internet.address6, port: 53, transport: 'udp' },
+          {
+            id: 'ipv6/enable',
+            kind: 'command',
+            argv: ['sysctl', '-w', 'net.ipv6.conf.all.disable_ipv6=0'],
+          },
+          { id: 'icmp', kind: 'ping', host: inet },
+          { id: 'raw', kind: 'raw' },
+          { id: 'so_mark', kind: 'so_mark', mark: GATEWAY_NETWORK.socketMark, host: inet, port: 80 },
+          { id: 'route', kind: 'command', argv: ['ip', 'route', 'replace', 'default', 'dev', 'eth0'] },
+          { id: 'nft', kind: 'nft' },
+          { id: 'caps', kind: 'capabilities' },
+        ];
+        for (const [index, resolver] of resolvers.entries()) {
+          for (const transport of ['udp', 'tcp'] as const) {
+            const id = `dns${index}/${transport}`;
+            const leakName = `${randomBytes(8).toString('hex')}.leak.${lab.internet.zone}`;
+            lookups.set(`${actor}:${id}`, leakName);
+            attempts.push(
+              {
+                id: `${id}/txt`,
+                kind: 'dns',
+                host: resolver.host,
+                port: 53,
+                transport,
+                query: query(`whoami.${lab.internet.zone}`, 'TXT'),
+              },
+              {
+                id: `${id}/a`,
+                kind: 'dns',
+                host: resolver.host,
+                port: 53,
+                transport,
+                query: query(leakName, 'A'),
+              },
+            );
+          }
+        }
+        for (const attempt of attempts) {
+          attempt.timeoutMs ??= ATTEMPT_MS;
+          if (attempt.kind === 'dns') attempt.query ??= query(`whoami.${lab.internet.zone}`, 'TXT');
+        }
+        return attempts;
+      };
+      const live = await counted(async () => {
+        const [user, root] = await Promise.all(
+          ACTORS.map((actor) => probe(workspace, actor, liveAttempts(actor))),
+        );
+        return { user: user!, root: root! };
+      });
+      windows.push(live.counters);
+      // The probe's DNS log is read only now: asking it is traffic from the host, which the window must not see.
+      const queriers = new Map<string, string[]>();
+      for (const [key, leakName] of lookups)
+        queriers.set(key, [...new Set((await readDnsLog(lab, leakName)).map((entry) => entry.address))]);
+      const strangers = live.counters.filter((counter) => counter.address !== exitIp);
+
+      for (const actor of ACTORS) {
+        const results = live.value[actor];
+        const get = (id: string) => results.get(id);
+        const blocked = (attempt: string, id: string, pattern: RegExp) => {
+          const result = get(id);
+          const pass = result?.ok === false && pattern.test(result.error ?? '');
+          record({
+            phase: 'live',
+            attempt,
+            actor,
+            outcome: pass ? `blocked: ${result?.error}` : `NOT BLOCKED AS EXPECTED: ${failure(result)}`,
+            pass,
+          });
+        };
+
+        const http = get('tcp');
+        const seen = http?.ok ? (http.reply ?? '').trim() : null;
+        record({
+          phase: 'live',
+          attempt: `TCP ${inet}:80 (HTTP /ip)`,
+          actor,
+          outcome: seen === null ? `FAILED: ${failure(http)}` : `through tunnel, exit ${seen}`,
+          pass: seen === exitIp && strangers.length === 0,
+        });
+
+        for (const [index, resolver] of resolvers.entries()) {
+          for (const transport of ['udp', 'tcp'] as const) {
+            const id = `dns${index}/${transport}`;
+            const whoami = answers(get(`${id}/txt`)?.reply, 'TXT')?.join(',') ?? null;
+            const address = answers(get(`${id}/a`)?.reply, 'A')?.join(',') ?? null;
+            const asked = queriers.get(`${actor}:${id}`) ?? [];
+            const pass =
+              whoami === exitIp &&
+              address === lab.internet.answerAddress &&
+              asked.length === 1 &&
+              asked[0] === exitIp;
+            record({
+              phase: 'live',
+              attempt: `DNS/${transport} to ${resolver.label}`,
+              actor,
+              outcome:
+                whoami === null || address === null
+                  ? `FAILED: TXT ${failure(get(`${id}/txt`))}; A ${failure(get(`${id}/a`))}`
+                  : `through tunnel, exit ${whoami} (TXT whoami), A lookup seen from ${asked.join(', ') || 'nobody'}`,
+              pass,
+            });
+          }
+        }
+
+        blocked(`DNS/udp to Docker's ${DOCKER_DNS}`, 'docker-dns/udp', /^ECONNREFUSED/);
+        blocked(`DNS/tcp to Docker's ${DOCKER_DNS}`, 'docker-dns/tcp', /^ECONNREFUSED/);
+        blocked(`IPv6 TCP [${lab.internet.address6}]:80`, 'ipv6/tcp', /^(ENETUNREACH|EADDRNOTAVAIL)/);
+        blocked(`IPv6 UDP [${lab.internet.address6}]:53`, 'ipv6/udp', /^(ENETUNREACH|EADDRNOTAVAIL)/);
+        blocked(
+          'enable IPv6 (sysctl disable_ipv6=0)',
+          'ipv6/enable',
+          /permission denied|Read-only file system/i,
+        );
+        blocked(`ICMP echo to ${inet} (ping socket)`, 'icmp', /^ETIMEDOUT/);
+        blocked('raw sockets (inet ICMP, inet raw, packet)', 'raw', /^EPERM.*EPERM.*EPERM/);
+        blocked(`SO_MARK ${GATEWAY_NETWORK.socketMark} (the upstream's mark)`, 'so_mark', /^EPERM/);
+        blocked('ip route replace default dev eth0', 'route', /Operation not permitted/);
+        blocked('nftables table via nfnetlink (no nft/iptables binary)', 'nft', /^EPERM/);
+
+        const caps = get('caps');
+        const status = JSON.parse(caps?.reply ?? '{}') as Record<string, string>;
+        const bounding = BigInt(`0x${status.CapBnd ?? 'ffffffffffffffff'}`);
+        const present = Object.entries(CAPABILITIES).filter(([, bit]) => ((bounding >> bit) & 1n) === 1n);
+        record({
+          phase: 'live',
+          attempt: 'NET_ADMIN, NET_RAW, SYS_ADMIN in CapBnd',
+          actor,
+          outcome: present.length
+            ? `PRESENT: ${present.map(([capability]) => capability).join(', ')} (CapBnd ${status.CapBnd})`
+            : `absent (CapBnd ${status.CapBnd}, CapEff ${status.CapEff})`,
+          pass: caps?.ok === true && present.length === 0,
+        });
+      }
+      record({
+        phase: 'live',
+        attempt: 'counters: sources other than the exit',
+        actor: 'host',
+        outcome: `${strangers.length ? 'LEAK: ' : 'none; '}${describeCounters(live.counters)}`,
+        pass: strangers.length === 0 && live.counters.some((counter) => counter.address === exitIp),
+      });
+
+      // -------------------------------------------- datagrams nobody answers: a counter window for each
+      for (const actor of ACTORS) {
+        const udp = await counted(() =>
+          probe(workspace, actor, [{ id: 'udp', kind: 'datagrams', host: inet, ...DATAGRAM }]),
+        );
+        windows.push(udp.counters);
+        const sent = udp.value.get('udp');
+        const exitBytes = udp.counters.find((counter) => counter.address === exitIp)?.bytes ?? 0;
+        const others = udp.counters.filter((counter) => counter.address !== exitIp);
+        const arrived = exitBytes >= DATAGRAM.count * DATAGRAM_BYTES;
+        const none = exitBytes < DATAGRAM_BYTES;
+        record({
+          phase: 'live',
+          attempt: `UDP ${DATAGRAM.count}×${DATAGRAM.size} B to ${inet}:${DATAGRAM.port}`,
+          actor,
+          outcome: `${arrived ? `through tunnel, exit ${exitIp}` : none ? `blocked${CARRIES_UDP(name) ? '' : ` (${name} carries no UDP)`}` : 'PARTLY ARRIVED'}; seen: ${describeCounters(udp.counters)}`,
+          pass: sent?.ok === true && others.length === 0 && (CARRIES_UDP(name) ? arrived : none),
+        });
+
+        const lite = await counted(() =>
+          probe(workspace, actor, [
+            { id: 'udplite', kind: 'datagrams', host: inet, protocol: 136, ...DATAGRAM },
+          ]),
+        );
+        windows.push(lite.counters);
+        const liteSent = lite.value.get('udplite');
+        const liteArrived = lite.counters.reduce((sum, counter) => sum + counter.bytes, 0) >= DATAGRAM_BYTES;
+        const unsupported = /^EPROTONOSUPPORT/.test(liteSent?.error ?? '');
+        record({
+          phase: 'live',
+          attempt: `UDP-Lite ${DATAGRAM.count}×${DATAGRAM.size} B to ${inet} (not TPROXY'd)`,
+          actor,
+          outcome: unsupported
+            ? `n/a: the kernel has no UDP-Lite (${liteSent?.error})`
+            : `${liteArrived ? 'ARRIVED' : 'blocked'}; seen: ${describeCounters(lite.counters)}`,
+          pass:
+            (unsupported || liteSent?.ok === true) &&
+            !liteArrived &&
+            lite.counters.every((counter) => counter.address === exitIp),
+        });
+      }
+
+      // ------------------------------------------------------------------------------- v2ray killed
+      const gatewayPid = (await docker.getContainer(gateway).inspect()).State.Pid;
+      const v2ray = (await dockerCli(['exec', gateway, 'cat', '/run/ccp-egress/v2ray.pid'])).trim();
+      const supervisor = (
+        await dockerCli(['exec', gateway, 'awk', '/^PPid:/ { print $2 }', `/proc/${v2ray}/status`])
+      ).trim();
+      // The entrypoint would start v2ray again within a second; stopped, it keeps the tunnel dead for the window.
+      await dockerCli(['exec', gateway, 'kill', '-STOP', supervisor]);
+      try {
+        await dockerCli(['exec', gateway, 'kill', v2ray]);
+        const until = Date.now() + 5000;
+        while (await listensOnTcp(gatewayPid, GATEWAY_NETWORK.transparentPort)) {
+          assert.ok(Date.now() < until, 'v2ray still listens 5 s after it was killed');
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+        const killedAttempts: ProbeAttempt[] = [
+          { id: 'tcp', kind: 'http', host: inet, port: 80, path: '/ip', timeoutMs: ATTEMPT_MS },
+          {
+            id: 'dns/udp',
+            kind: 'dns',
+            host: nameserver,
+            port: 53,
+            transport: 'udp',
+            query: query(`whoami.${lab.internet.zone}`, 'TXT'),
+            timeoutMs: ATTEMPT_MS,
+          },
+          {
+            id: 'dns/tcp',
+            kind: 'dns',
+            host: nameserver,
+            port: 53,
+            transport: 'tcp',
+            query: query(`whoami.${lab.internet.zone}`, 'TXT'),
+            timeoutMs: ATTEMPT_MS,
+          },
+          {
+            id: 'dns-inet/udp',
+            kind: 'dns',
+            host: inet,
+            port: 53,
+            transport: 'udp',
+            query: query(`whoami.${lab.internet.zone}`, 'TXT'),
+            timeoutMs: ATTEMPT_MS,
+          },
+          { id: 'udp', kind: 'datagrams', host: inet, ...DATAGRAM },
+        ];
+        const killed = await counted(async () => {
+          const [user, root] = await Promise.all(
+            ACTORS.map((actor) => probe(workspace, actor, killedAttempts)),
+          );
+          return { user: user!, root: root! };
+        });
+        windows.push(killed.counters);
+        const killedStrangers = killed.counters.filter((counter) => counter.address !== exitIp);
+        // What the exit may still send is the teardown of the tunnel's connections, never a whole datagram.
+        const exitBytes = killed.counters.find((counter) => counter.address === exitIp)?.bytes ?? 0;
+        for (const actor of ACTORS) {
+          const results = killed.value[actor];
+          for (const [id, attempt] of [
+            ['tcp', `TCP ${inet}:80 (HTTP /ip)`],
+            ['dns/udp', `DNS/udp to resolv.conf resolver ${nameserver}`],
+            ['dns/tcp', `DNS/tcp to resolv.conf resolver ${nameserver}`],
+            ['dns-inet/udp', `DNS/udp to hard-coded resolver ${inet}`],
+          ] as const) {
+            const result = results.get(id);
+            record({
+              phase: 'v2ray killed',
+              attempt,
+              actor,
+              outcome: result?.ok ? `NOT BLOCKED: ${failure(result)}` : `blocked: ${result?.error}`,
+              pass: result?.ok === false && killedStrangers.length === 0,
+            });
+          }
+          record({
+            phase: 'v2ray killed',
+            attempt: `UDP ${DATAGRAM.count}×${DATAGRAM.size} B to ${inet}:${DATAGRAM.port}`,
+            actor,
+            outcome: `${exitBytes < DATAGRAM_BYTES && killedStrangers.length === 0 ? 'blocked' : 'ARRIVED'}; seen: ${describeCounters(killed.counters)}`,
+            pass:
+              results.get('udp')?.ok === true && exitBytes < DATAGRAM_BYTES && killedStrangers.length === 0,
+          });
+        }
+      } finally {
+        await dockerCli(['exec', gateway, 'kill', '-CONT', supervisor]).catch(() => undefined);
+      }
+
+      // ------------------------------------------------------------------------------------ verdict
+      const total = new Map<string, number>();
+      for (const counter of windows.flat())
+        total.set(counter.address, (total.get(counter.address) ?? 0) + counter.packets);
+      record({
+        phase: 'live',
+        attempt: 'counters over all windows',
+        actor: 'host',
+        outcome: [...total].map(([address, packets]) => `${address} ${packets} pkt`).join(', ') || 'nothing',
+        pass: [...total.keys()].every((address) => address === exitIp) && (total.get(exitIp) ?? 0) > 0,
+      });
+      rows.push(...protocolRows);
+      printTable(protocolRows);
+      console.log(`# ${name}: done in ${Date.now() - began} ms`);
+      await runtime.remove(hostId);
+
+      const failed = protocolRows.filter((row) => !row.pass);
+      assert.deepEqual(
+        failed.map((row) => `${row.phase} | ${row.attempt} | ${row.actor} | ${row.outcome}`),
+        [],
+        `${name}: unexpected outcomes`,
+      );
+    });
+  }
+});
+
+function printTable(rows: Row[]): void {
+  if (rows.length === 0) return;
+  const table = [
+    ['protocol', 'phase', 'attempt', 'actor', 'verdict', 'outcome'],
+    ...rows.map((row) => [
+      row.protocol,
+      row.phase,
+      row.attempt,
+      row.actor,
+      row.pass ? 'ok' : 'FAIL',
+      row.outcome,
+    ]),
+  ];
+  const widths = table[0]!.map((_, column) => Math.max(...table.map((cells) => cells[column]!.length)));
+  // The last column is left ragged: outcomes vary in length and pad nothing after them.
+  const lines = table.map((cells) =>
+    cells
+      .map((cell, column) => (column < cells.length - 1 ? cell.padEnd(widths[column]!) : cell))
+      .join(' | '),
+  );
+  console.log(lines.join('\n'));
+}

@@ -1,0 +1,356 @@
+// Host start: from DockerWorkspaceRuntime.start until the workspace's sshd greets through the egress gateway's
+// relay, cold (nothing exists) and warm (a stopped pair), beside `docker run`/`docker start` of the same image
+// waiting for the same banner; what an idle host holds in memory; and N idle hosts side by side.
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import Docker from 'dockerode';
+import ssh2 from 'ssh2';
+import {
+  DockerWorkspaceRuntime,
+  HOST_LABEL,
+} from '../../apps/gateway/dist/runtime/docker-workspace-runtime.js';
+import { expectedImageTag } from '../../apps/gateway/dist/runtime/image-inputs.js';
+import type { UpstreamSpec, WorkspaceSpec } from '../../apps/gateway/dist/runtime/workspace-runtime.js';
+import { ensureLab, type VariantName, variant } from '../../test/lab/lab.js';
+import { onCleanup, runBench, startProcess } from '../lib/children.js';
+import { fixed, percentile, printTable } from '../lib/report.js';
+import {
+  type ContainerMemory,
+  containerMemory,
+  memAvailableMiB,
+  removeLabelled,
+  waitForSshBanner,
+} from './containers.js';
+
+const bounded = (name: string, fallback: number, max: number) =>
+  Math.min(max, Math.max(1, Math.floor(Number(process.env[name] ?? fallback)) || fallback));
+
+const RUNS = bounded('BENCH_START_RUNS', 20, 100);
+const DENSITY_HOSTS = bounded('BENCH_DENSITY_HOSTS', 10, 50);
+const IMAGE_VARIANT = process.env.BENCH_WORKSPACE_VARIANT === 'full' ? 'full' : 'test';
+const UPSTREAM = (process.env.BENCH_START_UPSTREAM ?? 'vmess-tcp') as VariantName;
+const TARGET_P50_MS = 1000;
+const TARGET_RAW_RATIO = 3;
+const TARGET_GATEWAY_MIB = 40;
+/** Long enough for sshd, v2ray and the kernel to settle after a start before memory is read. */
+const SETTLE_MS = 5000;
+const READY_TIMEOUT_MS = 30_000;
+const USER = 'bench';
+const LIMITS = { memoryMb: 512, cpus: 1, pids: 256 };
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const sortedOf = (values: number[]) => [...values].sort((a, b) => a - b);
+const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
+
+/** Every host id, label value and volume of this run starts with this, so clean-up can find all of it. */
+const RUN = `bench-${randomBytes(3).toString('hex')}`;
+
+const docker = new Docker({ socketPath: process.env.DOCKER_SOCKET ?? '/var/run/docker.sock' });
+
+/** Runs the docker CLI (a tracked child) and fails with its stderr unless it exits 0. */
+async function dockerCli(args: string[]): Promise<void> {
+  const child = startProcess(`docker ${args[0]}`, 'docker', args);
+  const code = await child.exited;
+  if (code !== 0) throw new Error(`docker ${args[0]} exited with ${code}: ${child.stderrTail()}`);
+}
+
+/** The workspace container as the runtime makes it, but on Docker's default bridge and with no gateway. */
+function rawRunArgs(name: string, hostId: string, image: string, authorizedKey: string): string[] {
+  const caps = [
+    'SETUID',
+    'SETGID',
+    'SYS_CHROOT',
+    'CHOWN',
+    'AUDIT_WRITE',
+    'DAC_OVERRIDE',
+    'FOWNER',
+    'FSETID',
+    'KILL',
+  ];
+  const volume = (source: string, target: string) =>
+    `type=volume,src=${source},dst=${target},volume-label=${HOST_LABEL}=${hostId}`;
+  return [
+    'run',
+    '-d',
+    '--init',
+    `--name=${name}`,
+    `--label=${HOST_LABEL}=${hostId}`,
+    `--hostname=ccp-${hostId}`,
+    '--cap-drop=ALL',
+    ...caps.map((cap) => `--cap-add=${cap}`),
+    '--sysctl=net.ipv6.conf.all.disable_ipv6=1',
+    '--sysctl=net.ipv6.conf.default.disable_ipv6=1',
+    `--memory=${LIMITS.memoryMb}m`,
+    `--memory-swap=${LIMITS.memoryMb}m`,
+    `--cpus=${LIMITS.cpus}`,
+    `--pids-limit=${LIMITS.pids}`,
+    '--shm-size=256m',
+    `--env=WORKSPACE_USER=${USER}`,
+    '--env=WORKSPACE_UID=1000',
+    `--env=WORKSPACE_AUTHORIZED_KEYS=${authorizedKey}`,
+    `--mount=${volume(`ccp-home-${hostId}`, `/home/${USER}`)}`,
+    `--mount=${volume(`ccp-hostkeys-${hostId}`, '/etc/ssh/hostkeys')}`,
+    image,
+  ];
+}
+
+async function bridgeAddress(name: string): Promise<string> {
+  const info = await docker.getContainer(name).inspect();
+  const address = info.NetworkSettings.Networks.bridge?.IPAddress;
+  if (!address) throw new Error(`${name} has no address on Docker's bridge`);
+  return address;
+}
+
+async function memoryOf(name: string): Promise<ContainerMemory> {
+  return containerMemory((await docker.getContainer(name).inspect()).State.Pid);
+}
+
+/** Median duration of each start stage (progress reports), in the order the runtime goes through them. */
+function stageMedians(samples: Map<string, number[]>): string[][] {
+  return [...samples].map(([stage, values]) => [stage, fixed(percentile(sortedOf(values), 50), 0)]);
+}
+
+await runBench('start bench', 30 * 60_000, async () => {
+  console.log(
+    `Start bench: ${availableParallelism()} CPUs, Node ${process.version}; Docker ` +
+      `${(await docker.version()).Version}; everything labelled ${HOST_LABEL}=${RUN}*`,
+  );
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'ccp-bench-start-'));
+  onCleanup(async () => rmSync(dataDir, { recursive: true, force: true }));
+  // Registered after the data directory, so it runs before it. The second sweep catches a container whose
+  // creation was still on its way to the daemon when an interruption began.
+  onCleanup(async () => {
+    await removeLabelled(docker, HOST_LABEL, RUN);
+    await sleep(1000);
+    await removeLabelled(docker, HOST_LABEL, RUN);
+  }, 60_000);
+
+  const images = {
+    workspace: await expectedImageTag('workspace', IMAGE_VARIANT),
+    egressGateway: await expectedImageTag('egress-gateway'),
+  };
+  for (const tag of Object.values(images)) {
+    await docker
+      .getImage(tag)
+      .inspect()
+      .catch(() => {
+        throw new Error(
+          `the image ${tag} is not built: run \`image/build.sh --variant ${IMAGE_VARIANT} all\``,
+        );
+      });
+  }
+  const lab = await ensureLab();
+  const runtime = new DockerWorkspaceRuntime({
+    docker,
+    images,
+    dataDir,
+    // config.egress pointed at the lab, as in apps/gateway/test/runtime/docker-workspace-runtime.test.ts.
+    egress: {
+      probeUrl: lab.internet.httpUrl,
+      dnsZone: lab.internet.zone,
+      dnsServer: lab.internet.dns,
+      dohUrl: lab.internet.dohUrl,
+      probeToken: lab.internet.dnsLogToken,
+      caFile: lab.caCert,
+      v2rayCommand: 'v2ray',
+    },
+  });
+  const authorizedKey = ssh2.utils.generateKeyPairSync('ed25519').public;
+  const spec = (hostId: string): WorkspaceSpec => ({
+    hostId,
+    shortId: hostId.slice(-6),
+    linuxUser: USER,
+    authorizedKey,
+    limits: LIMITS,
+  });
+  const chosen = variant(lab, UPSTREAM);
+  const upstream: UpstreamSpec = {
+    egressIpId: `bench-${UPSTREAM}`,
+    label: `${UPSTREAM} via ${chosen.exit.name}`,
+    exitIp: chosen.exit.address,
+    config: chosen.proxyConfig as UpstreamSpec['config'],
+  };
+
+  /** One timed runtime start; stage durations go into `stages` by their description. */
+  const timedStart = async (hostId: string, stages: Map<string, number[]>): Promise<number> => {
+    const began = performance.now();
+    let last: { stage: string; at: number } | null = null;
+    const note = (stage: string | null) => {
+      const at = performance.now();
+      if (last) {
+        // Stage texts name the upstream and the time taken; the key keeps what is the same every run. The
+        // last one ("running through …") lasts until the bench itself has seen the banner.
+        const key = last.stage.startsWith('running')
+          ? 'start returned, banner seen by the bench'
+          : last.stage.replace(/ the upstream .*$/, ' the upstream').replace(/ through .*$/, '');
+        stages.set(key, [...(stages.get(key) ?? []), at - last.at]);
+      }
+      if (stage) last = { stage, at };
+    };
+    const endpoints = await runtime.start(spec(hostId), upstream, async (_progress, stage) => note(stage));
+    await waitForSshBanner(endpoints.ssh.host, endpoints.ssh.port, READY_TIMEOUT_MS);
+    note(null);
+    return performance.now() - began;
+  };
+
+  /** One timed `docker run` (or `docker start` of the stopped container) until its sshd greets. */
+  const timedRaw = async (args: string[], name: string): Promise<number> => {
+    const began = performance.now();
+    await dockerCli(args);
+    await waitForSshBanner(await bridgeAddress(name), 22, READY_TIMEOUT_MS);
+    return performance.now() - began;
+  };
+
+  // ------------------------------------------------------------------ start → SSH banner
+  const host = `${RUN}-s`;
+  const rawHost = `${RUN}-raw`;
+  const rawName = `ccp-raw-${RUN}`;
+  const times = {
+    cold: [] as number[],
+    warm: [] as number[],
+    rawCold: [] as number[],
+    rawWarm: [] as number[],
+  };
+  const coldStages = new Map<string, number[]>();
+  const warmStages = new Map<string, number[]>();
+  // Untimed: loads the images and the runtime's code paths, so the first timed run is not the odd one out.
+  await runtime.start(spec(host), upstream, async () => {});
+  await timedRaw(rawRunArgs(rawName, rawHost, images.workspace, authorizedKey), rawName);
+  for (let i = 0; i < RUNS; i++) {
+    // Cold: no container and no volume. Interleaved with the raw runs so drift on the machine hits both.
+    await runtime.remove(host);
+    times.cold.push(await timedStart(host, coldStages));
+    await runtime.stop(host);
+    times.warm.push(await timedStart(host, warmStages));
+
+    await removeLabelled(docker, HOST_LABEL, rawHost);
+    times.rawCold.push(
+      await timedRaw(rawRunArgs(rawName, rawHost, images.workspace, authorizedKey), rawName),
+    );
+    await docker.getContainer(rawName).stop({ t: 5 });
+    times.rawWarm.push(await timedRaw(['start', rawName], rawName));
+  }
+
+  console.log(
+    `\nStart until the SSH banner, ${RUNS} runs each (image ${images.workspace}, upstream ${UPSTREAM})`,
+  );
+  const row = (label: string, values: number[]) => {
+    const sorted = sortedOf(values);
+    return [
+      label,
+      fixed(percentile(sorted, 50), 0),
+      fixed(percentile(sorted, 95), 0),
+      fixed(sorted[0]!, 0),
+      fixed(sorted.at(-1)!, 0),
+    ];
+  };
+  printTable(
+    ['start', 'p50 ms', 'p95 ms', 'min ms', 'max ms'],
+    [
+      row('runtime cold (create both, link, verify path)', times.cold),
+      row('runtime warm (stopped pair; new egress gateway)', times.warm),
+      row('raw docker run (bridge network)', times.rawCold),
+      row('raw docker start (stopped container)', times.rawWarm),
+    ],
+  );
+  console.log('\nWhere a runtime start goes (median ms per progress stage)');
+  const warmByStage = new Map(stageMedians(warmStages).map(([stage, ms]) => [stage!, ms!]));
+  printTable(
+    ['stage', 'cold ms', 'warm ms'],
+    stageMedians(coldStages).map(([stage, ms]) => [stage!, ms!, warmByStage.get(stage!) ?? '-']),
+  );
+
+  // ------------------------------------------------------------------ idle memory of one host
+  await sleep(SETTLE_MS);
+  const idle = {
+    workspace: await memoryOf(`ccp-ws-${host}`),
+    gateway: await memoryOf(`ccp-egress-${host}`),
+    raw: await memoryOf(rawName),
+  };
+  console.log(
+    `\nIdle memory, ${SETTLE_MS / 1000} s after a start: cgroup usage as docker stats shows it, the RSS of ` +
+      "the container's processes added up, and its containerd shim's RSS (outside the cgroup)",
+  );
+  const memoryRow = (label: string, ...parts: ContainerMemory[]) => [
+    label,
+    fixed(sum(parts.map((m) => m.usedMiB))),
+    fixed(sum(parts.map((m) => m.rssMiB))),
+    fixed(sum(parts.map((m) => m.shimRssMiB))),
+  ];
+  printTable(
+    ['container', 'used MiB', 'RSS MiB', 'shim RSS MiB'],
+    [
+      memoryRow('workspace (ccp-ws-*)', idle.workspace),
+      memoryRow('egress gateway (ccp-egress-*)', idle.gateway),
+      memoryRow('host (both)', idle.workspace, idle.gateway),
+      memoryRow('raw docker run workspace', idle.raw),
+    ],
+  );
+  await runtime.remove(host);
+  await removeLabelled(docker, HOST_LABEL, rawHost);
+
+  // ------------------------------------------------------------------ density
+  await sleep(SETTLE_MS);
+  const availableBefore = await memAvailableMiB();
+  const densityHosts = Array.from(
+    { length: DENSITY_HOSTS },
+    (_, i) => `${RUN}-d${String(i + 1).padStart(2, '0')}`,
+  );
+  const densityStarts: number[] = [];
+  for (const hostId of densityHosts) densityStarts.push(await timedStart(hostId, new Map()));
+  await sleep(SETTLE_MS);
+  const perHost = await Promise.all(
+    densityHosts.map(async (hostId) => ({
+      workspace: await memoryOf(`ccp-ws-${hostId}`),
+      gateway: await memoryOf(`ccp-egress-${hostId}`),
+    })),
+  );
+  const availableAfter = await memAvailableMiB();
+  const all = perHost.flatMap((h) => [h.workspace, h.gateway]);
+  const total = { used: sum(all.map((m) => m.usedMiB)), rss: sum(all.map((m) => m.rssMiB)) };
+  const shims = sum(all.map((m) => m.shimRssMiB));
+  const gatewaysRss = sortedOf(perHost.map((h) => h.gateway.rssMiB));
+  const startsSorted = sortedOf(densityStarts);
+  const drop = availableBefore - availableAfter;
+  console.log(
+    `\nDensity: ${DENSITY_HOSTS} idle hosts started one after another, read ${SETTLE_MS / 1000} s after the ` +
+      "last; the host's MemAvailable drop also counts the shims, dockerd, namespaces and page cache",
+  );
+  printTable(
+    ['', 'total MiB', 'per host MiB'],
+    [
+      ['containers: used', fixed(total.used), fixed(total.used / DENSITY_HOSTS)],
+      ['containers: RSS', fixed(total.rss), fixed(total.rss / DENSITY_HOSTS)],
+      ['containerd shims: RSS', fixed(shims), fixed(shims / DENSITY_HOSTS)],
+      ['MemAvailable drop', fixed(drop), fixed(drop / DENSITY_HOSTS)],
+    ],
+  );
+  console.log(
+    `hosts ${DENSITY_HOSTS}; egress gateway RSS p50 ${fixed(percentile(gatewaysRss, 50))} MiB, max ` +
+      `${fixed(gatewaysRss.at(-1)!)} MiB; start p50 ${fixed(percentile(startsSorted, 50), 0)} ms, ` +
+      `last (with ${DENSITY_HOSTS - 1} running) ${fixed(densityStarts.at(-1)!, 0)} ms`,
+  );
+  const removed = await removeLabelled(docker, HOST_LABEL, RUN);
+
+  const cold = percentile(sortedOf(times.cold), 50);
+  const warm = percentile(sortedOf(times.warm), 50);
+  const rawCold = percentile(sortedOf(times.rawCold), 50);
+  const rawWarm = percentile(sortedOf(times.rawWarm), 50);
+  const verdict = (met: boolean) => (met ? 'met' : 'NOT met');
+  console.log(
+    `\nTargets: start p50 <= ${TARGET_P50_MS} ms and <= ${TARGET_RAW_RATIO}x raw -> ` +
+      `cold ${fixed(cold, 0)} ms, ${fixed(cold / rawCold, 1)}x docker run -> ` +
+      `${verdict(cold <= TARGET_P50_MS && cold <= TARGET_RAW_RATIO * rawCold)}; ` +
+      `warm ${fixed(warm, 0)} ms, ${fixed(warm / rawWarm, 1)}x docker start -> ` +
+      `${verdict(warm <= TARGET_P50_MS && warm <= TARGET_RAW_RATIO * rawWarm)}`,
+  );
+  const gatewayMax = Math.max(idle.gateway.rssMiB, gatewaysRss.at(-1)!);
+  console.log(
+    `         egress gateway idle RSS <= ${TARGET_GATEWAY_MIB} MiB -> ${fixed(idle.gateway.rssMiB)} MiB, ` +
+      `density max ${fixed(gatewaysRss.at(-1)!)} MiB -> ${verdict(gatewayMax <= TARGET_GATEWAY_MIB)}`,
+  );
+  console.log(`Removed ${removed} containers and volumes labelled ${HOST_LABEL}=${RUN}*`);
+});
