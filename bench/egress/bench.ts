@@ -169,7 +169,6 @@ await runBench('egress bench', 20 * 60_000, async () => {
       fixed(tunnel.v2rayPeakMiB, 0),
       String(tunnel.wrongExit),
     ]);
-    console.error(`  ${name} done`);
   }
 
   console.log(
