@@ -89,26 +89,47 @@ sub http_get {
   return { ok => $status == 200 ? JSON::PP::true : JSON::PP::false, reply => $body // '', detail => "HTTP $status" };
 }
 
-# A DNS query given as hex, over UDP or TCP (length-prefixed); "reply" is the answer as hex.
+# A DNS query given as hex, over UDP or TCP (length-prefixed); "reply" is the answer as hex. Like a stub
+# resolver it asks again every "retryMs" until "timeoutMs": the tunnel's resolver loses a query now and then
+# (v2ray's DNS-over-HTTPS client reuses a dead connection), and a lost query must not read as a block.
 sub dns {
   my ($a) = @_;
   my $query = pack('H*', $a->{query});
-  my ($family, $peer) = address($a->{host}, $a->{port});
-  if ($a->{transport} eq 'tcp') {
-    my ($s, $error) = connect_tcp($a->{host}, $a->{port}, $a->{timeoutMs});
-    return $error if $error;
-    syswrite($s, pack('n', length $query) . $query) or return fail('send');
-    my $data = read_all($s, $a->{timeoutMs}, 2);
-    return { ok => JSON::PP::false, error => 'no answer (tcp)' } if length($data) < 2;
-    my $want = 2 + unpack('n', $data);
-    $data .= read_all($s, $a->{timeoutMs}, $want - length $data) if length($data) < $want;
-    return { ok => JSON::PP::false, error => 'short answer (tcp)' } if length($data) < $want;
-    return { ok => JSON::PP::true, reply => unpack('H*', substr($data, 2, $want - 2)) };
+  my $deadline = time + $a->{timeoutMs} / 1000;
+  my ($tries, $result) = (0);
+  while (1) {
+    $tries++;
+    my $left = ($deadline - time) * 1000;
+    my $ms = $left < $a->{retryMs} ? $left : $a->{retryMs};
+    $result = $a->{transport} eq 'tcp' ? dns_tcp($a, $query, $ms) : dns_udp($a, $query, $ms);
+    # Only silence is worth another try; a refusal or an unreachable network is the answer.
+    last if $result->{ok} || $result->{error} !~ /^(ETIMEDOUT|no answer)/ || time >= $deadline;
   }
+  $result->{detail} = "try $tries";
+  return $result;
+}
+
+sub dns_tcp {
+  my ($a, $query, $ms) = @_;
+  my $until = time + $ms / 1000;
+  my ($s, $error) = connect_tcp($a->{host}, $a->{port}, $ms);
+  return $error if $error;
+  syswrite($s, pack('n', length $query) . $query) or return fail('send');
+  my $data = read_all($s, ($until - time) * 1000, 2);
+  return { ok => JSON::PP::false, error => 'no answer (tcp)' } if length($data) < 2;
+  my $want = 2 + unpack('n', $data);
+  $data .= read_all($s, ($until - time) * 1000, $want - length $data) if length($data) < $want;
+  return { ok => JSON::PP::false, error => 'short answer (tcp)' } if length($data) < $want;
+  return { ok => JSON::PP::true, reply => unpack('H*', substr($data, 2, $want - 2)) };
+}
+
+sub dns_udp {
+  my ($a, $query, $ms) = @_;
+  my ($family, $peer) = address($a->{host}, $a->{port});
   socket(my $s, $family, SOCK_DGRAM, IPPROTO_UDP) or return fail('socket');
   connect($s, $peer) or return fail('connect');
   send($s, $query, 0) or return fail('send');
-  return { ok => JSON::PP::false, error => 'ETIMEDOUT (no answer)' } unless wait_readable($s, $a->{timeoutMs});
+  return { ok => JSON::PP::false, error => 'ETIMEDOUT (no answer)' } unless wait_readable($s, $ms);
   defined(recv($s, my $answer, 65536, 0)) or return fail('recv');
   return { ok => JSON::PP::true, reply => unpack('H*', $answer) };
 }

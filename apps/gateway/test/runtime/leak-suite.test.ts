@@ -6,6 +6,10 @@
  * Each attempt is judged twice: by what it saw (an answer naming the exit, or an error) and by the packet
  * counters of the window it ran in. Attempts whose packets get no answer (UDP, UDP-Lite) have a window of
  * their own, so the counters say where they went. The table of every outcome is printed for CI logs.
+ *
+ * The counters are the lab's, per source address: another process using the lab at the same time shows up
+ * in them like a leak does (the host's 198.51.100.2 is also what a workspace would leave as, masqueraded).
+ * scripts/test.sh runs test files one at a time; run this file alone too.
  */
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
@@ -56,6 +60,12 @@ const CARRIES_UDP = (name: VariantName) => name !== 'http-auth';
 
 const PROBE = readFileSync(new URL('./leak-probe.pl', import.meta.url), 'utf8');
 const ATTEMPT_MS = 3000;
+/**
+ * DNS through the tunnel gets longer, asked again every second like a stub resolver: v2ray 4.34's DoH client
+ * loses the lookups it sends over a connection the probe already closed, then recovers on a new one.
+ */
+const DNS_ATTEMPT_MS = 5000;
+const DNS_RETRY_MS = 1000;
 const LINUX_USER = 'alice';
 /** In the lab's 203.0.113.0/26, with nothing behind it: a resolver hard-coded by a program. */
 const HARD_CODED_RESOLVER = '203.0.113.53';
@@ -65,6 +75,8 @@ const DATAGRAM = { count: 4, size: 1000, port: 9 } as const;
 const DATAGRAM_BYTES = DATAGRAM.size + 28;
 /** How long datagrams sent through the tunnel may take to reach the fake internet. */
 const SETTLE_MS = 500;
+/** Before a counter window: long enough for a TCP connection that was just closed to finish closing. */
+const QUIESCE_MS = 250;
 const CAPABILITIES = { NET_ADMIN: 12n, NET_RAW: 13n, SYS_ADMIN: 21n } as const;
 
 type Actor = 'user' | 'root';
@@ -87,7 +99,7 @@ interface ProbeResult {
 
 interface Row {
   protocol: string;
-  phase: 'live' | 'v2ray killed';
+  phase: 'live' | 'v2ray killed' | 'all windows';
   attempt: string;
   actor: Actor | 'host';
   outcome: string;
@@ -164,6 +176,19 @@ async function probe(
   return results;
 }
 
+function dnsAttempt(id: string, host: string, transport: 'udp' | 'tcp', question: string): ProbeAttempt {
+  return {
+    id,
+    kind: 'dns',
+    host,
+    port: 53,
+    transport,
+    query: question,
+    timeoutMs: DNS_ATTEMPT_MS,
+    retryMs: DNS_RETRY_MS,
+  };
+}
+
 function query(name: string, type: 'A' | 'TXT'): string {
   return dnsPacket
     .encode({
@@ -199,6 +224,8 @@ const describeCounters = (counters: SourceCounter[]) =>
 
 /** Counts packets that reached the fake internet while `work` runs. */
 async function counted<T>(work: () => Promise<T>): Promise<{ value: T; counters: SourceCounter[] }> {
+  // The host's own last request to the probe (reading its DNS log) may still be closing.
+  await new Promise((resolve) => setTimeout(resolve, QUIESCE_MS));
   await resetSourceCounters();
   const value = await work();
   await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
@@ -232,6 +259,7 @@ describe('leak suite: nothing leaves a workspace except through its upstream', {
   });
 
   after(async () => {
+    // Here, so that the table is printed whatever failed, with every row recorded until then.
     printTable(rows);
     for (const name of PROTOCOLS) await runtime?.remove(hostIdOf(name)).catch(() => undefined);
     // Whatever a failed removal left behind, by label.
@@ -268,9 +296,8 @@ describe('leak suite: nothing leaves a workspace except through its upstream', {
       const workspace = `ccp-ws-${hostId}`;
       const gateway = `ccp-egress-${hostId}`;
       const inet = lab.internet.address;
-      const protocolRows: Row[] = [];
       const record = (row: Omit<Row, 'protocol'>) => {
-        protocolRows.push({ protocol: name, ...row });
+        rows.push({ protocol: name, ...row });
       };
       const windows: SourceCounter[][] = [];
 
@@ -292,6 +319,10 @@ describe('leak suite: nothing leaves a workspace except through its upstream', {
         async () => {},
       );
       console.log(`# ${name}: workspace started in ${Date.now() - began} ms`);
+      // The start's path check read the probe's DNS log over a connection the fetch pool keeps open; it would
+      // close, from the host's lab address, in the middle of a window. A request with `connection: close`
+      // (readDnsLog's) takes that connection and closes it now.
+      await readDnsLog(lab, `flush.${lab.internet.zone}`);
 
       // ------------------------------------------------------------------------------ facts from the host
       const resolv = await dockerCli(['exec', workspace, 'cat', '/etc/resolv.conf']);
@@ -323,18 +354,15 @@ describe('leak suite: nothing leaves a workspace except through its upstream', {
         { label: `hard-coded resolver ${HARD_CODED_RESOLVER}`, host: HARD_CODED_RESOLVER },
       ];
       const lookups = new Map<string, string>();
+      const whoami = () => query(`whoami.${lab.internet.zone}`, 'TXT');
       const liveAttempts = (actor: Actor): ProbeAttempt[] => {
         const attempts: ProbeAttempt[] = [
-          { id: 'tcp', kind: 'http', host: inet, port: 80, path: '/ip', timeoutMs: ATTEMPT_MS },
-          { id: 'docker-dns/udp', kind: 'dns', host: DOCKER_DNS, port: 53, transport: 'udp' },
-          { id: 'docker-dns/tcp', kind: 'dns', host: DOCKER_DNS, port: 53, transport: 'tcp' },
+          { id: 'tcp', kind: 'http', host: inet, port: 80, path: '/ip' },
+          dnsAttempt('docker-dns/udp', DOCKER_DNS, 'udp', whoami()),
+          dnsAttempt('docker-dns/tcp', DOCKER_DNS, 'tcp', whoami()),
           { id: 'ipv6/tcp', kind: 'http', host: lab.internet.address6, port: 80, path: '/ip' },
-          { id: 'ipv6/udp', kind: 'dns', host: lab.internet.address6, port: 53, transport: 'udp' },
-          {
-            id: 'ipv6/enable',
-            kind: 'command',
-            argv: ['sysctl', '-w', 'net.ipv6.conf.all.disable_ipv6=0'],
-          },
+          dnsAttempt('ipv6/udp', lab.internet.address6, 'udp', whoami()),
+          { id: 'ipv6/enable', kind: 'command', argv: ['sysctl', '-w', 'net.ipv6.conf.all.disable_ipv6=0'] },
           { id: 'icmp', kind: 'ping', host: inet },
           { id: 'raw', kind: 'raw' },
           { id: 'so_mark', kind: 'so_mark', mark: GATEWAY_NETWORK.socketMark, host: inet, port: 80 },
@@ -348,29 +376,12 @@ describe('leak suite: nothing leaves a workspace except through its upstream', {
             const leakName = `${randomBytes(8).toString('hex')}.leak.${lab.internet.zone}`;
             lookups.set(`${actor}:${id}`, leakName);
             attempts.push(
-              {
-                id: `${id}/txt`,
-                kind: 'dns',
-                host: resolver.host,
-                port: 53,
-                transport,
-                query: query(`whoami.${lab.internet.zone}`, 'TXT'),
-              },
-              {
-                id: `${id}/a`,
-                kind: 'dns',
-                host: resolver.host,
-                port: 53,
-                transport,
-                query: query(leakName, 'A'),
-              },
+              dnsAttempt(`${id}/txt`, resolver.host, transport, whoami()),
+              dnsAttempt(`${id}/a`, resolver.host, transport, query(leakName, 'A')),
             );
           }
         }
-        for (const attempt of attempts) {
-          attempt.timeoutMs ??= ATTEMPT_MS;
-          if (attempt.kind === 'dns') attempt.query ??= query(`whoami.${lab.internet.zone}`, 'TXT');
-        }
+        for (const attempt of attempts) attempt.timeoutMs ??= ATTEMPT_MS;
         return attempts;
       };
       const live = await counted(async () => {
@@ -414,11 +425,11 @@ describe('leak suite: nothing leaves a workspace except through its upstream', {
         for (const [index, resolver] of resolvers.entries()) {
           for (const transport of ['udp', 'tcp'] as const) {
             const id = `dns${index}/${transport}`;
-            const whoami = answers(get(`${id}/txt`)?.reply, 'TXT')?.join(',') ?? null;
+            const txt = answers(get(`${id}/txt`)?.reply, 'TXT')?.join(',') ?? null;
             const address = answers(get(`${id}/a`)?.reply, 'A')?.join(',') ?? null;
             const asked = queriers.get(`${actor}:${id}`) ?? [];
             const pass =
-              whoami === exitIp &&
+              txt === exitIp &&
               address === lab.internet.answerAddress &&
               asked.length === 1 &&
               asked[0] === exitIp;
@@ -427,9 +438,9 @@ describe('leak suite: nothing leaves a workspace except through its upstream', {
               attempt: `DNS/${transport} to ${resolver.label}`,
               actor,
               outcome:
-                whoami === null || address === null
+                txt === null || address === null
                   ? `FAILED: TXT ${failure(get(`${id}/txt`))}; A ${failure(get(`${id}/a`))}`
-                  : `through tunnel, exit ${whoami} (TXT whoami), A lookup seen from ${asked.join(', ') || 'nobody'}`,
+                  : `through tunnel, exit ${txt} (TXT whoami), A lookup seen from ${asked.join(', ') || 'nobody'}`,
               pass,
             });
           }
@@ -483,11 +494,14 @@ describe('leak suite: nothing leaves a workspace except through its upstream', {
         const others = udp.counters.filter((counter) => counter.address !== exitIp);
         const arrived = exitBytes >= DATAGRAM.count * DATAGRAM_BYTES;
         const none = exitBytes < DATAGRAM_BYTES;
+        let verdict = 'PARTLY ARRIVED';
+        if (arrived) verdict = `through tunnel, exit ${exitIp}`;
+        else if (none) verdict = CARRIES_UDP(name) ? 'blocked' : `blocked (${name} carries no UDP)`;
         record({
           phase: 'live',
           attempt: `UDP ${DATAGRAM.count}×${DATAGRAM.size} B to ${inet}:${DATAGRAM.port}`,
           actor,
-          outcome: `${arrived ? `through tunnel, exit ${exitIp}` : none ? `blocked${CARRIES_UDP(name) ? '' : ` (${name} carries no UDP)`}` : 'PARTLY ARRIVED'}; seen: ${describeCounters(udp.counters)}`,
+          outcome: `${verdict}; seen: ${describeCounters(udp.counters)}`,
           pass: sent?.ok === true && others.length === 0 && (CARRIES_UDP(name) ? arrived : none),
         });
 
@@ -498,7 +512,9 @@ describe('leak suite: nothing leaves a workspace except through its upstream', {
         );
         windows.push(lite.counters);
         const liteSent = lite.value.get('udplite');
-        const liteArrived = lite.counters.reduce((sum, counter) => sum + counter.bytes, 0) >= DATAGRAM_BYTES;
+        const liteOthers = lite.counters.filter((counter) => counter.address !== exitIp);
+        const liteExitBytes = lite.counters.find((counter) => counter.address === exitIp)?.bytes ?? 0;
+        const liteArrived = liteOthers.length > 0 || liteExitBytes >= DATAGRAM_BYTES;
         const unsupported = /^EPROTONOSUPPORT/.test(liteSent?.error ?? '');
         record({
           phase: 'live',
@@ -507,10 +523,7 @@ describe('leak suite: nothing leaves a workspace except through its upstream', {
           outcome: unsupported
             ? `n/a: the kernel has no UDP-Lite (${liteSent?.error})`
             : `${liteArrived ? 'ARRIVED' : 'blocked'}; seen: ${describeCounters(lite.counters)}`,
-          pass:
-            (unsupported || liteSent?.ok === true) &&
-            !liteArrived &&
-            lite.counters.every((counter) => counter.address === exitIp),
+          pass: (unsupported || liteSent?.ok === true) && !liteArrived,
         });
       }
 
@@ -531,33 +544,9 @@ describe('leak suite: nothing leaves a workspace except through its upstream', {
         }
         const killedAttempts: ProbeAttempt[] = [
           { id: 'tcp', kind: 'http', host: inet, port: 80, path: '/ip', timeoutMs: ATTEMPT_MS },
-          {
-            id: 'dns/udp',
-            kind: 'dns',
-            host: nameserver,
-            port: 53,
-            transport: 'udp',
-            query: query(`whoami.${lab.internet.zone}`, 'TXT'),
-            timeoutMs: ATTEMPT_MS,
-          },
-          {
-            id: 'dns/tcp',
-            kind: 'dns',
-            host: nameserver,
-            port: 53,
-            transport: 'tcp',
-            query: query(`whoami.${lab.internet.zone}`, 'TXT'),
-            timeoutMs: ATTEMPT_MS,
-          },
-          {
-            id: 'dns-inet/udp',
-            kind: 'dns',
-            host: inet,
-            port: 53,
-            transport: 'udp',
-            query: query(`whoami.${lab.internet.zone}`, 'TXT'),
-            timeoutMs: ATTEMPT_MS,
-          },
+          dnsAttempt('dns/udp', nameserver, 'udp', whoami()),
+          dnsAttempt('dns/tcp', nameserver, 'tcp', whoami()),
+          dnsAttempt('dns-inet/udp', inet, 'udp', whoami()),
           { id: 'udp', kind: 'datagrams', host: inet, ...DATAGRAM },
         ];
         const killed = await counted(async () => {
@@ -605,22 +594,20 @@ describe('leak suite: nothing leaves a workspace except through its upstream', {
       for (const counter of windows.flat())
         total.set(counter.address, (total.get(counter.address) ?? 0) + counter.packets);
       record({
-        phase: 'live',
-        attempt: 'counters over all windows',
+        phase: 'all windows',
+        attempt: 'counters: every source',
         actor: 'host',
         outcome: [...total].map(([address, packets]) => `${address} ${packets} pkt`).join(', ') || 'nothing',
         pass: [...total.keys()].every((address) => address === exitIp) && (total.get(exitIp) ?? 0) > 0,
       });
-      rows.push(...protocolRows);
-      printTable(protocolRows);
       console.log(`# ${name}: done in ${Date.now() - began} ms`);
       await runtime.remove(hostId);
 
-      const failed = protocolRows.filter((row) => !row.pass);
+      const failed = rows.filter((row) => row.protocol === name && !row.pass);
       assert.deepEqual(
         failed.map((row) => `${row.phase} | ${row.attempt} | ${row.actor} | ${row.outcome}`),
         [],
-        `${name}: unexpected outcomes`,
+        `${name}: unexpected outcomes (a source other than ${exitIp} may also be another user of the lab)`,
       );
     });
   }
