@@ -404,7 +404,11 @@ describe('egress lab', { skip, concurrency: false }, () => {
     const after = await readSourceCounters();
     assert.ok(after.some((c) => c.address === lab.root.address && c.packets > 0));
     await resetSourceCounters();
-    assert.deepEqual(await readSourceCounters(), []);
+    // The tunnel's connection to the probe may still send its closing packets from the exit after the reset.
+    assert.deepEqual(
+      (await readSourceCounters()).filter((c) => c.address !== exit.address),
+      [],
+    );
   });
 
   test('the root namespace reaches the lab only through the router, and the lab has no way out', async () => {
