@@ -8,6 +8,7 @@ import type { DialectKind } from './dialect.js';
 import { accountsAndEvents } from './migrations/0001-accounts-and-events.js';
 import { workspaces } from './migrations/0002-workspaces.js';
 import { hostKeys } from './migrations/0003-host-keys.js';
+import { listIndexes } from './migrations/0004-list-indexes.js';
 import type { DatabaseSchema } from './schema.js';
 
 export type Db = Kysely<DatabaseSchema>;
@@ -80,6 +81,7 @@ function migrations(kind: DialectKind): Record<string, Migration> {
     '0001-accounts-and-events': accountsAndEvents(dialect),
     '0002-workspaces': workspaces,
     '0003-host-keys': hostKeys,
+    '0004-list-indexes': listIndexes,
   };
 }
 

@@ -109,7 +109,7 @@ for (const kind of DATABASES) {
         const tables = await sql<{ n: number }>`select count(*)::int as n from kysely_migration`.execute(
           again.db,
         );
-        assert.equal(tables.rows[0]!.n, 3);
+        assert.equal(tables.rows[0]!.n, 4);
         await again.close();
       }
     });
