@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { execFile, spawn, spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -17,7 +17,6 @@ import {
   type VariantName,
   variant,
 } from '../../../../test/lab/lab.js';
-import type { EgressSettings } from '../../src/config.js';
 import { renderGatewayFirewall } from '../../src/egress/gateway-firewall.js';
 import { DockerWorkspaceRuntime, HOST_LABEL } from '../../src/runtime/docker-workspace-runtime.js';
 import { renderEgressGatewayFiles } from '../../src/runtime/egress-gateway-files.js';
@@ -29,6 +28,7 @@ import {
   type WorkspaceEndpoints,
   type WorkspaceSpec,
 } from '../../src/runtime/workspace-runtime.js';
+import { buildTestImages, labEgressSettings } from '../helpers/lab-egress.js';
 import { KeyFactory } from '../helpers/ssh-keygen.js';
 
 const exec = promisify(execFile);
@@ -119,42 +119,6 @@ const run = `t${randomBytes(3).toString('hex')}`;
 const ids = { main: `${run}-main`, wrong: `${run}-wrong` };
 const noProgress = async () => {};
 
-/** config.egress pointing at the lab's probe. */
-function egressSettings(lab: LabDescription): EgressSettings {
-  return {
-    probeUrl: lab.internet.httpUrl,
-    dnsZone: lab.internet.zone,
-    dnsServer: lab.internet.dns,
-    dohUrl: lab.internet.dohUrl,
-    probeToken: lab.internet.dnsLogToken,
-    caFile: lab.caCert,
-    v2rayCommand: 'v2ray',
-  };
-}
-
-/** Runs image/build.sh for the test variant (a no-op when the tags exist) and returns its tags. */
-function buildImages(): Promise<{ workspace: string; egressGateway: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('bash', [path.join(IMAGE_ROOT, 'build.sh'), '--variant', 'test', 'all'], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    let stdout = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    child.on('error', reject);
-    child.on('exit', (code) => {
-      const tags = new Map(
-        [...stdout.matchAll(/^image ([\w-]+)=(\S+)$/gm)].map((match) => [match[1], match[2]] as const),
-      );
-      const workspace = tags.get('workspace');
-      const egressGateway = tags.get('egress-gateway');
-      if (code !== 0 || !workspace || !egressGateway) reject(new Error(`image/build.sh failed (${code})`));
-      else resolve({ workspace, egressGateway });
-    });
-  });
-}
-
 /** `docker exec` in a host's container (the test may use the CLI; the runtime never does). */
 async function execIn(
   container: string,
@@ -221,10 +185,10 @@ describe('DockerWorkspaceRuntime (real Docker, egress lab)', { skip, timeout: 60
 
   before(async () => {
     await exec('bash', [path.join(IMAGE_ROOT, '..', 'scripts', 'docker.sh'), 'ensure']);
-    const [images, ready] = await Promise.all([buildImages(), ensureLab()]);
+    const [images, ready] = await Promise.all([buildTestImages(), ensureLab()]);
     lab = ready;
     dataDir = await mkdtemp(path.join(tmpdir(), 'ccp-runtime-'));
-    runtime = new DockerWorkspaceRuntime({ docker, images, dataDir, egress: egressSettings(lab) });
+    runtime = new DockerWorkspaceRuntime({ docker, images, dataDir, egress: labEgressSettings(lab) });
     stopWatching = runtime.watch((error) => console.error('watch:', error));
   });
 
@@ -392,7 +356,7 @@ describe('DockerWorkspaceRuntime (real Docker, egress lab)', { skip, timeout: 60
       docker,
       images: { workspace: 'ccp-workspace:test-000000000000', egressGateway: runtime.imageTag() },
       dataDir,
-      egress: egressSettings(lab),
+      egress: labEgressSettings(lab),
     });
     await assert.rejects(
       missing.start(spec(ids.wrong), upstream('socks'), noProgress),

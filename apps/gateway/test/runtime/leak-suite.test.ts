@@ -12,7 +12,7 @@
  * scripts/test.sh runs test files one at a time; run this file alone too.
  */
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -34,7 +34,6 @@ import {
   type VariantName,
   variant,
 } from '../../../../test/lab/lab.js';
-import type { EgressSettings } from '../../src/config.js';
 import {
   DockerWorkspaceRuntime,
   HOST_LABEL,
@@ -43,6 +42,7 @@ import {
 import { GATEWAY_NETWORK } from '../../src/runtime/egress-gateway-files.js';
 import { IMAGE_ROOT } from '../../src/runtime/image-inputs.js';
 import { listensOnTcp } from '../../src/runtime/netns.js';
+import { buildTestImages, labEgressSettings } from '../helpers/lab-egress.js';
 import { KeyFactory } from '../helpers/ssh-keygen.js';
 
 const exec = promisify(execFile);
@@ -110,41 +110,6 @@ const skip = labUnavailable() ?? (process.getuid?.() === 0 ? false : 'needs root
 const docker = new Docker({ socketPath: '/var/run/docker.sock' });
 const run = `leak${randomBytes(3).toString('hex')}`;
 const hostIdOf = (name: VariantName) => `${run}-${name}`;
-
-function egressSettings(lab: LabDescription): EgressSettings {
-  return {
-    probeUrl: lab.internet.httpUrl,
-    dnsZone: lab.internet.zone,
-    dnsServer: lab.internet.dns,
-    dohUrl: lab.internet.dohUrl,
-    probeToken: lab.internet.dnsLogToken,
-    caFile: lab.caCert,
-    v2rayCommand: 'v2ray',
-  };
-}
-
-/** image/build.sh for the test variant (a no-op when the tags exist); returns its tags. */
-function buildImages(): Promise<{ workspace: string; egressGateway: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('bash', [path.join(IMAGE_ROOT, 'build.sh'), '--variant', 'test', 'all'], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    let stdout = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    child.on('error', reject);
-    child.on('exit', (code) => {
-      const tags = new Map(
-        [...stdout.matchAll(/^image ([\w-]+)=(\S+)$/gm)].map((match) => [match[1], match[2]] as const),
-      );
-      const workspace = tags.get('workspace');
-      const egressGateway = tags.get('egress-gateway');
-      if (code !== 0 || !workspace || !egressGateway) reject(new Error(`image/build.sh failed (${code})`));
-      else resolve({ workspace, egressGateway });
-    });
-  });
-}
 
 async function dockerCli(args: string[]): Promise<string> {
   const { stdout } = await exec('docker', args, { timeout: 30_000, maxBuffer: 4 << 20 });
@@ -245,7 +210,7 @@ describe('leak suite: nothing leaves a workspace except through its upstream', {
 
   before(async () => {
     await exec('bash', [path.join(IMAGE_ROOT, '..', 'scripts', 'docker.sh'), 'ensure']);
-    const [images, ready] = await Promise.all([buildImages(), ensureLab()]);
+    const [images, ready] = await Promise.all([buildTestImages(), ensureLab()]);
     lab = ready;
     uplinkExisted = await docker
       .getNetwork(UPLINK_NETWORK)
@@ -255,7 +220,7 @@ describe('leak suite: nothing leaves a workspace except through its upstream', {
         () => false,
       );
     dataDir = await mkdtemp(path.join(tmpdir(), 'ccp-leak-'));
-    runtime = new DockerWorkspaceRuntime({ docker, images, dataDir, egress: egressSettings(lab) });
+    runtime = new DockerWorkspaceRuntime({ docker, images, dataDir, egress: labEgressSettings(lab) });
   });
 
   after(async () => {
