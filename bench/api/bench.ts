@@ -161,6 +161,7 @@ async function benchGateway(kind: 'sqlite' | 'postgres'): Promise<{ token: strin
       HTTP_HOST: '127.0.0.1',
       HTTP_PORT: String(port),
       ENTRY_PORT: '0',
+      SSH_PROXY_PORT: '0',
       LOG_LEVEL: 'warn',
       DOCKER_SOCKET: path.join(dataDir, 'no-docker.sock'),
     },

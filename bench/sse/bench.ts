@@ -34,6 +34,7 @@ await runBench('sse bench', 5 * 60_000, async () => {
         HTTP_HOST: '127.0.0.1',
         HTTP_PORT: String(port),
         ENTRY_PORT: '0',
+        SSH_PROXY_PORT: '0',
         LOG_LEVEL: 'warn',
         DOCKER_SOCKET: path.join(dataDir, 'no-docker.sock'),
       },

@@ -151,7 +151,7 @@ export function loadConfig(env: Env): Config {
   const httpHost = env.HTTP_HOST || '0.0.0.0';
   const httpPort = port('HTTP_PORT', 8080, true); // 0 picks a free port (tests)
   const entryPort = port('ENTRY_PORT', 80, true);
-  const sshProxyPort = port('SSH_PROXY_PORT', 2222);
+  const sshProxyPort = port('SSH_PROXY_PORT', 2222, true); // 0 picks a free port (tests)
   const dataDir = path.resolve(env.DATA_DIR || 'data');
 
   const databaseUrl = env.DATABASE_URL || `sqlite:${path.join(dataDir, 'gateway.db')}`;

@@ -25,6 +25,7 @@ import { type ContainerEngine, DockerEngine } from './runtime/container-engine.j
 import { DockerWorkspaceRuntime } from './runtime/docker-workspace-runtime.js';
 import { expectedImageTag } from './runtime/image-inputs.js';
 import type { WorkspaceRuntime } from './runtime/workspace-runtime.js';
+import { SshProxy } from './ssh/ssh-proxy.js';
 import { type Database, openDatabase } from './store/database.js';
 import { createRepositories, type Repositories } from './store/repositories.js';
 
@@ -55,6 +56,7 @@ export interface Gateway {
   limiter: FailureRateLimiter;
   revocation: AccessRevocation;
   http: Api;
+  ssh: SshProxy;
   listen(): Promise<void>;
   close(): Promise<void>;
 }
@@ -93,7 +95,24 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     options.egressTester ?? egressTesterFor(config.egress, v2rayEngine),
   );
   const events = new EventsService(repositories.events);
-  const status = new StatusService(database, engine, repositories.stats, { ssh: () => 0, vnc: () => 0 });
+  const ssh = new SshProxy({
+    host: config.httpHost,
+    port: config.sshProxyPort,
+    dataDir: config.dataDir,
+    users: repositories.users,
+    hosts: repositories.hosts,
+    sshKeys: repositories.sshKeys,
+    box,
+    limiter,
+    bus,
+    runtime,
+    revocation,
+    log: logger.child({ component: 'ssh' }),
+  });
+  const status = new StatusService(database, engine, repositories.stats, {
+    ssh: () => ssh.sessionCount(),
+    vnc: () => 0,
+  });
 
   const access = {
     publicHost: config.publicHost,
@@ -163,8 +182,12 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     limiter,
     revocation,
     http,
+    ssh,
     async listen() {
       await http.listen({ host: config.httpHost, port: config.httpPort });
+      await ssh.listen();
+      // With port 0 (tests) hosts must advertise the port really bound.
+      access.sshProxyPort = ssh.port;
       every(config.expirySweepSeconds, 'expiry-sweep', () =>
         sweepExpiredUsers(repositories.users, revocation, bus),
       );
@@ -193,6 +216,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       for (const timer of timers) clearInterval(timer);
       unwatch();
       sse.closeAll();
+      await ssh.close();
       await http.close();
       await taskRunner.idle();
       await database.close();

@@ -33,6 +33,19 @@ function run(
   return { child, output: () => output, exit };
 }
 
+/** The identification line an SSH server sends first. */
+function sshGreeting(port: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.setTimeout(5_000, () => socket.destroy(new Error('no SSH greeting')));
+    socket.once('data', (chunk) => {
+      socket.destroy();
+      resolve(chunk.toString('latin1'));
+    });
+    socket.once('error', reject);
+  });
+}
+
 async function waitHealthy(url: string, deadlineMs = 15_000): Promise<any> {
   const deadline = Date.now() + deadlineMs;
   while (Date.now() < deadline) {
@@ -62,10 +75,12 @@ describe('the gateway process (npm start)', () => {
       const dir = workdir();
       const filePort = await freePort();
       const envPort = await freePort();
+      const sshPort = await freePort();
       writeFileSync(
         path.join(dir, '.env'),
         `ADMIN_JWT_SECRET=${'k'.repeat(48)}\nADMIN_PASSWORD=first-admin-pass\nHTTP_PORT=${filePort}\n` +
-          `HTTP_HOST=127.0.0.1\nENTRY_PORT=0\nDATA_DIR=${dir}/data\nDOCKER_SOCKET=${dir}/none.sock\n`,
+          `HTTP_HOST=127.0.0.1\nENTRY_PORT=0\nDATA_DIR=${dir}/data\nDOCKER_SOCKET=${dir}/none.sock\n` +
+          `SSH_PROXY_PORT=${sshPort}\n`,
       );
       const gateway = run(dir, { HTTP_PORT: String(envPort) });
       try {
@@ -78,6 +93,7 @@ describe('the gateway process (npm start)', () => {
         });
         assert.equal(login.status, 200);
         assert.equal(statSync(path.join(dir, 'data/secrets.key')).mode & 0o777, 0o600);
+        assert.match(await sshGreeting(sshPort), /^SSH-2\.0-/);
         gateway.child.kill(signal);
         assert.equal(await gateway.exit, 0, gateway.output());
         assert.match(gateway.output(), /"msg":"stopped"/);

@@ -80,6 +80,7 @@ export async function startTestGateway(
     HTTP_HOST: '127.0.0.1',
     HTTP_PORT: '0',
     ENTRY_PORT: '0',
+    SSH_PROXY_PORT: '0',
     LOG_LEVEL: 'silent',
     DOCKER_SOCKET: path.join(dataDir, 'no-engine.sock'),
     ...env,

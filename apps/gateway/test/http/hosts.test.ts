@@ -59,7 +59,7 @@ for (const kind of DATABASES) {
         ssh_user: `alice+${created.short_id}`,
         ssh_pass: alice.sshPass,
         ssh_host: 'gw.example.test',
-        ssh_port: 2222,
+        ssh_port: t.gateway.ssh.port,
       });
       assert.deepEqual(created.bindings, []);
       const details = await host(created.id);

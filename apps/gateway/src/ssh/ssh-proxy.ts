@@ -1,0 +1,465 @@
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import type { Actor } from '@ccp/api';
+import type { Logger } from 'pino';
+import ssh2, {
+  type AuthContext,
+  type BaseAgent,
+  type Client,
+  type ClientInfo,
+  type Connection,
+  type Server,
+} from 'ssh2';
+import type { AccessRevocation } from '../domain/access-revocation.js';
+import { isExpired } from '../domain/auth-service.js';
+import { AppError } from '../domain/errors.js';
+import { linuxUserFor } from '../domain/host-view.js';
+import { FailureRateLimiter } from '../domain/rate-limiter.js';
+import type { SecretBox } from '../domain/secret-box.js';
+import { SHORT_ID_PATTERN } from '../domain/secrets.js';
+import { fingerprintOf } from '../domain/ssh-public-key.js';
+import type { EventBus } from '../events/event-bus.js';
+import type { Endpoint, WorkspaceRuntime } from '../runtime/workspace-runtime.js';
+import type { HostsRepository, HostWithOwner } from '../store/hosts-repository.js';
+import type { SshKeysRepository } from '../store/ssh-keys-repository.js';
+import type { UserRow, UsersRepository } from '../store/users-repository.js';
+import { loadOrCreateHostKey } from './host-key.js';
+import { relayLocalForwards, relayRemoteForwards, relaySession, type Traffic } from './relay.js';
+import { openAgentChannel, sendAuthBanner } from './ssh2-internals.js';
+
+export interface SshProxyOptions {
+  host: string;
+  /** 0 picks a free port (tests); `port` tells which one was bound. */
+  port: number;
+  dataDir: string;
+  users: UsersRepository;
+  hosts: HostsRepository;
+  sshKeys: SshKeysRepository;
+  box: SecretBox;
+  limiter: FailureRateLimiter;
+  bus: EventBus;
+  runtime: WorkspaceRuntime;
+  revocation: AccessRevocation;
+  log: Logger;
+  timing?: Partial<SshProxyTiming>;
+}
+
+export interface SshProxyTiming {
+  /** Keepalive interval both ways; a peer missing 3 in a row is cut (half-open connections). */
+  keepaliveMs: number;
+  /** Time a connection has to authenticate before it is dropped. */
+  loginGraceMs: number;
+  /** Time the workspace's sshd has to accept the gateway's login. */
+  upstreamReadyMs: number;
+  /** How often live sessions re-check their user and host (state changes not signalled otherwise). */
+  recheckMs: number;
+}
+
+const DEFAULT_TIMING: SshProxyTiming = {
+  keepaliveMs: 15_000,
+  loginGraceMs: 60_000,
+  upstreamReadyMs: 15_000,
+  recheckMs: 30_000,
+};
+
+const METHODS: ('password' | 'publickey')[] = ['publickey', 'password'];
+
+/** A login that passed every check, with the workspace connection made for it. */
+interface Admitted {
+  user: UserRow;
+  host: HostWithOwner;
+  upstream: Client;
+}
+
+interface LiveSession extends Admitted {
+  id: string;
+  connection: Connection;
+  clientAddress: string;
+  openedAt: number;
+  traffic: Traffic;
+  closeReason: string;
+}
+
+/** Said to the client in a banner, then the connection ends: retrying with another secret cannot help. */
+class Refusal extends Error {}
+
+const actorOf = (user: UserRow): Actor => ({ kind: user.role, id: user.id, username: user.username });
+const digest = (text: string) => createHash('sha256').update(text, 'utf8').digest();
+
+/**
+ * The SSH entrance on SSH_PROXY_PORT: authenticates `<username>[+<shortId>]` with the user's SSH password or
+ * keys, then logs in to that host's workspace with the gateway's per-host key and relays everything the
+ * client asks for. Users' secrets stop here; the workspace only ever sees the gateway's key.
+ */
+export class SshProxy {
+  private readonly server: Server;
+  private readonly live = new Map<string, LiveSession>();
+  private readonly pending = new Set<Connection>();
+  private readonly emits = new Set<Promise<void>>();
+  private readonly timing: SshProxyTiming;
+  private recheck: NodeJS.Timeout | null = null;
+
+  constructor(private readonly options: SshProxyOptions) {
+    this.timing = { ...DEFAULT_TIMING, ...options.timing };
+    this.server = new ssh2.Server(
+      {
+        hostKeys: [loadOrCreateHostKey(options.dataDir)],
+        keepaliveInterval: this.timing.keepaliveMs,
+        keepaliveCountMax: 3,
+      },
+      (connection, info) => this.accept(connection, info),
+    );
+    options.revocation.register((userId, reason) => {
+      if (reason === 'disabled' || reason === 'expired' || reason === 'deleted')
+        this.closeWhere((s) => s.user.id === userId, `user_${reason}`);
+    });
+  }
+
+  async listen(): Promise<void> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(this.options.port, this.options.host, () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
+    this.server.on('error', (error: Error) =>
+      this.options.log.error({ err: error }, 'SSH proxy server error'),
+    );
+    this.recheck = setInterval(() => {
+      this.recheckSessions().catch((error: unknown) =>
+        this.options.log.warn({ err: error }, 'rechecking SSH sessions failed'),
+      );
+    }, this.timing.recheckMs);
+    this.recheck.unref();
+  }
+
+  /** The bound port (the configured one, or the one picked for 0). */
+  get port(): number {
+    return (this.server.address() as AddressInfo).port;
+  }
+
+  /** Live (authenticated) connections, for the dashboard. */
+  sessionCount(): number {
+    return this.live.size;
+  }
+
+  /** Stops listening, ends every connection and waits until their events are written. */
+  async close(): Promise<void> {
+    if (this.recheck) clearInterval(this.recheck);
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    for (const connection of this.pending) connection.end();
+    this.closeWhere(() => true, 'gateway_stopped');
+    await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 5_000).unref())]);
+    await Promise.all(this.emits);
+  }
+
+  private accept(connection: Connection, info: ClientInfo): void {
+    const clientAddress = info.ip.replace(/^::ffff:/, '');
+    const log = this.options.log.child({ client: `${clientAddress}:${info.port}` });
+    this.pending.add(connection);
+    let admitted: Admitted | null = null;
+    let gone = false;
+    const grace = setTimeout(() => connection.end(), this.timing.loginGraceMs);
+
+    connection.on('authentication', (ctx) => {
+      this.authenticate(ctx, connection, clientAddress)
+        .then((result) => {
+          if (!result) return;
+          // The client may have left while the workspace login was under way.
+          if (gone) return result.upstream.end();
+          admitted = result;
+          ctx.accept();
+        })
+        .catch((error: unknown) => {
+          if (error instanceof Refusal) {
+            sendAuthBanner(connection, `cloud-cli-proxy: ${error.message}`);
+            ctx.reject(METHODS);
+            connection.end();
+            return;
+          }
+          log.error({ err: error }, 'SSH authentication failed with an error');
+          ctx.reject(METHODS);
+        });
+    });
+    connection.on('ready', () => {
+      clearTimeout(grace);
+      this.pending.delete(connection);
+      if (admitted) this.open(connection, admitted, clientAddress);
+    });
+    connection.on('error', (error: Error) => log.debug({ err: error }, 'SSH client connection error'));
+    connection.on('close', () => {
+      gone = true;
+      clearTimeout(grace);
+      this.pending.delete(connection);
+    });
+  }
+
+  /** Decides one authentication request. Null means "not this way" (the client may try another secret). */
+  private async authenticate(
+    ctx: AuthContext,
+    connection: Connection,
+    clientAddress: string,
+  ): Promise<Admitted | null> {
+    if (ctx.method !== 'password' && ctx.method !== 'publickey') {
+      ctx.reject(METHODS);
+      return null;
+    }
+    const { username, shortId } = parseLoginName(ctx.username);
+    const keys = FailureRateLimiter.keysFor(username, clientAddress);
+    const anonymous: Actor = { kind: 'anonymous', id: null, username: null };
+    try {
+      this.options.limiter.assertAllowed(keys);
+    } catch (error) {
+      if (!(error instanceof AppError)) throw error;
+      this.emit({
+        type: 'auth.ssh.rate_limited',
+        level: 'warn',
+        message: `SSH login refused: too many failed attempts`,
+        actor: anonymous,
+        data: { username, client_address: clientAddress },
+      });
+      throw new Refusal(
+        `too many failed login attempts; try again in ${String(error.extra.retry_after)} seconds.`,
+      );
+    }
+
+    const user = await this.options.users.findByUsername(username);
+    let proven: boolean;
+    if (ctx.method === 'password') {
+      // Unknown users still cost one comparison, so timing does not tell which usernames exist.
+      const expected = user ? this.options.box.open(user.ssh_pass_sealed) : randomUUID();
+      proven = timingSafeEqual(digest(ctx.password), digest(expected));
+    } else {
+      const fingerprint = fingerprintOf(ctx.key.data);
+      const owned =
+        user !== undefined &&
+        (await this.options.sshKeys.listForUser(user.id)).some((k) => k.fingerprint === fingerprint);
+      // OpenSSH offers every key it has; keys that are not this user's are declined, not counted as failures.
+      if (!owned) {
+        ctx.reject(METHODS);
+        return null;
+      }
+      if (!ctx.signature || !ctx.blob) {
+        ctx.accept(); // "would this key do?": yes; the client signs next
+        return null;
+      }
+      const parsed = ssh2.utils.parseKey(ctx.key.data);
+      proven =
+        !(parsed instanceof Error) &&
+        !Array.isArray(parsed) &&
+        parsed.verify(ctx.blob, ctx.signature, ctx.hashAlgo);
+    }
+    if (!user || !proven) {
+      this.options.limiter.recordFailure(keys);
+      this.emit({
+        type: 'auth.ssh.failed',
+        level: 'warn',
+        message: `SSH login failed for ${username}: wrong username or ${ctx.method === 'password' ? 'password' : 'key signature'}`,
+        actor: anonymous,
+        userId: user?.id ?? null,
+        data: { username, client_address: clientAddress, method: ctx.method, reason: 'invalid_credentials' },
+      });
+      ctx.reject(METHODS);
+      return null;
+    }
+    this.options.limiter.recordSuccess(username);
+
+    const refuse = async (reason: string, text: string, host?: HostWithOwner): Promise<never> => {
+      await this.emit({
+        type: 'auth.ssh.failed',
+        level: 'warn',
+        message: `SSH login refused for ${user.username}: ${text}`,
+        actor: actorOf(user),
+        userId: user.id,
+        hostId: host?.id ?? null,
+        data: { username: user.username, client_address: clientAddress, method: ctx.method, reason },
+      });
+      throw new Refusal(text);
+    };
+    if (user.status === 'disabled') return refuse('account_disabled', 'this account is disabled.');
+    if (isExpired(user)) return refuse('account_expired', 'this account has expired.');
+
+    let host: HostWithOwner | undefined;
+    if (shortId) {
+      if (SHORT_ID_PATTERN.test(shortId)) host = await this.options.hosts.findByShortId(shortId);
+      if (!host || host.user_id !== user.id)
+        return refuse('unknown_host', `${user.username} has no host ${shortId}.`);
+    } else {
+      const owned = await this.options.hosts.list({ userId: user.id });
+      if (owned.length === 0) return refuse('no_host', `${user.username} has no host.`);
+      if (owned.length > 1) {
+        const names = owned.map((h) => `${user.username}+${h.short_id}`).join(', ');
+        return refuse('host_ambiguous', `${user.username} has several hosts; log in as one of: ${names}.`);
+      }
+      host = owned[0]!;
+    }
+    const endpoints = host.status === 'running' ? await this.options.runtime.endpoints(host.id) : null;
+    if (!endpoints || !host.gateway_key_sealed) {
+      return refuse(
+        'host_not_running',
+        `host ${host.short_id} is ${host.status === 'running' ? 'not reachable' : host.status}; ` +
+          'start it from the dashboard or with its access command, then connect again.',
+        host,
+      );
+    }
+    let upstream: Client;
+    try {
+      upstream = await this.connectWorkspace(
+        endpoints.ssh,
+        linuxUserFor(user.username),
+        this.options.box.open(host.gateway_key_sealed),
+        connection,
+      );
+    } catch (error) {
+      this.options.log.warn({ err: error, hostId: host.id }, 'logging in to the workspace failed');
+      return refuse(
+        'workspace_unreachable',
+        `host ${host.short_id} is running but its SSH service does not answer; try again shortly.`,
+        host,
+      );
+    }
+    return { user, host, upstream };
+  }
+
+  private connectWorkspace(
+    endpoint: Endpoint,
+    linuxUser: string,
+    privateKey: string,
+    connection: Connection,
+  ): Promise<Client> {
+    const upstream = new ssh2.Client();
+    return new Promise((resolve, reject) => {
+      upstream.once('ready', () => {
+        upstream.off('error', reject);
+        upstream.on('error', (error: Error) =>
+          this.options.log.debug({ err: error }, 'workspace SSH connection error'),
+        );
+        resolve(upstream);
+      });
+      upstream.once('error', reject);
+      upstream.connect({
+        host: endpoint.host,
+        port: endpoint.port,
+        username: linuxUser,
+        privateKey,
+        // Only the gateway's key: the agent below exists to serve forwarding, never to log in with.
+        authHandler: ['publickey'],
+        agent: forwardingAgent(connection),
+        readyTimeout: this.timing.upstreamReadyMs,
+        keepaliveInterval: this.timing.keepaliveMs,
+        keepaliveCountMax: 3,
+        // The workspace is reachable only through its egress gateway's relay, from the gateway's own address;
+        // its host key lives in a per-host volume the gateway does not record, so there is nothing to pin.
+        hostVerifier: () => true,
+      });
+    });
+  }
+
+  private open(connection: Connection, admitted: Admitted, clientAddress: string): void {
+    const session: LiveSession = {
+      ...admitted,
+      id: randomUUID(),
+      connection,
+      clientAddress,
+      openedAt: Date.now(),
+      traffic: { toWorkspace: 0, toClient: 0 },
+      closeReason: 'client_closed',
+    };
+    const { user, host, upstream, traffic } = session;
+    this.live.set(session.id, session);
+    connection.on('session', (accept) => relaySession(accept(), upstream, traffic));
+    relayLocalForwards(connection, upstream, traffic);
+    relayRemoteForwards(connection, upstream, traffic);
+    upstream.on('close', () => {
+      if (session.closeReason === 'client_closed') session.closeReason = 'workspace_closed';
+      connection.end();
+    });
+    connection.on('close', () => {
+      this.live.delete(session.id);
+      upstream.end();
+      this.emit({
+        type: 'ssh.session.closed',
+        message: `SSH session of ${user.username} to host ${host.short_id} closed (${session.closeReason})`,
+        actor: actorOf(user),
+        userId: user.id,
+        hostId: host.id,
+        data: {
+          username: user.username,
+          short_id: host.short_id,
+          client_address: clientAddress,
+          bytes_in: traffic.toWorkspace,
+          bytes_out: traffic.toClient,
+          duration_ms: Date.now() - session.openedAt,
+          reason: session.closeReason,
+        },
+      });
+    });
+    this.emit({
+      type: 'ssh.session.opened',
+      message: `SSH session of ${user.username} to host ${host.short_id} opened`,
+      actor: actorOf(user),
+      userId: user.id,
+      hostId: host.id,
+      data: { username: user.username, short_id: host.short_id, client_address: clientAddress },
+    });
+  }
+
+  private closeWhere(match: (session: LiveSession) => boolean, reason: string): void {
+    for (const session of this.live.values()) {
+      if (!match(session)) continue;
+      session.closeReason = reason;
+      session.connection.end();
+    }
+  }
+
+  /** Ends sessions whose host left `running` or whose user lost access without a revocation reaching us. */
+  private async recheckSessions(): Promise<void> {
+    const now = new Date().toISOString();
+    for (const session of [...this.live.values()]) {
+      const host = await this.options.hosts.findById(session.host.id);
+      const user = await this.options.users.findById(session.user.id);
+      const reason =
+        !user || user.status === 'disabled' || isExpired(user, now)
+          ? 'user_revoked'
+          : host?.status !== 'running'
+            ? 'host_stopped'
+            : null;
+      if (reason) this.closeWhere((s) => s === session, reason);
+    }
+  }
+
+  /** Events are written in the background; close() waits for those still under way. */
+  private emit(input: Parameters<EventBus['emit']>[0]): Promise<void> {
+    const written = this.options.bus
+      .emit(input)
+      .catch((error: unknown) =>
+        this.options.log.error({ err: error, event: input.type }, 'event not written'),
+      )
+      .finally(() => this.emits.delete(written));
+    this.emits.add(written);
+    return written;
+  }
+}
+
+/** `<username>+<shortId>` names a host; a bare `<username>` means the user's only host. */
+export function parseLoginName(login: string): { username: string; shortId: string | null } {
+  const at = login.lastIndexOf('+');
+  if (at <= 0) return { username: login, shortId: null };
+  return { username: login.slice(0, at), shortId: login.slice(at + 1).toLowerCase() };
+}
+
+/** An ssh2 agent whose only use is forwarding: each agent channel the workspace opens is opened to the
+ * client (which asked for it with -A), and ssh2 splices the two. */
+function forwardingAgent(connection: Connection): BaseAgent {
+  const agent = Object.create(ssh2.BaseAgent.prototype) as BaseAgent & {
+    getStream(callback: (error: Error | undefined, stream?: unknown) => void): void;
+  };
+  agent.getStream = (callback) => {
+    openAgentChannel(connection).then(
+      (channel) => callback(undefined, channel),
+      (error: Error) => callback(error),
+    );
+  };
+  return agent;
+}

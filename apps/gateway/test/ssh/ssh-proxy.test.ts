@@ -1,0 +1,413 @@
+import assert from 'node:assert/strict';
+import { execFile, spawn } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { createReadStream, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createServer, type Server, Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
+import Docker from 'dockerode';
+import { ensureLab, labUnavailable } from '../../../../test/lab/lab.js';
+import { HOST_LABEL } from '../../src/runtime/docker-workspace-runtime.js';
+import { IMAGE_ROOT } from '../../src/runtime/image-inputs.js';
+import { HOST_KEY_FILE } from '../../src/ssh/host-key.js';
+import { labEgressEnv } from '../helpers/lab-egress.js';
+import { KeyFactory } from '../helpers/ssh-keygen.js';
+import { startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
+
+const exec = promisify(execFile);
+const docker = new Docker({ socketPath: '/var/run/docker.sock' });
+const skip = labUnavailable();
+
+interface Result {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a client tool with a hard deadline; never rejects, so a failed assertion shows the output. */
+function run(
+  command: string,
+  args: string[],
+  options: { env?: Record<string, string>; timeoutMs?: number } = {},
+): Promise<Result> {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, {
+      env: { ...process.env, ...options.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => (stdout += chunk));
+    child.stderr.on('data', (chunk) => (stderr += chunk));
+    const timer = setTimeout(() => {
+      stderr += `\n[killed after ${options.timeoutMs ?? 60_000} ms]`;
+      child.kill('SIGKILL');
+    }, options.timeoutMs ?? 60_000);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+async function within<T>(ms: number, what: string, work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} took more than ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([work, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function until(what: string, check: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+async function sha256File(file: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer);
+  return hash.digest('hex');
+}
+
+/** Connects to a local port and returns what the server sends before closing (empty when refused). */
+function readAll(port: number): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = new Socket();
+    let text = '';
+    socket.setTimeout(5_000, () => socket.destroy());
+    socket.on('data', (chunk) => (text += chunk));
+    socket.on('close', () => resolve(text));
+    socket.on('error', () => {});
+    socket.connect(port, '127.0.0.1');
+  });
+}
+
+describe('the SSH proxy, with OpenSSH clients, against a real workspace', { skip, timeout: 900_000 }, () => {
+  const suffix = randomBytes(3).toString('hex');
+  const username = `sp${suffix}`;
+  const work = mkdtempSync(path.join(tmpdir(), 'ccp-ssh-proxy-'));
+  const keys = new KeyFactory();
+  const agents: number[] = [];
+  const servers: Server[] = [];
+  const hostIds: string[] = [];
+  let t: TestGateway;
+  let port: number;
+  let user: { id: string; sshPass: string };
+  let host: { id: string; short_id: string };
+  let keyFile: string;
+  let login: string;
+
+  const common = () => [
+    '-p',
+    String(port),
+    '-F',
+    '/dev/null',
+    '-o',
+    'StrictHostKeyChecking=no',
+    '-o',
+    'UserKnownHostsFile=/dev/null',
+    '-o',
+    'ConnectTimeout=10',
+    '-o',
+    'ServerAliveInterval=5',
+  ];
+  const passwordOnly = [
+    '-o',
+    'PubkeyAuthentication=no',
+    '-o',
+    'PreferredAuthentications=password',
+    '-o',
+    'NumberOfPasswordPrompts=1',
+  ];
+  const keyOnly = () => ['-o', 'BatchMode=yes', '-o', 'IdentitiesOnly=yes', '-i', keyFile];
+  /** `ssh` with the user's SSH password (given through sshpass's environment, never on a command line). */
+  const sshPassword = (args: string[], options: { password?: string; timeoutMs?: number } = {}) =>
+    run('sshpass', ['-e', 'ssh', ...common(), ...passwordOnly, ...args], {
+      env: { SSHPASS: options.password ?? user.sshPass },
+      timeoutMs: options.timeoutMs,
+    });
+  const sshKey = (args: string[], env: Record<string, string> = {}) =>
+    run('ssh', [...common(), ...keyOnly(), ...args], { env });
+  const events = async (type: string) =>
+    (await t.request('GET', `/v1/admin/events?type=${type}&user_id=${user.id}&limit=500`)).body.events as {
+      data: Record<string, unknown>;
+    }[];
+
+  before(async () => {
+    await exec('bash', [path.join(IMAGE_ROOT, 'build.sh'), '--variant', 'test', 'all'], { timeout: 600_000 });
+    const lab = await ensureLab();
+    t = await startTestGateway(
+      'sqlite',
+      { ...labEgressEnv(lab), WORKSPACE_IMAGE_VARIANT: 'test', DOCKER_SOCKET: '/var/run/docker.sock' },
+      'docker',
+    );
+    await t.listen();
+    port = t.gateway.ssh.port;
+    const exit = lab.exits[0]!;
+    const egress = await t.request('POST', '/v1/admin/egress-ips', {
+      body: {
+        label: 'lab vmess',
+        ip_address: exit.address,
+        proxy_config: exit.variants['vmess-tcp'].proxyConfig,
+      },
+    });
+    user = await t.createUser(username);
+    const created = await t.request('POST', '/v1/admin/hosts', {
+      body: { user_id: user.id, egress_ip_id: egress.body.id },
+    });
+    host = created.body;
+    hostIds.push(host.id);
+    login = `${username}+${host.short_id}`;
+
+    const key = keys.generate('ed25519');
+    keyFile = path.join(work, 'id_ed25519');
+    writeFileSync(keyFile, key.privateKey, { mode: 0o600 });
+    const added = await t.request('POST', `/v1/admin/users/${user.id}/ssh-keys`, {
+      body: { public_key: key.publicKey },
+    });
+    assert.equal(added.status, 201, JSON.stringify(added.body));
+
+    const start = await t.request('POST', `/v1/admin/hosts/${host.id}/start`);
+    await within(300_000, 'the workspace start', t.gateway.tasks.idle());
+    const task = (await t.request('GET', `/v1/admin/tasks/${start.body.task_id}`)).body;
+    assert.equal(task.status, 'succeeded', JSON.stringify(task.error));
+  });
+
+  after(async () => {
+    for (const pid of agents) {
+      try {
+        process.kill(pid);
+      } catch {}
+    }
+    for (const server of servers) server.close();
+    await t?.close().catch(() => {});
+    for (const hostId of hostIds) {
+      const filters = { label: [`${HOST_LABEL}=${hostId}`] };
+      for (const c of await docker.listContainers({ all: true, filters }))
+        await docker
+          .getContainer(c.Id)
+          .remove({ force: true })
+          .catch(() => {});
+      for (const v of (await docker.listVolumes({ filters })).Volumes ?? [])
+        await docker
+          .getVolume(v.Name)
+          .remove()
+          .catch(() => {});
+    }
+    keys.cleanup();
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  it('keeps one host key in DATA_DIR, private to the gateway', () => {
+    assert.equal(statSync(path.join(t.dataDir, HOST_KEY_FILE)).mode & 0o777, 0o600);
+  });
+
+  it('logs in with the SSH password, runs a command and returns its exit status', async () => {
+    const result = await sshPassword([`${login}@127.0.0.1`, 'id -un; echo to-stderr >&2; exit 7']);
+    assert.equal(result.code, 7, result.stderr);
+    assert.equal(result.stdout.trim(), username);
+    assert.match(result.stderr, /to-stderr/);
+
+    await until('the session-closed event', async () => (await events('ssh.session.closed')).length > 0);
+    const [closed] = await events('ssh.session.closed');
+    assert.equal(closed!.data.username, username);
+    assert.equal(closed!.data.short_id, host.short_id);
+    assert.equal(closed!.data.client_address, '127.0.0.1');
+    assert.ok((closed!.data.bytes_out as number) > username.length);
+    assert.equal(typeof closed!.data.duration_ms, 'number');
+    assert.equal((await events('ssh.session.opened')).length, 1);
+  });
+
+  it('logs in with a registered key, and with the bare username when the user has one host', async () => {
+    const result = await sshKey([`${username}@127.0.0.1`, 'echo key-ok']);
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(result.stdout.trim(), 'key-ok');
+  });
+
+  it('refuses a key that is not the user’s', async () => {
+    const stranger = keys.generate('ed25519');
+    const file = path.join(work, 'stranger');
+    writeFileSync(file, stranger.privateKey, { mode: 0o600 });
+    const result = await run('ssh', [
+      ...common(),
+      '-o',
+      'BatchMode=yes',
+      '-o',
+      'IdentitiesOnly=yes',
+      '-i',
+      file,
+      `${login}@127.0.0.1`,
+      'echo in',
+    ]);
+    assert.equal(result.code, 255);
+    assert.doesNotMatch(result.stdout, /in/);
+  });
+
+  it('gives an interactive PTY (ssh -tt) where tmux runs', async () => {
+    const result = await sshPassword(['-tt', `${login}@127.0.0.1`, 'tty; tmux -V; stty size; exit 3']);
+    assert.equal(result.code, 3, result.stderr);
+    assert.match(result.stdout, /\/dev\/pts\/\d+/);
+    assert.match(result.stdout, /tmux \d/);
+  });
+
+  it('moves a 50 MB file both ways intact with scp (SFTP and legacy protocols) and sftp', async () => {
+    const big = path.join(work, 'big.bin');
+    const chunks = Array.from({ length: 50 }, () => randomBytes(1024 * 1024));
+    writeFileSync(big, Buffer.concat(chunks));
+    const expected = await sha256File(big);
+    const scpArgs = [...common().map((a) => (a === '-p' ? '-P' : a)), ...keyOnly()];
+
+    const up = await run('scp', [...scpArgs, big, `${login}@127.0.0.1:big.bin`], { timeoutMs: 180_000 });
+    assert.equal(up.code, 0, up.stderr);
+    const remote = await sshKey([`${login}@127.0.0.1`, 'sha256sum big.bin']);
+    assert.equal(remote.stdout.split(/\s+/)[0], expected);
+
+    const back = path.join(work, 'back.bin');
+    const down = await run('scp', [...scpArgs, '-O', `${login}@127.0.0.1:big.bin`, back], {
+      timeoutMs: 180_000,
+    });
+    assert.equal(down.code, 0, down.stderr);
+    assert.equal(await sha256File(back), expected);
+
+    const batch = path.join(work, 'sftp.batch');
+    const fetched = path.join(work, 'sftp-back.bin');
+    writeFileSync(batch, `put ${big} via-sftp.bin\nget via-sftp.bin ${fetched}\nrm via-sftp.bin\n`);
+    const sftp = await run('sftp', [...scpArgs, '-b', batch, `${login}@127.0.0.1`], { timeoutMs: 180_000 });
+    assert.equal(sftp.code, 0, sftp.stderr);
+    assert.equal(await sha256File(fetched), expected);
+  });
+
+  it('forwards a local port (-L) to a server started inside the workspace', async () => {
+    const remotePort = 20_000 + Math.floor(Math.random() * 20_000);
+    const localPort = 40_000 + Math.floor(Math.random() * 20_000);
+    // Serves one connection, then ends the command (and so the session).
+    const server =
+      `perl -MIO::Socket::INET -e '$s = IO::Socket::INET->new(LocalAddr => "127.0.0.1", ` +
+      `LocalPort => ${remotePort}, Listen => 5, ReuseAddr => 1) or die "listen: $!"; ` +
+      `$c = $s->accept; print $c "hello from the workspace\\n"; close $c'`;
+    const session = sshKey([
+      '-L',
+      `127.0.0.1:${localPort}:127.0.0.1:${remotePort}`,
+      `${login}@127.0.0.1`,
+      server,
+    ]);
+    let text = '';
+    await until('the forwarded server to answer', async () => {
+      text = await readAll(localPort);
+      return text.length > 0;
+    });
+    assert.equal(text, 'hello from the workspace\n');
+    const result = await session;
+    assert.equal(result.code, 0, result.stderr);
+  });
+
+  it('forwards a remote port (-R) so the workspace reaches a local server', async () => {
+    const local = createServer((socket) => socket.end('HTTP/1.0 200 OK\r\n\r\nhello from the client\n'));
+    servers.push(local);
+    await new Promise<void>((resolve) => local.listen(0, '127.0.0.1', resolve));
+    const localPort = (local.address() as { port: number }).port;
+    const remotePort = 20_000 + Math.floor(Math.random() * 20_000);
+    const result = await sshKey([
+      '-o',
+      'ExitOnForwardFailure=yes',
+      '-R',
+      `127.0.0.1:${remotePort}:127.0.0.1:${localPort}`,
+      `${login}@127.0.0.1`,
+      `for i in 1 2 3 4 5; do curl -fsS http://127.0.0.1:${remotePort}/ && exit 0; sleep 1; done; exit 1`,
+    ]);
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(result.stdout, 'hello from the client\n');
+  });
+
+  it('forwards the agent (-A): the workspace lists the client’s key', async () => {
+    const started = await run('ssh-agent', ['-s']);
+    const socket = /SSH_AUTH_SOCK=([^;]+);/.exec(started.stdout)?.[1];
+    const pid = Number(/SSH_AGENT_PID=(\d+);/.exec(started.stdout)?.[1]);
+    assert.ok(socket && pid, started.stdout + started.stderr);
+    agents.push(pid);
+    const agentKey = keys.generate('ed25519', undefined, 'forwarded-key');
+    const agentKeyFile = path.join(work, 'agent_key');
+    writeFileSync(agentKeyFile, agentKey.privateKey, { mode: 0o600 });
+    const added = await run('ssh-add', [agentKeyFile], { env: { SSH_AUTH_SOCK: socket } });
+    assert.equal(added.code, 0, added.stderr);
+
+    const result = await sshKey(['-A', `${login}@127.0.0.1`, 'ssh-add -l'], { SSH_AUTH_SOCK: socket });
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, new RegExp(agentKey.fingerprint.replace(/[+/]/g, '\\$&')));
+  });
+
+  it('refuses a wrong password', async () => {
+    const result = await sshPassword([`${login}@127.0.0.1`, 'echo in'], { password: 'not-the-password' });
+    assert.notEqual(result.code, 0);
+    assert.doesNotMatch(result.stdout, /in/);
+    const failed = await events('auth.ssh.failed');
+    assert.ok(failed.some((e) => e.data.reason === 'invalid_credentials'));
+  });
+
+  it('ends the open session when its host stops', async () => {
+    const session = sshPassword([`${login}@127.0.0.1`, 'sleep 120'], { timeoutMs: 90_000 });
+    await until('the session to be live', () => t.gateway.ssh.sessionCount() === 1);
+    const stop = await t.request('POST', `/v1/admin/hosts/${host.id}/stop`);
+    assert.equal(stop.status, 202);
+    const cut = await session;
+    assert.notEqual(cut.code, 0);
+    await until('the session to be gone', () => t.gateway.ssh.sessionCount() === 0);
+    await within(120_000, 'the host to stop', t.gateway.tasks.idle());
+
+    const start = await t.request('POST', `/v1/admin/hosts/${host.id}/start`);
+    await within(300_000, 'the workspace start', t.gateway.tasks.idle());
+    assert.equal((await t.request('GET', `/v1/admin/tasks/${start.body.task_id}`)).body.status, 'succeeded');
+  });
+
+  it('closes a disabled user’s open session, refuses them, then refuses their stopped host', async () => {
+    const started = Date.now();
+    const session = sshPassword([`${login}@127.0.0.1`, 'sleep 120'], { timeoutMs: 90_000 });
+    await until('the session to be live', () => t.gateway.ssh.sessionCount() === 1);
+    const stats = await t.request('GET', '/v1/admin/dashboard/stats');
+    assert.equal(stats.body.sessions.ssh, 1);
+
+    const disabled = await t.request('PATCH', `/v1/admin/users/${user.id}`, { body: { status: 'disabled' } });
+    assert.equal(disabled.status, 200);
+    const cut = await session;
+    assert.notEqual(cut.code, 0);
+    assert.ok(Date.now() - started < 60_000, 'the session was not closed promptly');
+    await until('the closed event', async () =>
+      (await events('ssh.session.closed')).some((e) => e.data.reason === 'user_disabled'),
+    );
+    assert.equal(t.gateway.ssh.sessionCount(), 0);
+
+    const refused = await sshPassword([`${login}@127.0.0.1`, 'echo in']);
+    assert.equal(refused.code, 255);
+    assert.match(refused.stderr, /this account is disabled/);
+
+    // Disabling also stopped the host; once enabled again the host stays stopped, and the proxy never starts it.
+    await within(120_000, 'the host to stop', t.gateway.tasks.idle());
+    await t.request('PATCH', `/v1/admin/users/${user.id}`, { body: { status: 'active' } });
+    const stopped = await sshPassword([`${login}@127.0.0.1`, 'echo in']);
+    assert.equal(stopped.code, 255);
+    assert.match(stopped.stderr, new RegExp(`host ${host.short_id} is stopped; start it`));
+    assert.equal((await t.request('GET', `/v1/admin/hosts/${host.id}`)).body.status, 'stopped');
+  });
+
+  it('rate-limits SSH logins: after 10 wrong passwords even the right one is refused', async () => {
+    // Its own client address (127.0.0.2), so the failures of other tests do not count here.
+    const from = ['-b', '127.0.0.2'];
+    for (let i = 0; i < 10; i++) {
+      const wrong = await sshPassword([...from, `${login}@127.0.0.1`, 'true'], { password: `wrong-${i}` });
+      assert.notEqual(wrong.code, 0);
+      assert.doesNotMatch(wrong.stderr, /too many failed/);
+    }
+    const limited = await sshPassword([...from, `${login}@127.0.0.1`, 'true']);
+    assert.equal(limited.code, 255);
+    assert.match(limited.stderr, /too many failed login attempts; try again in \d+ seconds/);
+  });
+});
