@@ -145,15 +145,7 @@ export class HostsService {
       userId: host.user_id,
       hostId: host.id,
       data: { binding_id: binding.id, egress_ip_id: egress.id },
-      sse: {
-        message: {
-          topic: 'hosts',
-          action: 'update',
-          id: host.id,
-          payload: await this.view(host.id, 'admin'),
-        },
-        ownerUserId: host.user_id,
-      },
+      sse: await this.hostUpdated(host),
     });
     return { ...binding, created_at: isoOut(binding.created_at) };
   }
@@ -180,16 +172,17 @@ export class HostsService {
       userId: host.user_id,
       hostId: host.id,
       data: { binding_id: bindingId, egress_ip_id: binding.egress_ip_id },
-      sse: {
-        message: {
-          topic: 'hosts',
-          action: 'update',
-          id: host.id,
-          payload: await this.view(host.id, 'admin'),
-        },
-        ownerUserId: host.user_id,
-      },
+      sse: await this.hostUpdated(host),
     });
+  }
+
+  /** The live `hosts` update for a host whose bindings changed. */
+  private async hostUpdated(host: HostWithOwner) {
+    const payload = await this.view(host.id, 'admin');
+    return {
+      message: { topic: 'hosts' as const, action: 'update' as const, id: host.id, payload },
+      ownerUserId: host.user_id,
+    };
   }
 
   private async view(id: string, portal: 'admin' | 'user'): Promise<Host> {
