@@ -1,8 +1,12 @@
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import { AccessRevocation } from './domain/access-revocation.js';
+import { AccessScripts } from './domain/access-scripts.js';
+import { AccessTickets } from './domain/access-tickets.js';
 import { AuthService } from './domain/auth-service.js';
+import { BootstrapService } from './domain/bootstrap-service.js';
 import { EgressIpsService, type EgressTester } from './domain/egress-ips-service.js';
+import { EntryService } from './domain/entry-service.js';
 import { EventsService } from './domain/events-service.js';
 import { sweepExpiredUsers } from './domain/expiry-sweep.js';
 import { HostLifecycle } from './domain/host-lifecycle.js';
@@ -20,7 +24,7 @@ import { v2rayEngine } from './egress/v2ray-engine.js';
 import { EventBus } from './events/event-bus.js';
 import { SseHub } from './events/sse-hub.js';
 import type { Api } from './http/api.js';
-import { buildHttpApp } from './http/app.js';
+import { buildEntryApp, buildHttpApp } from './http/app.js';
 import { type ContainerEngine, DockerEngine } from './runtime/container-engine.js';
 import { DockerWorkspaceRuntime } from './runtime/docker-workspace-runtime.js';
 import { expectedImageTag } from './runtime/image-inputs.js';
@@ -95,6 +99,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     options.egressTester ?? egressTesterFor(config.egress, v2rayEngine),
   );
   const events = new EventsService(repositories.events);
+  const tickets = new AccessTickets();
   const ssh = new SshProxy({
     host: config.httpHost,
     port: config.sshProxyPort,
@@ -104,6 +109,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     sshKeys: repositories.sshKeys,
     box,
     limiter,
+    tickets,
     bus,
     runtime,
     revocation,
@@ -142,6 +148,27 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     access,
   );
   const tasks = new TasksService(repositories.tasks);
+  const entry = new EntryService(
+    repositories.hosts,
+    repositories.tasks,
+    auth,
+    lifecycle,
+    limiter,
+    box,
+    bus,
+    access,
+  );
+  const bootstrap = new BootstrapService(
+    repositories.users,
+    repositories.hosts,
+    repositories.tasks,
+    auth,
+    lifecycle,
+    tickets,
+    bus,
+    access,
+  );
+  const scripts = new AccessScripts(config.publicApiUrl);
   const images = new ImagesService(runtime, bus);
   egressIps.onUpstreamChanged((egressIpId) => lifecycle.egressChanged(egressIpId));
   revocation.register(async (userId, reason) => {
@@ -153,10 +180,26 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     logger.info({ username: config.adminUsername }, 'created the first admin account');
   }
 
-  const http = await buildHttpApp(
-    { config, auth, users, sshKeys, egressIps, hosts, lifecycle, tasks, images, events, status, sse },
-    options.httpLogger === false ? false : logger,
-  );
+  const httpServices = {
+    config,
+    auth,
+    users,
+    sshKeys,
+    egressIps,
+    hosts,
+    lifecycle,
+    tasks,
+    images,
+    events,
+    status,
+    sse,
+    entry,
+    bootstrap,
+    scripts,
+  };
+  const httpLogger = options.httpLogger === false ? false : logger;
+  const http = await buildHttpApp(httpServices, httpLogger);
+  const entryListener = config.entryPort > 0 ? buildEntryApp(httpServices, httpLogger) : null;
 
   const timers: NodeJS.Timeout[] = [];
   let unwatch = () => {};
@@ -185,6 +228,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     ssh,
     async listen() {
       await http.listen({ host: config.httpHost, port: config.httpPort });
+      await entryListener?.listen({ host: config.httpHost, port: config.entryPort });
       await ssh.listen();
       // With port 0 (tests) hosts must advertise the port really bound.
       access.sshProxyPort = ssh.port;
@@ -217,6 +261,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       unwatch();
       sse.closeAll();
       await ssh.close();
+      await entryListener?.close();
       await http.close();
       await taskRunner.idle();
       await database.close();

@@ -23,6 +23,16 @@ export const ErrorBody = Type.Object({
   retry_after: Type.Optional(Type.Integer()),
   host_ids: Type.Optional(Type.Array(Uuid)),
   task_id: Type.Optional(Uuid),
+  task_error: Type.Optional(
+    Type.Object(
+      { code: Type.String(), message: Type.String() },
+      { description: 'with `task_failed`: why the awaited task failed' },
+    ),
+  ),
+  hosts: Type.Optional(
+    Type.Array(Type.String(), { description: 'with `host_ambiguous`: the short IDs to choose from' }),
+  ),
+  progress: Type.Optional(Type.Integer({ description: 'with `not_ready`: the task progress' })),
 });
 
 export const EmptyObject = Type.Object({}, { additionalProperties: false });

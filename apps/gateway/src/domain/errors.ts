@@ -27,6 +27,7 @@ export const errors = {
   accountDisabled: () => new AppError(403, 'account_disabled', 'This account is disabled'),
   accountExpired: () => new AppError(403, 'account_expired', 'This account has expired'),
   notFound: (what: string) => new AppError(404, 'not_found', `${what} not found`),
+  noHost: (message: string) => new AppError(404, 'no_host', message),
   conflict: (code: string, message: string, extra: Record<string, unknown> = {}) =>
     new AppError(409, code, message, extra),
   rateLimited: (retryAfterSeconds: number) =>

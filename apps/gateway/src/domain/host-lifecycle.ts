@@ -37,13 +37,14 @@ export class HostLifecycle {
     private readonly log: Logger,
   ) {}
 
-  async start(hostId: string, actor: Actor): Promise<TaskAccepted> {
+  /** Queues a start; `bootstrap` marks the task as one the bootstrap paths may show and hand off. */
+  async start(hostId: string, actor: Actor, kind: 'start' | 'bootstrap' = 'start'): Promise<TaskAccepted> {
     const host = await this.require(hostId);
     const upstream = await this.activeUpstream(host.id);
     if (!upstream)
       throw errors.conflict('no_egress_bound', 'The host has no egress IP bound; bind one first');
     const row = await this.tasks.submit({
-      kind: 'start',
+      kind,
       hostId,
       userId: host.user_id,
       actor,

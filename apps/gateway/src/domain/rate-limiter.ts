@@ -21,7 +21,12 @@ export class FailureRateLimiter {
   }
 
   static keysFor(username: string, clientAddress: string): string[] {
-    return [`user:${username.toLowerCase()}`, `addr:${clientAddress}`];
+    return [`user:${username.toLowerCase()}`, ...FailureRateLimiter.addressKeys(clientAddress)];
+  }
+
+  /** For failures with no username to blame (e.g. guessed short IDs). */
+  static addressKeys(clientAddress: string): string[] {
+    return [`addr:${clientAddress}`];
   }
 
   /** Throws 429 with the seconds until the oldest counted failure leaves the window. */

@@ -7,6 +7,7 @@ import type { Api } from './api.js';
 import { requireRole } from './plugins/authentication.js';
 import { registerErrorHandling } from './plugins/error-handler.js';
 import { registerValidation } from './plugins/validation.js';
+import { registerAccessRoutes, registerEntryScriptRoute } from './routes/access.js';
 import { registerAdminActivityRoutes } from './routes/admin-activity.js';
 import { registerAdminEgressRoutes } from './routes/admin-egress-ips.js';
 import { registerAdminHostRoutes } from './routes/admin-hosts.js';
@@ -38,7 +39,8 @@ function documentBearerAuth(route: RouteOptions): void {
   } as FastifySchema;
 }
 
-export async function buildHttpApp(services: HttpServices, logger: Logger | false): Promise<Api> {
+/** A Fastify instance with the gateway's request ids, error format and validation. */
+function createApp(logger: Logger | false): Api {
   const options: FastifyServerOptions = {
     bodyLimit: 1024 * 1024,
     genReqId: (request) => {
@@ -62,6 +64,11 @@ export async function buildHttpApp(services: HttpServices, logger: Logger | fals
   });
   registerErrorHandling(app);
   registerValidation(app);
+  return app;
+}
+
+export async function buildHttpApp(services: HttpServices, logger: Logger | false): Promise<Api> {
+  const app = createApp(logger);
 
   await app.register(swagger, {
     openapi: {
@@ -79,6 +86,7 @@ export async function buildHttpApp(services: HttpServices, logger: Logger | fals
   });
 
   registerPublicRoutes(app, services);
+  registerAccessRoutes(app, services);
   app.get('/v1/openapi.json', { schema: { hide: true } }, () => app.swagger());
 
   await app.register(
@@ -107,5 +115,12 @@ export async function buildHttpApp(services: HttpServices, logger: Logger | fals
     { prefix: '/v1/user' },
   );
 
+  return app;
+}
+
+/** The listener on ENTRY_PORT: only the entry scripts, so the short link works without a port. */
+export function buildEntryApp(services: HttpServices, logger: Logger | false): Api {
+  const app = createApp(logger);
+  registerEntryScriptRoute(app, services);
   return app;
 }

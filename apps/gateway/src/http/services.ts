@@ -1,5 +1,8 @@
 import type { Config } from '../config.js';
+import type { AccessScripts } from '../domain/access-scripts.js';
 import type { AuthService } from '../domain/auth-service.js';
+import type { BootstrapService } from '../domain/bootstrap-service.js';
+import type { EntryService } from '../domain/entry-service.js';
 import type { EgressIpsService } from '../domain/egress-ips-service.js';
 import type { EventsService } from '../domain/events-service.js';
 import type { HostLifecycle } from '../domain/host-lifecycle.js';
@@ -25,4 +28,7 @@ export interface HttpServices {
   events: EventsService;
   status: StatusService;
   sse: SseHub;
+  entry: EntryService;
+  bootstrap: BootstrapService;
+  scripts: AccessScripts;
 }

@@ -11,6 +11,7 @@ import ssh2, {
   type Server,
 } from 'ssh2';
 import type { AccessRevocation } from '../domain/access-revocation.js';
+import { AccessTickets, type TicketGrant } from '../domain/access-tickets.js';
 import { isExpired } from '../domain/auth-service.js';
 import { AppError } from '../domain/errors.js';
 import { linuxUserFor } from '../domain/host-view.js';
@@ -37,6 +38,8 @@ export interface SshProxyOptions {
   sshKeys: SshKeysRepository;
   box: SecretBox;
   limiter: FailureRateLimiter;
+  /** One-time bootstrap tickets, accepted in place of the SSH password. */
+  tickets: AccessTickets;
   bus: EventBus;
   runtime: WorkspaceRuntime;
   revocation: AccessRevocation;
@@ -226,7 +229,11 @@ export class SshProxy {
 
     const user = await this.options.users.findByUsername(username);
     let proven: boolean;
-    if (ctx.method === 'password') {
+    let ticket: TicketGrant | null = null;
+    if (ctx.method === 'password' && AccessTickets.looksLikeTicket(ctx.password)) {
+      ticket = this.options.tickets.redeem(ctx.password);
+      proven = user !== undefined && ticket?.userId === user.id;
+    } else if (ctx.method === 'password') {
       // Unknown users still cost one comparison, so timing does not tell which usernames exist.
       const expected = user ? this.options.box.open(user.ssh_pass_sealed) : randomUUID();
       proven = timingSafeEqual(digest(ctx.password), digest(expected));
@@ -294,6 +301,12 @@ export class SshProxy {
       }
       host = owned[0]!;
     }
+    if (ticket && ticket.hostId !== host.id)
+      return refuse(
+        'ticket_wrong_host',
+        `this one-time ticket is for another host than ${host.short_id}.`,
+        host,
+      );
     const endpoints = host.status === 'running' ? await this.options.runtime.endpoints(host.id) : null;
     if (!endpoints || !host.gateway_key_sealed) {
       return refuse(

@@ -34,7 +34,13 @@ export interface TestGateway {
   request(
     method: string,
     url: string,
-    options?: { token?: string | null; body?: unknown; headers?: Record<string, string> },
+    options?: {
+      token?: string | null;
+      body?: unknown;
+      headers?: Record<string, string>;
+      /** The client address the gateway sees (rate limits count per address); 127.0.0.1 by default. */
+      remoteAddress?: string;
+    },
   ): Promise<{ status: number; body: any; headers: Record<string, unknown> }>;
   login(username: string, password: string): Promise<string>;
   /** Creates a user through the API and returns its id, token and SSH credentials. */
@@ -114,6 +120,7 @@ export async function startTestGateway(
         method: method as 'GET',
         url,
         headers,
+        ...(options.remoteAddress ? { remoteAddress: options.remoteAddress } : {}),
         ...(options.body === undefined ? {} : { payload: options.body as object }),
       });
       let body: unknown = response.body;

@@ -1,0 +1,113 @@
+import {
+  BootstrapHandoff,
+  BootstrapSessionRequest,
+  BootstrapTask,
+  EntryAuthRequest,
+  EntryReady,
+  EntryStarting,
+  ShortIdParams,
+  TaskAccepted,
+  TaskIdParams,
+} from '@ccp/api';
+import Type from 'typebox';
+import type { Api } from '../api.js';
+import { errorResponses } from '../schemas.js';
+import type { HttpServices } from '../services.js';
+
+const ShellScript = Type.String({ description: 'a POSIX sh script, to be piped to `sh`' });
+const SCRIPT_TYPE = 'text/x-shellscript; charset=utf-8';
+
+/** `GET /entry/{shortId}`: served on the API port and on ENTRY_PORT. */
+export function registerEntryScriptRoute(app: Api, { entry, scripts }: HttpServices): void {
+  app.get(
+    '/entry/:shortId',
+    {
+      schema: {
+        tags: ['access'],
+        summary:
+          "The entry script of a host: asks for the owner's password, starts the host if needed, connects",
+        params: ShortIdParams,
+        response: { 200: ShellScript, ...errorResponses(404) },
+      },
+    },
+    async (request, reply) => {
+      const host = await entry.hostFor(request.params.shortId);
+      return reply.type(SCRIPT_TYPE).header('cache-control', 'no-store').send(scripts.entry(host.short_id));
+    },
+  );
+}
+
+export function registerAccessRoutes(app: Api, services: HttpServices): void {
+  const { entry, bootstrap, scripts } = services;
+  registerEntryScriptRoute(app, services);
+
+  app.post(
+    '/v1/entry/:shortId/auth',
+    {
+      schema: {
+        tags: ['access'],
+        summary: "Entry authentication with the host owner's password: SSH parameters, or a start under way",
+        params: ShortIdParams,
+        body: EntryAuthRequest,
+        response: { 200: EntryReady, 202: EntryStarting, ...errorResponses(400, 401, 403, 404, 409, 429) },
+      },
+    },
+    async (request, reply) => {
+      const { password, task_id } = request.body;
+      const answer = await entry.authenticate(request.params.shortId, password, request.ip, task_id ?? null);
+      return reply.status(answer.status).send(answer.body);
+    },
+  );
+
+  app.get(
+    '/v1/bootstrap/script',
+    {
+      schema: {
+        tags: ['access'],
+        summary: 'The bootstrap script: asks for username and password, starts the host, connects',
+        response: { 200: ShellScript },
+      },
+    },
+    async (_request, reply) =>
+      reply.type(SCRIPT_TYPE).header('cache-control', 'no-store').send(scripts.bootstrap()),
+  );
+
+  app.post(
+    '/v1/bootstrap/sessions',
+    {
+      schema: {
+        tags: ['access'],
+        summary: 'Begin a bootstrap session: starts the user’s host (or succeeds at once when it runs)',
+        body: BootstrapSessionRequest,
+        response: { 202: TaskAccepted, ...errorResponses(400, 401, 403, 404, 409, 429) },
+      },
+    },
+    async (request, reply) => reply.status(202).send(await bootstrap.createSession(request.body, request.ip)),
+  );
+
+  app.get(
+    '/v1/bootstrap/tasks/:taskID',
+    {
+      schema: {
+        tags: ['access'],
+        summary: 'Status of a bootstrap task',
+        params: TaskIdParams,
+        response: { 200: BootstrapTask, ...errorResponses(404) },
+      },
+    },
+    (request) => bootstrap.taskStatus(request.params.taskID),
+  );
+
+  app.get(
+    '/v1/bootstrap/tasks/:taskID/handoff',
+    {
+      schema: {
+        tags: ['access'],
+        summary: 'SSH parameters with a one-time ticket (2 minutes) once the bootstrap task has succeeded',
+        params: TaskIdParams,
+        response: { 200: BootstrapHandoff, ...errorResponses(403, 404, 409) },
+      },
+    },
+    (request) => bootstrap.handoff(request.params.taskID, request.ip),
+  );
+}
