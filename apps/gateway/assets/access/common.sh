@@ -44,9 +44,10 @@ ccp_read() {
 
 # ccp_read_secret PROMPT: like ccp_read, without echo.
 ccp_read_secret() {
-  printf '%s' "$1" >/dev/tty
+  # Echo goes off before the prompt shows, so nothing typed after it can be echoed.
   ccp_echo_off=1
   stty -echo </dev/tty 2>/dev/null
+  printf '%s' "$1" >/dev/tty
   IFS= read -r ccp_line </dev/tty || ccp_line=''
   stty echo </dev/tty 2>/dev/null
   ccp_echo_off=0
