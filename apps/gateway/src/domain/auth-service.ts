@@ -128,7 +128,7 @@ export class AuthService {
       if (error instanceof joseErrors.JWTExpired) throw errors.unauthorized('The token has expired');
       throw errors.unauthorized('The token is not valid');
     }
-    const user = await this.users.findById(subject);
+    const user = await this.users.findTokenState(subject);
     if (!user || user.token_version !== version || user.role !== role) {
       throw errors.unauthorized('The token has been revoked');
     }

@@ -29,6 +29,15 @@ export class UsersRepository {
     return this.db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
+  /** What checking a token needs, on every authenticated request. */
+  findTokenState(id: string) {
+    return this.db
+      .selectFrom('users')
+      .select(['id', 'username', 'role', 'status', 'expires_at', 'token_version'])
+      .where('id', '=', id)
+      .executeTakeFirst();
+  }
+
   findByUsername(username: string): Promise<UserRow | undefined> {
     return this.db
       .selectFrom('users')
@@ -37,10 +46,11 @@ export class UsersRepository {
       .executeTakeFirst();
   }
 
-  list(): Promise<UserRow[]> {
+  /** Only the shown columns: the hashes and sealed secrets are the bulk of a row and never listed. */
+  list(): Promise<UserListRow[]> {
     return this.db
       .selectFrom('users')
-      .selectAll()
+      .select(USER_VIEW_COLUMNS)
       .orderBy('created_at', 'desc')
       .orderBy('id', 'desc')
       .execute();
