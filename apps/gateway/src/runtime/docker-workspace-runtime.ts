@@ -1,5 +1,6 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { lookup } from 'node:dns/promises';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
@@ -26,6 +27,9 @@ import {
 
 export const HOST_LABEL = 'cloud-cli-proxy.host';
 const ROLE_LABEL = 'cloud-cli-proxy.role';
+/** The gateway (its DATA_DIR) that made a container: a gateway re-links only its own hosts, so two gateways on one
+ * engine (staging beside production, parallel test runs) never touch each other's namespaces. */
+const OWNER_LABEL = 'cloud-cli-proxy.gateway';
 /** Hash of what a workspace container was made from; another hash means it must be made again. */
 const SPEC_LABEL = 'cloud-cli-proxy.spec';
 /** The shared uplink bridge of every egress gateway (not any one host's, so it carries no host label). */
@@ -96,11 +100,13 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
   private readonly runtimeDir: string;
   private readonly queues = new Map<string, Promise<unknown>>();
   private uplinkQueue: Promise<unknown> = Promise.resolve();
+  private readonly owner: string;
 
   constructor(private readonly options: DockerWorkspaceRuntimeOptions) {
     this.docker = options.docker;
     this.timeouts = { ...DEFAULT_TIMEOUTS, ...options.timeouts };
     this.runtimeDir = path.resolve(options.dataDir, 'runtime');
+    this.owner = gatewayInstanceId(this.runtimeDir);
   }
 
   imageTag(): string {
@@ -227,7 +233,7 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
 
   hostIds(): Promise<string[]> {
     return this.guard(async () => {
-      const filters = { label: [HOST_LABEL] };
+      const filters = { label: [HOST_LABEL, `${OWNER_LABEL}=${this.owner}`] };
       const containers = await this.docker.listContainers({ all: true, filters });
       const { Volumes } = await this.docker.listVolumes({ filters });
       const ids = [
@@ -254,7 +260,11 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
       while (!stopped) {
         try {
           stream = await events.getEvents({
-            filters: { type: ['container'], event: ['start'], label: [HOST_LABEL] },
+            filters: {
+              type: ['container'],
+              event: ['start'],
+              label: [HOST_LABEL, `${OWNER_LABEL}=${this.owner}`],
+            },
           });
           for (const hostId of await this.hostIds()) this.relink(hostId).catch(onError);
           await readEvents(stream, (event) => {
@@ -374,7 +384,7 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
       name: `ccp-egress-${hostId}`,
       Image: this.options.images.egressGateway,
       Hostname: 'ccp-egress',
-      Labels: { [HOST_LABEL]: hostId, [ROLE_LABEL]: 'egress-gateway' },
+      Labels: { [HOST_LABEL]: hostId, [ROLE_LABEL]: 'egress-gateway', [OWNER_LABEL]: this.owner },
       Env: [
         `EGRESS_TPROXY_MARK=0x${GATEWAY_NETWORK.tproxyMark.toString(16)}`,
         `EGRESS_TPROXY_TABLE=${GATEWAY_NETWORK.tproxyRouteTable}`,
@@ -414,7 +424,8 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
       .update(JSON.stringify([spec.linuxUser, spec.authorizedKey, spec.limits]))
       .digest('hex');
     const existing = await this.find(spec.hostId, 'workspace');
-    if (existing?.labels[SPEC_LABEL] === specHash) return existing.id;
+    if (existing?.labels[SPEC_LABEL] === specHash && existing.labels[OWNER_LABEL] === this.owner)
+      return existing.id;
     if (existing) await this.docker.getContainer(existing.id).remove({ force: true, v: true });
     const memory = spec.limits.memoryMb * 1024 * 1024;
     const hostname = `ccp-${spec.shortId.toLowerCase().replace(/[^a-z0-9-]/g, '-')}`.slice(0, 63);
@@ -422,7 +433,12 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
       name: `ccp-ws-${spec.hostId}`,
       Image: this.options.images.workspace,
       Hostname: hostname,
-      Labels: { [HOST_LABEL]: spec.hostId, [ROLE_LABEL]: 'workspace', [SPEC_LABEL]: specHash },
+      Labels: {
+        [HOST_LABEL]: spec.hostId,
+        [ROLE_LABEL]: 'workspace',
+        [SPEC_LABEL]: specHash,
+        [OWNER_LABEL]: this.owner,
+      },
       Env: [
         `WORKSPACE_USER=${spec.linuxUser}`,
         `WORKSPACE_UID=${WORKSPACE_UID}`,
@@ -588,7 +604,10 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
         await this.docker.getVolume(name).inspect();
       } catch (error) {
         if (statusCode(error) !== 404) throw error;
-        await this.docker.createVolume({ Name: name, Labels: { [HOST_LABEL]: hostId, [ROLE_LABEL]: role } });
+        await this.docker.createVolume({
+          Name: name,
+          Labels: { [HOST_LABEL]: hostId, [ROLE_LABEL]: role, [OWNER_LABEL]: this.owner },
+        });
       }
     }
   }
@@ -851,4 +870,17 @@ function asRuntimeError(error: unknown): RuntimeError {
     ? `container engine: ${failure.message}`
     : String(failure.message ?? error);
   return new RuntimeError('runtime_failed', message);
+}
+
+/** This gateway's id for OWNER_LABEL: made once, kept in its runtime directory. */
+function gatewayInstanceId(runtimeDir: string): string {
+  const file = path.join(runtimeDir, 'instance-id');
+  try {
+    return readFileSync(file, 'utf8').trim();
+  } catch {
+    mkdirSync(runtimeDir, { recursive: true, mode: 0o700 });
+    const id = randomBytes(8).toString('hex');
+    writeFileSync(file, `${id}\n`, { mode: 0o600, flag: 'wx' });
+    return id;
+  }
 }
