@@ -246,8 +246,12 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
           });
         });
       }
-      unwatch = runtime.watch((error) =>
-        logger.warn({ err: error }, 'following the container engine failed'),
+      unwatch = runtime.watch(
+        (error) => logger.warn({ err: error }, 'following the container engine failed'),
+        (notice) =>
+          void lifecycle
+            .runtimeNotice(notice)
+            .catch((error: unknown) => logger.warn({ err: error }, 'logging an engine notice failed')),
       );
       await lifecycle.reconcile();
       const checkImages = () =>

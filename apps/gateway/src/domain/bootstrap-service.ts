@@ -140,7 +140,7 @@ export class BootstrapService {
 
   private async bootstrapTask(taskId: string): Promise<TaskRow> {
     const task = await this.tasks.findById(taskId);
-    if (!task || task.kind !== 'bootstrap') throw errors.notFound('Bootstrap task');
+    if (task?.kind !== 'bootstrap') throw errors.notFound('Bootstrap task');
     return task;
   }
 }

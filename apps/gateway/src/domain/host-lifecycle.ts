@@ -4,6 +4,7 @@ import type { EventBus } from '../events/event-bus.js';
 import { systemActor } from '../events/event-bus.js';
 import {
   RuntimeError,
+  type RuntimeNotice,
   type UpstreamSpec,
   type WorkspaceRuntime,
   type WorkspaceSpec,
@@ -164,6 +165,21 @@ export class HostLifecycle {
         );
       }
     }
+  }
+
+  /** Logs what the engine did on its own for a host (the egress gateway's supervisor restarting v2ray). */
+  async runtimeNotice(notice: RuntimeNotice): Promise<void> {
+    const host = await this.hosts.findById(notice.hostId);
+    if (!host) return;
+    await this.bus.emit({
+      type: 'host.egress.restarted',
+      level: 'warn',
+      message: `host ${host.short_id}: the egress tunnel died and was restarted (${notice.message}); traffic was blocked meanwhile`,
+      actor: systemActor,
+      userId: host.user_id,
+      hostId: host.id,
+      data: { detail: notice.message },
+    });
   }
 
   /** Tests the upstreams running hosts depend on, and moves each host whose upstream failed to a healthy

@@ -4,6 +4,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
+import { PassThrough } from 'node:stream';
 import Docker from 'dockerode';
 import type { EgressSettings } from '../config.js';
 import {
@@ -18,6 +19,7 @@ import {
   type ImageStatus,
   type ProgressReporter,
   RuntimeError,
+  type RuntimeNotice,
   type UpstreamSpec,
   type WorkspaceEndpoints,
   type WorkspaceRuntime,
@@ -249,13 +251,39 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
    * restart policy, a daemon restart): a new namespace has no link until one is made. Catches up on every
    * host when it (re)subscribes. Returns the function that stops watching.
    */
-  watch(onError: (error: unknown) => void = () => {}): () => void {
+  watch(
+    onError: (error: unknown) => void = () => {},
+    onNotice: (notice: RuntimeNotice) => void = () => {},
+  ): () => void {
     // The events stream is idle for long stretches: it needs a client without the API timeout.
     const events = new Docker({
       socketPath: (this.docker.modem as unknown as { socketPath: string }).socketPath,
     });
     let stopped = false;
     let stream: NodeJS.ReadableStream | null = null;
+    // The egress gateway's supervisor says in its log when v2ray died and is restarted: that is worth an event.
+    const followed = new Set<string>();
+    const logStreams = new Set<NodeJS.ReadableStream>();
+    const follow = (containerId: string, hostId: string) => {
+      if (stopped || followed.has(containerId)) return;
+      followed.add(containerId);
+      this.followSupervisor(events, containerId, hostId, onNotice)
+        .then((logs) => {
+          logStreams.add(logs);
+          const forget = () => {
+            followed.delete(containerId);
+            logStreams.delete(logs);
+          };
+          logs.on('close', forget);
+          logs.on('end', forget);
+          logs.on('error', forget);
+          if (stopped) (logs as { destroy?: () => void }).destroy?.();
+        })
+        .catch((error: unknown) => {
+          followed.delete(containerId);
+          onError(error);
+        });
+    };
     const loop = async () => {
       while (!stopped) {
         try {
@@ -267,9 +295,19 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
             },
           });
           for (const hostId of await this.hostIds()) this.relink(hostId).catch(onError);
+          const gateways = await this.docker.listContainers({
+            filters: { label: [`${OWNER_LABEL}=${this.owner}`, `${ROLE_LABEL}=egress-gateway`] },
+          });
+          for (const gateway of gateways) {
+            const hostId = gateway.Labels[HOST_LABEL];
+            if (hostId && HOST_ID.test(hostId)) follow(gateway.Id, hostId);
+          }
           await readEvents(stream, (event) => {
             const hostId = event.Actor?.Attributes?.[HOST_LABEL];
-            if (hostId && HOST_ID.test(hostId)) this.relink(hostId).catch(onError);
+            if (!hostId || !HOST_ID.test(hostId)) return;
+            this.relink(hostId).catch(onError);
+            if (event.Actor?.Attributes?.[ROLE_LABEL] === 'egress-gateway' && event.Actor.ID)
+              follow(event.Actor.ID, hostId);
           });
         } catch (error) {
           if (!stopped) onError(error);
@@ -281,7 +319,37 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
     return () => {
       stopped = true;
       (stream as { destroy?: () => void } | null)?.destroy?.();
+      for (const logs of logStreams) (logs as { destroy?: () => void }).destroy?.();
     };
+  }
+
+  /** Follows an egress gateway's log from now on and reports its supervisor's restarts of v2ray. */
+  private async followSupervisor(
+    client: Docker,
+    containerId: string,
+    hostId: string,
+    onNotice: (notice: RuntimeNotice) => void,
+  ): Promise<NodeJS.ReadableStream> {
+    const logs = (await client.getContainer(containerId).logs({
+      follow: true,
+      stdout: true,
+      stderr: true,
+      since: Math.floor(Date.now() / 1000),
+    })) as NodeJS.ReadableStream;
+    let pending = '';
+    const lines = new PassThrough();
+    lines.on('data', (chunk: Buffer) => {
+      pending += chunk.toString('utf8');
+      const complete = pending.split('\n');
+      pending = complete.pop() ?? '';
+      for (const line of complete) {
+        const restart = /v2ray exited with status .*restarting in .*$/.exec(line);
+        if (restart) onNotice({ hostId, kind: 'egress_restarted', message: restart[0] });
+      }
+    });
+    this.docker.modem.demuxStream(logs, lines, lines);
+    logs.on('end', () => lines.end());
+    return logs;
   }
 
   // ------------------------------------------------------------------ lifecycle steps
@@ -820,7 +888,7 @@ function demuxLogs(buffer: Buffer): string {
 }
 
 interface DockerEvent {
-  Actor?: { Attributes?: Record<string, string> };
+  Actor?: { ID?: string; Attributes?: Record<string, string> };
 }
 
 function readEvents(stream: NodeJS.ReadableStream, onEvent: (event: DockerEvent) => void): Promise<void> {

@@ -52,7 +52,22 @@ export interface ImageStatus {
   size_bytes: number | null;
 }
 
+/** Something the engine did on its own that the event log should show. */
+export interface RuntimeNotice {
+  hostId: string;
+  /** `egress_restarted`: the egress gateway's supervisor restarted v2ray after it died. */
+  kind: 'egress_restarted';
+  message: string;
+}
+
 export type WorkspaceState = 'running' | 'stopped' | 'missing' | 'broken';
+
+/** The outcome of a command run in a workspace container. */
+export interface ExecResult {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+}
 
 /** The container engine behind hosts. Docker today; a Kubernetes driver can implement the same contract. */
 export interface WorkspaceRuntime {
@@ -73,6 +88,7 @@ export interface WorkspaceRuntime {
   imageTag(): string;
   /** Whether the images hosts need are built. */
   images(): Promise<ImageStatus[]>;
-  /** Follows the engine so links are restored when a container restarts; returns the function that stops it. */
-  watch(onError: (error: unknown) => void): () => void;
+  /** Follows the engine so links are restored when a container restarts, and reports what happened on its
+   * own (`onNotice`); returns the function that stops it. */
+  watch(onError: (error: unknown) => void, onNotice?: (notice: RuntimeNotice) => void): () => void;
 }

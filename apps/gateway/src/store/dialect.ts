@@ -34,6 +34,14 @@ export function constraintViolation(error: unknown): ConstraintViolation {
   return null;
 }
 
+/** True when the database (or the disk under it) has no room left: SQLite's SQLITE_FULL, PostgreSQL's
+ * disk_full class 53100, or ENOSPC from the file system. */
+export function isStorageFull(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const code = String((error as DriverError).code ?? '');
+  return code === 'SQLITE_FULL' || code === '53100' || code === 'ENOSPC';
+}
+
 /** True when the error means the database cannot be reached at all (as opposed to a bad query). */
 export function isConnectionError(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false;

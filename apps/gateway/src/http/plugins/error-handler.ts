@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { AppError } from '../../domain/errors.js';
-import { isConnectionError } from '../../store/dialect.js';
+import { isConnectionError, isStorageFull } from '../../store/dialect.js';
 
 interface AjvIssue {
   instancePath?: string;
@@ -64,6 +64,13 @@ export function registerErrorHandling(app: FastifyInstance): void {
     }
     if (status >= 400 && status < 500) {
       return reply.status(status).send({ error: 'The request could not be handled', code: 'bad_request' });
+    }
+    if (isStorageFull(error)) {
+      request.log.error({ err: error }, 'storage full');
+      return reply.status(507).send({
+        error: "The gateway's storage is full; free space in its data directory or database and try again",
+        code: 'storage_full',
+      });
     }
     if (isConnectionError(error)) {
       request.log.error({ err: error }, 'database unavailable');
