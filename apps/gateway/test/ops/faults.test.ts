@@ -366,7 +366,7 @@ describe('PostgreSQL restarted under the gateway', {
     await exec('pg_ctlcluster', [version!, name!, action]);
   };
   before(async () => {
-    t = await startTestGateway('postgres');
+    t = await startTestGateway('postgres', { DOCKER_SOCKET: '/var/run/docker.sock' });
     await t.listen();
   });
   after(async () => {
