@@ -1,0 +1,53 @@
+import type { Host, Role, SseMessage, Task } from '@ccp/api';
+import { type QueryClient, useQueryClient } from '@tanstack/react-query';
+import { useEffect, useState } from 'react';
+import { api } from './api';
+
+export type LiveState = 'connecting' | 'live' | 'reconnecting';
+
+/** Applies one server event to the cache: payloads replace cached items, lists and counts are re-read. */
+function apply(client: QueryClient, message: SseMessage): void {
+  switch (message.topic) {
+    case 'hosts':
+      if (message.action === 'delete') client.removeQueries({ queryKey: ['host', message.id] });
+      else if (message.payload) client.setQueryData(['host', message.id], message.payload as Host);
+      void client.invalidateQueries({ queryKey: ['hosts'] });
+      void client.invalidateQueries({ queryKey: ['stats'] });
+      void client.invalidateQueries({ queryKey: ['egress-ips'] });
+      break;
+    case 'tasks':
+      if (message.payload) client.setQueryData(['task', message.id], message.payload as Task);
+      void client.invalidateQueries({ queryKey: ['tasks'] });
+      void client.invalidateQueries({ queryKey: ['stats'] });
+      void client.invalidateQueries({ queryKey: ['events'] });
+      break;
+    case 'egress-ips':
+      void client.invalidateQueries({ queryKey: ['egress-ips'] });
+      void client.invalidateQueries({ queryKey: ['stats'] });
+      break;
+    case 'image-status':
+      void client.invalidateQueries({ queryKey: ['images'] });
+      break;
+  }
+}
+
+/** Keeps the query cache current from the role's SSE stream; after a reconnect everything is re-read. */
+export function useLiveUpdates(role: Role): LiveState {
+  const client = useQueryClient();
+  const [state, setState] = useState<LiveState>('connecting');
+  useEffect(() => {
+    let opened = false;
+    const subscription = api.subscribe(role, {
+      onMessage: (message) => apply(client, message),
+      onOpen: () => {
+        // Events may have been missed while the stream was down: resync every cached query.
+        if (opened) void client.invalidateQueries();
+        opened = true;
+        setState('live');
+      },
+      onDisconnect: () => setState('reconnecting'),
+    });
+    return () => subscription.close();
+  }, [client, role]);
+  return state;
+}

@@ -1,0 +1,184 @@
+import { EventQuery } from '@ccp/api';
+import { keepPreviousData, useQuery } from '@tanstack/react-query';
+import { type FormEvent, useState } from 'react';
+import { Link, useSearchParams } from 'react-router';
+import { api } from '../../api';
+import { ActionButton, ErrorText, Field, Loading, Section } from '../../components/ui';
+import { fromLocalInput, toLocalInput, when } from '../../format';
+import { useUsers } from '../../queries';
+import { type FieldErrors, validate } from '../../validation';
+
+const PAGE = 50;
+const FILTERS = ['type', 'user_id', 'host_id', 'since', 'until'] as const;
+
+/** The event log with every filter of the API; filters and page live in the URL, so a view can be linked. */
+export function Events() {
+  const [params, setParams] = useSearchParams();
+  const users = useUsers();
+  const offset = Number(params.get('offset') ?? 0) || 0;
+  const query: EventQuery = { limit: PAGE, offset };
+  for (const key of FILTERS) {
+    const value = params.get(key);
+    if (value) query[key] = value;
+  }
+  const events = useQuery({
+    queryKey: ['events', query],
+    queryFn: () => api.admin.events(query),
+    placeholderData: keepPreviousData,
+  });
+  const [draft, setDraft] = useState(() => ({
+    type: params.get('type') ?? '',
+    user_id: params.get('user_id') ?? '',
+    host_id: params.get('host_id') ?? '',
+    since: toLocalInput(params.get('since')),
+    until: toLocalInput(params.get('until')),
+  }));
+  const [errors, setErrors] = useState<FieldErrors>({});
+  const apply = (event: FormEvent) => {
+    event.preventDefault();
+    const filters: Record<string, string> = {};
+    for (const key of ['type', 'user_id', 'host_id'] as const)
+      if (draft[key].trim()) filters[key] = draft[key].trim();
+    const since = fromLocalInput(draft.since);
+    const until = fromLocalInput(draft.until);
+    if (since) filters.since = since;
+    if (until) filters.until = until;
+    const found = validate(EventQuery, filters);
+    setErrors(found);
+    if (Object.keys(found).length === 0) setParams(new URLSearchParams(filters));
+  };
+  const page = (nextOffset: number) => {
+    const next = new URLSearchParams(params);
+    next.set('offset', String(nextOffset));
+    setParams(next);
+  };
+  const data = events.data;
+  return (
+    <>
+      <h1>Events</h1>
+      <Section title="Filters">
+        <form className="form-grid" onSubmit={apply} noValidate aria-label="Event filters">
+          <Field label="Type" error={errors.type} hint="Exact name, e.g. host.started">
+            {(id) => (
+              <input
+                id={id}
+                value={draft.type}
+                onChange={(e) => setDraft({ ...draft, type: e.target.value })}
+              />
+            )}
+          </Field>
+          <Field label="User" error={errors.user_id}>
+            {(id) => (
+              <select
+                id={id}
+                value={draft.user_id}
+                onChange={(e) => setDraft({ ...draft, user_id: e.target.value })}
+              >
+                <option value="">any</option>
+                {users.data?.users.map((u) => (
+                  <option key={u.id} value={u.id}>
+                    {u.username}
+                  </option>
+                ))}
+              </select>
+            )}
+          </Field>
+          <Field label="Host id" error={errors.host_id}>
+            {(id) => (
+              <input
+                id={id}
+                value={draft.host_id}
+                onChange={(e) => setDraft({ ...draft, host_id: e.target.value })}
+              />
+            )}
+          </Field>
+          <Field label="Since" error={errors.since}>
+            {(id) => (
+              <input
+                id={id}
+                type="datetime-local"
+                value={draft.since}
+                onChange={(e) => setDraft({ ...draft, since: e.target.value })}
+              />
+            )}
+          </Field>
+          <Field label="Until" error={errors.until}>
+            {(id) => (
+              <input
+                id={id}
+                type="datetime-local"
+                value={draft.until}
+                onChange={(e) => setDraft({ ...draft, until: e.target.value })}
+              />
+            )}
+          </Field>
+          <div className="form-actions">
+            <ActionButton type="submit" kind="primary">
+              Apply filters
+            </ActionButton>
+            <Link
+              to="/admin/events"
+              onClick={() => setDraft({ type: '', user_id: '', host_id: '', since: '', until: '' })}
+            >
+              Clear
+            </Link>
+          </div>
+        </form>
+      </Section>
+      <Section
+        title={data ? `${data.total} event${data.total === 1 ? '' : 's'}` : 'Events'}
+        actions={
+          data ? (
+            <div className="row">
+              <ActionButton disabled={offset === 0} onClick={() => page(Math.max(0, offset - PAGE))}>
+                Newer
+              </ActionButton>
+              <span className="hint">
+                {data.total === 0 ? 0 : offset + 1}–{Math.min(offset + PAGE, data.total)}
+              </span>
+              <ActionButton disabled={offset + PAGE >= data.total} onClick={() => page(offset + PAGE)}>
+                Older
+              </ActionButton>
+            </div>
+          ) : null
+        }
+      >
+        <ErrorText error={events.error && data ? events.error : null} />
+        {data ? (
+          <div className="table-wrap">
+            <table data-testid="events-table">
+              <thead>
+                <tr>
+                  <th>When</th>
+                  <th>Level</th>
+                  <th>Type</th>
+                  <th>Message</th>
+                  <th>Actor</th>
+                </tr>
+              </thead>
+              <tbody>
+                {data.events.map((e) => (
+                  <tr key={e.id}>
+                    <td title={e.created_at}>{when(e.created_at)}</td>
+                    <td>
+                      <span className={`level level-${e.level}`}>{e.level}</span>
+                    </td>
+                    <td>
+                      <code>{e.type}</code>
+                    </td>
+                    <td>
+                      {e.message} {e.host_id ? <Link to={`/admin/hosts/${e.host_id}`}>host</Link> : null}
+                    </td>
+                    <td>{e.actor.username ?? e.actor.kind}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        ) : (
+          <Loading error={events.error} />
+        )}
+      </Section>
+    </>
+  );
+}

@@ -1,0 +1,147 @@
+import { type CreatedHost, CreateHostRequest } from '@ccp/api';
+import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { type FormEvent, useState } from 'react';
+import { Link, useSearchParams } from 'react-router';
+import type { Static } from 'typebox';
+import { api } from '../../api';
+import {
+  ActionButton,
+  ErrorText,
+  Field,
+  Loading,
+  OnceSecret,
+  Section,
+  StatusBadge,
+} from '../../components/ui';
+import { when } from '../../format';
+import { useAdminHosts, useEgressIps, useUsers } from '../../queries';
+import { apiFieldErrors, type FieldErrors, validate } from '../../validation';
+
+function CreateHostForm({ onCreated }: { onCreated: (host: CreatedHost) => void }) {
+  const [params] = useSearchParams();
+  const users = useUsers();
+  const egress = useEgressIps();
+  const client = useQueryClient();
+  const [userId, setUserId] = useState(params.get('user') ?? '');
+  const [egressIpId, setEgressIpId] = useState('');
+  const [errors, setErrors] = useState<FieldErrors>({});
+  const create = useMutation({
+    mutationFn: (body: Static<typeof CreateHostRequest>) => api.admin.hosts.create(body),
+    onSuccess: (host) => {
+      void client.invalidateQueries({ queryKey: ['hosts'] });
+      onCreated(host);
+    },
+    onError: (error) => setErrors(apiFieldErrors(error)),
+  });
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    const body: Static<typeof CreateHostRequest> = {
+      user_id: userId,
+      ...(egressIpId ? { egress_ip_id: egressIpId } : {}),
+    };
+    const found = validate(CreateHostRequest, body);
+    if (!userId) found.user_id = 'Choose the user the host is for';
+    setErrors(found);
+    if (Object.keys(found).length === 0) create.mutate(body);
+  };
+  return (
+    <form className="form-grid" onSubmit={submit} noValidate aria-label="Create host">
+      <Field label="User" error={errors.user_id}>
+        {(id) => (
+          <select id={id} value={userId} onChange={(e) => setUserId(e.target.value)}>
+            <option value="">Choose…</option>
+            {users.data?.users
+              .filter((u) => u.role === 'user')
+              .map((u) => (
+                <option key={u.id} value={u.id}>
+                  {u.username}
+                </option>
+              ))}
+          </select>
+        )}
+      </Field>
+      <Field label="Egress IP (optional)" error={errors.egress_ip_id} hint="A host needs one to start">
+        {(id) => (
+          <select id={id} value={egressIpId} onChange={(e) => setEgressIpId(e.target.value)}>
+            <option value="">None yet</option>
+            {egress.data?.egress_ips.map((ip) => (
+              <option key={ip.id} value={ip.id}>
+                {ip.label} ({ip.ip_address})
+              </option>
+            ))}
+          </select>
+        )}
+      </Field>
+      <div className="form-actions">
+        <ActionButton type="submit" kind="primary" pending={create.isPending}>
+          Create host
+        </ActionButton>
+        <ErrorText error={create.error} />
+      </div>
+    </form>
+  );
+}
+
+export function Hosts() {
+  const hosts = useAdminHosts();
+  const [created, setCreated] = useState<CreatedHost | null>(null);
+  return (
+    <>
+      <h1>Hosts</h1>
+      <Section title="New host">
+        <CreateHostForm onCreated={setCreated} />
+        {created ? (
+          <>
+            <p className="ok">
+              Host <Link to={`/admin/hosts/${created.id}`}>{created.short_id}</Link> created for{' '}
+              {created.username}.
+            </p>
+            <OnceSecret
+              title="SSH details for the owner"
+              lines={[
+                { label: 'ssh user', value: created.ssh.ssh_user },
+                { label: 'ssh password', value: created.ssh.ssh_pass },
+                { label: 'ssh host', value: `${created.ssh.ssh_host}:${created.ssh.ssh_port}` },
+              ]}
+              onDone={() => setCreated(null)}
+            />
+          </>
+        ) : null}
+      </Section>
+      <Section title="All hosts">
+        {hosts.data ? (
+          <div className="table-wrap">
+            <table>
+              <thead>
+                <tr>
+                  <th>Host</th>
+                  <th>User</th>
+                  <th>Status</th>
+                  <th>Egress</th>
+                  <th>Started</th>
+                </tr>
+              </thead>
+              <tbody>
+                {hosts.data.hosts.map((h) => (
+                  <tr key={h.id}>
+                    <td>
+                      <Link to={`/admin/hosts/${h.id}`}>{h.short_id}</Link>
+                    </td>
+                    <td>{h.username}</td>
+                    <td>
+                      <StatusBadge status={h.status} />
+                    </td>
+                    <td>{h.bindings.find((b) => b.active)?.label ?? h.bindings[0]?.label ?? '—'}</td>
+                    <td>{when(h.started_at)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        ) : (
+          <Loading error={hosts.error} />
+        )}
+      </Section>
+    </>
+  );
+}

@@ -1,0 +1,96 @@
+import { useQuery } from '@tanstack/react-query';
+import { Link } from 'react-router';
+import { api } from '../../api';
+import { Loading, Section, StatusBadge } from '../../components/ui';
+import { when } from '../../format';
+import { useEgressIps, useStats } from '../../queries';
+
+function Stat({ label, value, to }: { label: string; value: number; to?: string }) {
+  const body = (
+    <>
+      <span className="stat-value">{value}</span>
+      <span className="stat-label">{label}</span>
+    </>
+  );
+  return to ? (
+    <Link className="stat" to={to}>
+      {body}
+    </Link>
+  ) : (
+    <div className="stat">{body}</div>
+  );
+}
+
+export function Overview() {
+  const stats = useStats();
+  const egress = useEgressIps();
+  const events = useQuery({ queryKey: ['events', 'recent'], queryFn: () => api.admin.events({ limit: 8 }) });
+  const failing = egress.data?.egress_ips.filter((ip) => ip.last_test && !ip.last_test.ok) ?? [];
+  const s = stats.data;
+  return (
+    <>
+      <h1>Overview</h1>
+      {!s ? (
+        <Loading error={stats.error} />
+      ) : (
+        <div className="stats" data-testid="stats">
+          <Stat label="users" value={s.users.total} to="/admin/users" />
+          <Stat label="active users" value={s.users.active} />
+          <Stat label="hosts" value={s.hosts.total} to="/admin/hosts" />
+          <Stat label="egress IPs" value={s.egress_ips.total} to="/admin/egress-ips" />
+          <Stat label="tasks running" value={s.tasks.running + s.tasks.pending} to="/admin/tasks" />
+          <Stat label="failed tasks (24 h)" value={s.tasks.failed_24h} to="/admin/tasks?status=failed" />
+          <Stat label="SSH sessions" value={s.sessions.ssh} />
+          <Stat label="desktop sessions" value={s.sessions.vnc} />
+        </div>
+      )}
+      <div className="grid-2">
+        <Section title="Hosts by state">
+          {s ? (
+            <ul className="plain-list">
+              {(['running', 'stopped', 'failed'] as const).map((state) => (
+                <li key={state} className="row between">
+                  <StatusBadge status={state} /> <strong>{s.hosts[state]}</strong>
+                </li>
+              ))}
+              <li className="row between">
+                <span>other (created, starting, …)</span>
+                <strong>{s.hosts.total - s.hosts.running - s.hosts.stopped - s.hosts.failed}</strong>
+              </li>
+            </ul>
+          ) : null}
+        </Section>
+        <Section title="Failing egress IPs">
+          {failing.length === 0 ? (
+            <p className="hint">
+              {egress.data ? 'None: every tested egress IP passed its last test.' : 'Loading…'}
+            </p>
+          ) : (
+            <ul className="plain-list">
+              {failing.map((ip) => (
+                <li key={ip.id}>
+                  <Link to={`/admin/egress-ips/${ip.id}`}>{ip.label}</Link> ({ip.ip_address}) · tested{' '}
+                  {when(ip.last_test?.tested_at)}
+                </li>
+              ))}
+            </ul>
+          )}
+        </Section>
+      </div>
+      <Section title="Recent events" actions={<Link to="/admin/events">All events</Link>}>
+        {events.data ? (
+          <ul className="plain-list events">
+            {events.data.events.map((event) => (
+              <li key={event.id}>
+                <span className={`level level-${event.level}`}>{event.level}</span> <code>{event.type}</code>{' '}
+                {event.message} <span className="hint">{when(event.created_at)}</span>
+              </li>
+            ))}
+          </ul>
+        ) : (
+          <Loading error={events.error} />
+        )}
+      </Section>
+    </>
+  );
+}

@@ -1,0 +1,94 @@
+import type { TaskStatus } from '@ccp/api';
+import { useQuery } from '@tanstack/react-query';
+import { Link, useSearchParams } from 'react-router';
+import { api } from '../../api';
+import { Loading, Section, StatusBadge } from '../../components/ui';
+import { when } from '../../format';
+
+const STATUSES: TaskStatus[] = ['pending', 'running', 'succeeded', 'failed'];
+
+export function Tasks() {
+  const [params, setParams] = useSearchParams();
+  const status = (params.get('status') ?? undefined) as TaskStatus | undefined;
+  const hostId = params.get('host_id') ?? undefined;
+  const query = { limit: 100, ...(status ? { status } : {}), ...(hostId ? { host_id: hostId } : {}) };
+  const tasks = useQuery({ queryKey: ['tasks', query], queryFn: () => api.admin.tasks.list(query) });
+  const setFilter = (key: string, value: string) => {
+    const next = new URLSearchParams(params);
+    if (value) next.set(key, value);
+    else next.delete(key);
+    setParams(next);
+  };
+  return (
+    <>
+      <h1>Tasks</h1>
+      <Section
+        title="Newest first"
+        actions={
+          <label className="inline">
+            Status{' '}
+            <select value={status ?? ''} onChange={(e) => setFilter('status', e.target.value)}>
+              <option value="">any</option>
+              {STATUSES.map((s) => (
+                <option key={s}>{s}</option>
+              ))}
+            </select>
+          </label>
+        }
+      >
+        {hostId ? (
+          <p className="hint">
+            Host {hostId} ·{' '}
+            <button type="button" className="link" onClick={() => setFilter('host_id', '')}>
+              show all
+            </button>
+          </p>
+        ) : null}
+        {tasks.data ? (
+          <div className="table-wrap">
+            <table>
+              <thead>
+                <tr>
+                  <th>Kind</th>
+                  <th>Status</th>
+                  <th>Progress</th>
+                  <th>Host</th>
+                  <th>By</th>
+                  <th>Created</th>
+                  <th>Outcome</th>
+                </tr>
+              </thead>
+              <tbody>
+                {tasks.data.tasks.map((t) => (
+                  <tr key={t.id}>
+                    <td>{t.kind}</td>
+                    <td>
+                      <StatusBadge status={t.status} />
+                    </td>
+                    <td>
+                      <progress max={100} value={t.progress} /> {t.stage}
+                    </td>
+                    <td>
+                      {t.host_id ? (
+                        <Link to={`/admin/hosts/${t.host_id}`}>{t.host_id.slice(0, 8)}</Link>
+                      ) : (
+                        '—'
+                      )}
+                    </td>
+                    <td>{t.requested_by}</td>
+                    <td>{when(t.created_at)}</td>
+                    <td className={t.error ? 'error-inline' : ''}>
+                      {t.error ? `${t.error.code}: ${t.error.message}` : t.message}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        ) : (
+          <Loading error={tasks.error} />
+        )}
+      </Section>
+    </>
+  );
+}
