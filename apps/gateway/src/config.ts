@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { isIPv4 } from 'node:net';
+import { isIP, isIPv4 } from 'node:net';
 import path from 'node:path';
 import { parse as parseDotenv } from 'dotenv';
 
@@ -14,6 +14,8 @@ export interface Config {
   httpHost: string;
   httpPort: number;
   entryPort: number;
+  /** A second port serving the dashboard (and the API it calls); 0 turns it off. */
+  dashboardPort: number;
   sshProxyPort: number;
   dataDir: string;
   database: DatabaseConfig;
@@ -35,6 +37,10 @@ export interface Config {
   workspaceImageVariant: 'full' | 'test';
   /** Seconds between checks of the upstreams running hosts use (0 turns them off). */
   egressHealthSeconds: number;
+  /** A separate address serving GET /metrics without a token (METRICS_BIND); null: only admins on HTTP_PORT. */
+  metricsBind: { host: string; port: number } | null;
+  /** Addresses or CIDR ranges of reverse proxies whose X-Forwarded-For is believed (TRUST_PROXY); empty: none. */
+  trustProxy: string[];
 }
 
 /** Endpoints of the egress probe (an operator-run server, or the test lab). Unset means the test cannot run. */
@@ -151,6 +157,7 @@ export function loadConfig(env: Env): Config {
   const httpHost = env.HTTP_HOST || '0.0.0.0';
   const httpPort = port('HTTP_PORT', 8080, true); // 0 picks a free port (tests)
   const entryPort = port('ENTRY_PORT', 80, true);
+  const dashboardPort = port('DASHBOARD_PORT', 0, true);
   const sshProxyPort = port('SSH_PROXY_PORT', 2222, true); // 0 picks a free port (tests)
   const dataDir = path.resolve(env.DATA_DIR || 'data');
 
@@ -209,6 +216,7 @@ export function loadConfig(env: Env): Config {
     httpHost,
     httpPort,
     entryPort,
+    dashboardPort,
     sshProxyPort,
     dataDir,
     database: typeof database === 'string' ? { kind: 'sqlite', file: '' } : database,
@@ -228,6 +236,8 @@ export function loadConfig(env: Env): Config {
     egress,
     workspaceImageVariant: imageVariant,
     egressHealthSeconds: wholeNumber('EGRESS_HEALTH_SECONDS', 60),
+    metricsBind: parseMetricsBind(env.METRICS_BIND, problems),
+    trustProxy: parseTrustProxy(env.TRUST_PROXY, problems),
     workspaceLimits: {
       memoryMb: positive('WORKSPACE_MEMORY_MB', 2048),
       cpus: positiveNumber('WORKSPACE_CPUS', 1),
@@ -236,6 +246,37 @@ export function loadConfig(env: Env): Config {
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
+}
+
+function parseTrustProxy(text: string | undefined, problems: string[]): string[] {
+  const entries = (text ?? '')
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean);
+  const valid = (entry: string) => {
+    const [address, bits, extra] = entry.split('/');
+    const family = isIP(address ?? '');
+    if (!family || extra !== undefined) return false;
+    if (bits === undefined) return true;
+    return /^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128);
+  };
+  const bad = entries.filter((entry) => !valid(entry));
+  if (bad.length > 0)
+    problems.push(
+      `TRUST_PROXY must list IP addresses or CIDR ranges separated by commas, e.g. 127.0.0.1,10.0.0.0/8 (not: ${bad.join(', ')})`,
+    );
+  return entries;
+}
+
+function parseMetricsBind(text: string | undefined, problems: string[]): Config['metricsBind'] {
+  if (!text) return null;
+  const match = /^(.+):(\d{1,5})$/.exec(text.trim());
+  const port = Number(match?.[2]);
+  if (!match || port > 65535) {
+    problems.push(`METRICS_BIND must be an address and port such as 127.0.0.1:9464 (got "${text}")`);
+    return null;
+  }
+  return { host: match[1]!.replace(/^\[(.*)\]$/, '$1'), port };
 }
 
 function parseEgressSettings(env: Env, problems: string[]): EgressSettings {

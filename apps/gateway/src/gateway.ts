@@ -1,3 +1,4 @@
+import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import { AccessRevocation } from './domain/access-revocation.js';
@@ -25,13 +26,18 @@ import { EventBus } from './events/event-bus.js';
 import { SseHub } from './events/sse-hub.js';
 import type { Api } from './http/api.js';
 import { buildEntryApp, buildHttpApp } from './http/app.js';
+import { listenDashboardPort } from './http/plugins/dashboard.js';
+import { GatewayMetrics } from './http/plugins/metrics.js';
 import { type ContainerEngine, DockerEngine } from './runtime/container-engine.js';
 import { DockerWorkspaceRuntime } from './runtime/docker-workspace-runtime.js';
 import { expectedImageTag } from './runtime/image-inputs.js';
 import type { WorkspaceRuntime } from './runtime/workspace-runtime.js';
 import { SshProxy } from './ssh/ssh-proxy.js';
 import { type Database, openDatabase } from './store/database.js';
+import { MetricsRepository } from './store/metrics-repository.js';
 import { createRepositories, type Repositories } from './store/repositories.js';
+import { DesktopControl } from './vnc/desktop-control.js';
+import { VncProxy } from './vnc/vnc-proxy.js';
 
 export interface GatewayOptions {
   /** Replaces the Docker engine (tests of a single module only). */
@@ -61,6 +67,7 @@ export interface Gateway {
   revocation: AccessRevocation;
   http: Api;
   ssh: SshProxy;
+  metrics: GatewayMetrics;
   listen(): Promise<void>;
   close(): Promise<void>;
 }
@@ -115,9 +122,33 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     revocation,
     log: logger.child({ component: 'ssh' }),
   });
+  const desktop = new DesktopControl({
+    runtime,
+    hosts: repositories.hosts,
+    bus,
+    log: logger.child({ component: 'vnc' }),
+  });
+  const vnc = new VncProxy({
+    auth,
+    control: desktop,
+    runtime,
+    hosts: repositories.hosts,
+    users: repositories.users,
+    bus,
+    revocation,
+    log: logger.child({ component: 'vnc' }),
+    publicApiUrl: config.publicApiUrl,
+  });
   const status = new StatusService(database, engine, repositories.stats, {
     ssh: () => ssh.sessionCount(),
-    vnc: () => 0,
+    vnc: () => vnc.sessionCount(),
+  });
+  const metricsCounts = new MetricsRepository(database.db);
+  const metrics = new GatewayMetrics({
+    sshSessions: () => ssh.sessionCount(),
+    vncSessions: () => vnc.sessionCount(),
+    sseClients: () => sse.size,
+    counts: () => metricsCounts.counts(),
   });
 
   const access = {
@@ -196,13 +227,16 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     entry,
     bootstrap,
     scripts,
+    desktop,
+    vnc,
   };
   const httpLogger = options.httpLogger === false ? false : logger;
-  const http = await buildHttpApp(httpServices, httpLogger);
+  const http = await buildHttpApp(httpServices, httpLogger, metrics);
   const entryListener = config.entryPort > 0 ? buildEntryApp(httpServices, httpLogger) : null;
 
   const timers: NodeJS.Timeout[] = [];
   let unwatch = () => {};
+  let dashboardListener: Server | null = null;
   const every = (seconds: number, name: string, job: () => Promise<unknown>) => {
     const timer = setInterval(() => {
       job().catch((error: unknown) => logger.error({ err: error, job: name }, 'background job failed'));
@@ -226,9 +260,13 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     revocation,
     http,
     ssh,
+    metrics,
     async listen() {
       await http.listen({ host: config.httpHost, port: config.httpPort });
       await entryListener?.listen({ host: config.httpHost, port: config.entryPort });
+      if (config.dashboardPort > 0)
+        dashboardListener = await listenDashboardPort(http, config.httpHost, config.dashboardPort);
+      if (config.metricsBind) await metrics.listen(config.metricsBind.host, config.metricsBind.port);
       await ssh.listen();
       // With port 0 (tests) hosts must advertise the port really bound.
       access.sshProxyPort = ssh.port;
@@ -265,7 +303,11 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       unwatch();
       sse.closeAll();
       await ssh.close();
+      await vnc.close();
       await entryListener?.close();
+      await metrics.close();
+      dashboardListener?.closeAllConnections();
+      dashboardListener?.close();
       await http.close();
       await taskRunner.idle();
       await database.close();

@@ -1,4 +1,4 @@
-import pino, { type Logger } from 'pino';
+import pino, { type DestinationStream, type Logger } from 'pino';
 import type { Config } from './config.js';
 
 const REDACT = [
@@ -16,8 +16,12 @@ const REDACT = [
   '*.private_key',
 ];
 
-export function createLogger(config: Pick<Config, 'logLevel' | 'logFormat'>): Logger {
-  return pino({
+/** `destination` replaces stdout for JSON logs (tests read the lines). */
+export function createLogger(
+  config: Pick<Config, 'logLevel' | 'logFormat'>,
+  destination?: DestinationStream,
+): Logger {
+  const options: pino.LoggerOptions = {
     level: config.logLevel,
     redact: { paths: REDACT, censor: '[redacted]' },
     serializers: {
@@ -36,5 +40,6 @@ export function createLogger(config: Pick<Config, 'logLevel' | 'logFormat'>): Lo
           },
         }
       : {}),
-  });
+  };
+  return destination && config.logFormat === 'json' ? pino(options, destination) : pino(options);
 }

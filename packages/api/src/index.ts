@@ -8,3 +8,4 @@ export * from './health.js';
 export * from './hosts.js';
 export * from './ssh-keys.js';
 export * from './users.js';
+export * from './vnc.js';

@@ -1,5 +1,6 @@
 import type { Host, HostStatus } from '@ccp/api';
 import type { BindingDetail, HostWithOwner } from '../store/hosts-repository.js';
+import { vncBasePath, vncPagePath } from '../vnc/vnc-access.js';
 import { isoOut } from './clock.js';
 
 export interface AccessSettings {
@@ -41,7 +42,8 @@ export function hostView(
     ssh_user: `${row.username}+${row.short_id}`,
     ssh_host: access.publicHost,
     ssh_port: access.sshProxyPort,
-    vnc_url: `${access.publicApiUrl}/v1/${portal}/hosts/${row.id}/vnc/vnc.html`,
+    // noVNC builds its stream URL from the page's host and `path`: the same prefix, so the same cookie.
+    vnc_url: `${access.publicApiUrl}${vncPagePath(vncBasePath(portal, row.id))}`,
     last_error: row.last_error,
     created_at: isoOut(row.created_at),
     updated_at: isoOut(row.updated_at),

@@ -5,13 +5,16 @@ import Fastify, { type FastifySchema, type FastifyServerOptions, type RouteOptio
 import type { Logger } from 'pino';
 import type { Api } from './api.js';
 import { requireRole } from './plugins/authentication.js';
+import { registerDashboard } from './plugins/dashboard.js';
 import { registerErrorHandling } from './plugins/error-handler.js';
+import type { GatewayMetrics } from './plugins/metrics.js';
 import { registerValidation } from './plugins/validation.js';
 import { registerAccessRoutes, registerEntryScriptRoute } from './routes/access.js';
 import { registerAdminActivityRoutes } from './routes/admin-activity.js';
 import { registerAdminEgressRoutes } from './routes/admin-egress-ips.js';
 import { registerAdminHostRoutes } from './routes/admin-hosts.js';
 import { registerAdminUserRoutes } from './routes/admin-users.js';
+import { registerDesktopProxyRoutes, registerHostDesktopRoutes } from './routes/host-desktop.js';
 import { registerPublicRoutes } from './routes/public.js';
 import { registerSseRoute } from './routes/sse.js';
 import { registerUserAccountRoutes } from './routes/user-account.js';
@@ -40,8 +43,10 @@ function documentBearerAuth(route: RouteOptions): void {
 }
 
 /** A Fastify instance with the gateway's request ids, error format and validation. */
-function createApp(logger: Logger | false): Api {
+function createApp(logger: Logger | false, trustProxy: string[]): Api {
   const options: FastifyServerOptions = {
+    // Behind the listed proxies the client address (rate limits, event log) comes from X-Forwarded-For.
+    ...(trustProxy.length > 0 ? { trustProxy: trustProxy.join(',') } : {}),
     bodyLimit: 1024 * 1024,
     genReqId: (request) => {
       const given = request.headers['x-request-id'];
@@ -67,8 +72,13 @@ function createApp(logger: Logger | false): Api {
   return app;
 }
 
-export async function buildHttpApp(services: HttpServices, logger: Logger | false): Promise<Api> {
-  const app = createApp(logger);
+export async function buildHttpApp(
+  services: HttpServices,
+  logger: Logger | false,
+  metrics?: GatewayMetrics,
+): Promise<Api> {
+  const app = createApp(logger, services.config.trustProxy);
+  metrics?.register(app, services.auth);
 
   await app.register(swagger, {
     openapi: {
@@ -97,6 +107,7 @@ export async function buildHttpApp(services: HttpServices, logger: Logger | fals
       registerAdminUserRoutes(admin, services);
       registerAdminEgressRoutes(admin, services);
       registerAdminHostRoutes(admin, services);
+      registerHostDesktopRoutes(admin, services, 'admin');
       registerAdminActivityRoutes(admin, services);
       registerSseRoute(admin, services, 'admin');
     },
@@ -110,17 +121,20 @@ export async function buildHttpApp(services: HttpServices, logger: Logger | fals
       user.addHook('onRequest', requireRole(services.auth, 'user'));
       registerUserAccountRoutes(user, services);
       registerUserHostRoutes(user, services);
+      registerHostDesktopRoutes(user, services, 'user');
       registerSseRoute(user, services, 'user');
     },
     { prefix: '/v1/user' },
   );
 
+  await registerDesktopProxyRoutes(app, services);
+  await registerDashboard(app);
   return app;
 }
 
 /** The listener on ENTRY_PORT: only the entry scripts, so the short link works without a port. */
 export function buildEntryApp(services: HttpServices, logger: Logger | false): Api {
-  const app = createApp(logger);
+  const app = createApp(logger, services.config.trustProxy);
   registerEntryScriptRoute(app, services);
   return app;
 }

@@ -2,8 +2,8 @@ import type { Config } from '../config.js';
 import type { AccessScripts } from '../domain/access-scripts.js';
 import type { AuthService } from '../domain/auth-service.js';
 import type { BootstrapService } from '../domain/bootstrap-service.js';
-import type { EntryService } from '../domain/entry-service.js';
 import type { EgressIpsService } from '../domain/egress-ips-service.js';
+import type { EntryService } from '../domain/entry-service.js';
 import type { EventsService } from '../domain/events-service.js';
 import type { HostLifecycle } from '../domain/host-lifecycle.js';
 import type { HostsService } from '../domain/hosts-service.js';
@@ -13,6 +13,8 @@ import type { StatusService } from '../domain/status-service.js';
 import type { TasksService } from '../domain/tasks-service.js';
 import type { UsersService } from '../domain/users-service.js';
 import type { SseHub } from '../events/sse-hub.js';
+import type { DesktopControl } from '../vnc/desktop-control.js';
+import type { VncProxy } from '../vnc/vnc-proxy.js';
 
 /** What the HTTP layer may call: domain services only, never repositories or the database. */
 export interface HttpServices {
@@ -28,6 +30,8 @@ export interface HttpServices {
   events: EventsService;
   status: StatusService;
   sse: SseHub;
+  desktop: DesktopControl;
+  vnc: VncProxy;
   entry: EntryService;
   bootstrap: BootstrapService;
   scripts: AccessScripts;

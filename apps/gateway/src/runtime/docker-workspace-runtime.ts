@@ -16,6 +16,7 @@ import {
 import { CommandError, linkWorkspace, listensOnTcp, workspaceLinked } from './netns.js';
 import { type PathProbeSettings, verifyEgressPath } from './path-check.js';
 import {
+  type ExecResult,
   type ImageStatus,
   type ProgressReporter,
   RuntimeError,
@@ -230,6 +231,47 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
     return this.guard(async () => {
       const gateway = await this.find(hostId, 'egress-gateway');
       return gateway?.running && gateway.uplinkAddress ? endpointsAt(gateway.uplinkAddress) : null;
+    });
+  }
+
+  async exec(hostId: string, command: string[], timeoutMs: number): Promise<ExecResult | null> {
+    checkHostId(hostId);
+    return this.guard(async () => {
+      const workspace = await this.find(hostId, 'workspace');
+      if (!workspace?.running) return null;
+      const exec = await this.docker.getContainer(workspace.id).exec({
+        Cmd: command,
+        User: 'root',
+        AttachStdout: true,
+        AttachStderr: true,
+      });
+      const stream = await exec.start({ hijack: true, stdin: false });
+      const stdout = collect();
+      const stderr = collect();
+      this.docker.modem.demuxStream(stream, stdout.sink, stderr.sink);
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => {
+          stream.destroy();
+          reject(
+            new RuntimeError(
+              'exec_timeout',
+              `\`${command.join(' ')}\` did not finish within ${timeoutMs} ms`,
+            ),
+          );
+        }, timeoutMs);
+        const done = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+        stream.on('end', done);
+        stream.on('close', done);
+        stream.on('error', (error) => {
+          clearTimeout(timer);
+          reject(error);
+        });
+      });
+      const { ExitCode } = await exec.inspect();
+      return { exitCode: ExitCode ?? -1, stdout: stdout.text(), stderr: stderr.text() };
     });
   }
 
@@ -511,6 +553,8 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
         `WORKSPACE_USER=${spec.linuxUser}`,
         `WORKSPACE_UID=${WORKSPACE_UID}`,
         `WORKSPACE_AUTHORIZED_KEYS=${spec.authorizedKey}`,
+        // noVNC is served on the link only: the relay in the egress gateway is its one way in.
+        `WORKSPACE_DESKTOP_ADDRESS=${WORKSPACE_LINK.workspaceAddress}`,
       ],
       HostConfig: {
         Init: true,
@@ -532,7 +576,12 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
           'FSETID',
           'KILL',
         ],
-        Sysctls: { 'net.ipv6.conf.all.disable_ipv6': '1', 'net.ipv6.conf.default.disable_ipv6': '1' },
+        Sysctls: {
+          'net.ipv6.conf.all.disable_ipv6': '1',
+          'net.ipv6.conf.default.disable_ipv6': '1',
+          // websockify binds the link address, which exists only once the link is made (after the start).
+          'net.ipv4.ip_nonlocal_bind': '1',
+        },
         Memory: memory,
         MemorySwap: memory,
         NanoCpus: Math.round(spec.limits.cpus * 1e9),
@@ -873,6 +922,14 @@ function sshBanner(host: string, port: number): Promise<boolean> {
     socket.on('error', () => done(false));
     socket.on('close', () => done(false));
   });
+}
+
+/** A sink that keeps what is written to it, as text. */
+function collect(): { sink: PassThrough; text: () => string } {
+  const chunks: Buffer[] = [];
+  const sink = new PassThrough();
+  sink.on('data', (chunk: Buffer) => chunks.push(chunk));
+  return { sink, text: () => Buffer.concat(chunks).toString('utf8') };
 }
 
 /** Docker's log stream without a TTY: 8-byte frame headers (stream, 0, 0, 0, length) before each chunk. */

@@ -82,6 +82,11 @@ export interface WorkspaceRuntime {
   switchUpstream(hostId: string, upstream: UpstreamSpec): Promise<void>;
   state(hostId: string): Promise<WorkspaceState>;
   endpoints(hostId: string): Promise<WorkspaceEndpoints | null>;
+  /**
+   * Runs a command as root in the running workspace container (the desktop's controls, image/README.md);
+   * null when that container is not running. Fails with `exec_timeout` after `timeoutMs`.
+   */
+  exec(hostId: string, command: string[], timeoutMs: number): Promise<ExecResult | null>;
   /** Ids of every host the engine holds something for (by label). */
   hostIds(): Promise<string[]>;
   /** The workspace image a new container would use. */

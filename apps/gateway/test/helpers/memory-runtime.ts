@@ -1,4 +1,5 @@
 import {
+  type ExecResult,
   type ImageStatus,
   RuntimeError,
   type UpstreamSpec,
@@ -69,10 +70,28 @@ export class MemoryRuntime implements WorkspaceRuntime {
     return this.hosts.get(hostId)?.state ?? 'missing';
   }
 
+  /** Where hosts' desktops are reached (a local stand-in for websockify in proxy tests). */
+  desktopEndpoint = { host: '127.0.0.1', port: 6080 };
+
   async endpoints(hostId: string): Promise<WorkspaceEndpoints | null> {
     return this.hosts.has(hostId)
-      ? { ssh: { host: '127.0.0.1', port: 22 }, desktop: { host: '127.0.0.1', port: 6080 } }
+      ? { ssh: { host: '127.0.0.1', port: 22 }, desktop: { ...this.desktopEndpoint } }
       : null;
+  }
+
+  /** The desktop of each host as `ccp-desktop` in the image reports it (running unless set). */
+  readonly desktops = new Map<string, 'running' | 'starting' | 'stopped'>();
+
+  async exec(hostId: string, command: string[]): Promise<ExecResult | null> {
+    this.calls.push(`exec ${hostId} ${command.join(' ')}`);
+    if (this.hosts.get(hostId)?.state !== 'running') return null;
+    const [program, action] = command;
+    if (!program?.endsWith('/ccp-desktop'))
+      return { exitCode: 127, stdout: '', stderr: `${program}: not found` };
+    if (action === 'start' || action === 'restart') this.desktops.set(hostId, 'running');
+    const status = this.desktops.get(hostId) ?? 'running';
+    const report = { status, auto_restart_limited: false, display: ':1', websocket_port: 6080, error: '' };
+    return { exitCode: 0, stdout: `${JSON.stringify(report)}\n`, stderr: '' };
   }
 
   async hostIds(): Promise<string[]> {

@@ -215,7 +215,7 @@ for (const kind of DATABASES) {
       assert.equal(mine.status, 200);
       assert.equal(
         mine.body.vnc_url,
-        `http://gw.example.test:0/v1/user/hosts/${own.id}/vnc/vnc.html`.replace(
+        `http://gw.example.test:0/v1/user/hosts/${own.id}/vnc/vnc.html?autoconnect=true&resize=scale&path=v1/user/hosts/${own.id}/vnc/websockify`.replace(
           ':0',
           `:${t.gateway.config.httpPort}`,
         ),

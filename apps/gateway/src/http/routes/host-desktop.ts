@@ -1,0 +1,112 @@
+import { VncStatus } from '@ccp/api';
+import websocket from '@fastify/websocket';
+import type { FastifyRequest } from 'fastify';
+import Type from 'typebox';
+import { errors } from '../../domain/errors.js';
+import { vncPagePath } from '../../vnc/vnc-access.js';
+import type { DesktopAccess } from '../../vnc/vnc-proxy.js';
+import type { Api } from '../api.js';
+import { principalOf } from '../plugins/authentication.js';
+import { errorResponses } from '../schemas.js';
+import type { HttpServices } from '../services.js';
+
+type Portal = 'admin' | 'user';
+
+const HostParams = Type.Object({ hostID: Type.String({ format: 'uuid' }) });
+const ProxyParams = Type.Object({ hostID: Type.String({ format: 'uuid' }), '*': Type.String() });
+
+/** Status, start and restart of a host's desktop; inside the portal's scope (its role check applies). */
+export function registerHostDesktopRoutes(app: Api, { desktop }: HttpServices, portal: Portal): void {
+  const tags = [portal === 'admin' ? 'hosts' : 'user portal'];
+  const whose = portal === 'admin' ? 'a host' : 'an own host';
+  const schema = (summary: string, statuses: number[]) => ({
+    tags,
+    summary,
+    params: HostParams,
+    response: { 200: VncStatus, ...errorResponses(...statuses) },
+  });
+
+  app.get(
+    '/hosts/:hostID/vnc/status',
+    { schema: schema(`Desktop status of ${whose}`, [404, 503]) },
+    async (request) => {
+      const host = await desktop.hostFor(principalOf(request), request.params.hostID);
+      return desktop.status(host);
+    },
+  );
+
+  for (const action of ['start', 'restart'] as const) {
+    app.post(
+      `/hosts/:hostID/vnc/${action}`,
+      {
+        schema: schema(
+          `${action === 'start' ? 'Start' : 'Restart'} the desktop of ${whose} (no rebuild); answers once it is up`,
+          [404, 409, 503],
+        ),
+      },
+      async (request) => {
+        const principal = principalOf(request);
+        const host = await desktop.hostFor(principal, request.params.hostID);
+        return action === 'start' ? desktop.start(host, principal) : desktop.restart(host, principal);
+      },
+    );
+  }
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    desktopAccess: DesktopAccess | null;
+  }
+}
+
+/**
+ * The desktop's reverse proxy below `/v1/{admin,user}/hosts/{hostID}/vnc/`: GET and HEAD of the web client's
+ * files and the WebSocket of its stream. Outside the portals' scopes, because a browser's later requests carry
+ * the cookie set from `?token=`, not a header; every request is authenticated here instead.
+ */
+export async function registerDesktopProxyRoutes(app: Api, { vnc, config }: HttpServices): Promise<void> {
+  await app.register(async (scope) => {
+    const api = scope as unknown as Api;
+    await api.register(websocket, { options: { maxPayload: 16 * 1024 * 1024, perMessageDeflate: false } });
+    api.decorateRequest('desktopAccess', null);
+    const accessOf = (request: FastifyRequest): DesktopAccess => {
+      if (!request.desktopAccess) throw errors.unauthorized();
+      return request.desktopAccess;
+    };
+
+    for (const portal of ['admin', 'user'] as const) {
+      api.route({
+        method: 'GET',
+        url: `/v1/${portal}/hosts/:hostID/vnc/*`,
+        schema: { hide: true, params: ProxyParams },
+        preHandler: async (request) => {
+          const { hostID } = request.params as { hostID: string };
+          const query = new URL(request.url, 'http://gateway').searchParams;
+          request.desktopAccess = await vnc.authorize(portal, hostID, request.headers, query, request.ws);
+        },
+        handler: async (request, reply) => {
+          const access = accessOf(request);
+          const rest = (request.params as { '*': string })['*'];
+          reply.header('referrer-policy', 'no-referrer').header('x-content-type-options', 'nosniff');
+          if (access.source === 'query') {
+            // The page's own requests cannot carry a header: the token moves into the host's desktop cookie,
+            // and out of the address bar.
+            const secure = config.publicApiUrl.startsWith('https:') || request.protocol === 'https';
+            const url = new URL(request.url, 'http://gateway');
+            url.searchParams.delete('token');
+            return reply
+              .header('set-cookie', vnc.cookieFor(access, secure))
+              .header('cache-control', 'no-store')
+              .redirect(`${url.pathname}${url.search}`, 303);
+          }
+          if (rest === '') return reply.redirect(vncPagePath(access.basePath), 303);
+          const file = await vnc.fetchFile(access, rest, request.method as 'GET' | 'HEAD', request.headers);
+          return reply.status(file.status).headers(file.headers).send(file.body);
+        },
+        wsHandler: (socket, request) => {
+          vnc.openSession(socket, accessOf(request), request.ip);
+        },
+      });
+    }
+  });
+}

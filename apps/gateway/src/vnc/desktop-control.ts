@@ -1,0 +1,223 @@
+import http from 'node:http';
+import type { VncStatus } from '@ccp/api';
+import type { Logger } from 'pino';
+import { AppError, errors } from '../domain/errors.js';
+import type { Principal } from '../domain/principal.js';
+import { actorOf } from '../domain/principal.js';
+import type { EventBus } from '../events/event-bus.js';
+import { RuntimeError, type WorkspaceRuntime } from '../runtime/workspace-runtime.js';
+import type { HostsRepository, HostWithOwner } from '../store/hosts-repository.js';
+
+/** The control program in the workspace image (image/README.md, "Desktop"). */
+const CONTROL = '/usr/local/sbin/ccp-desktop';
+/** The program waits up to 20 s for the desktop to come up; a little more for `docker exec` itself. */
+const CONTROL_TIMEOUT_MS = 30_000;
+const STATUS_TIMEOUT_MS = 10_000;
+/** After the program reports the desktop up, how long the gateway's own path to it may take to answer. */
+const REACH_TIMEOUT_MS = 5_000;
+
+/** What `ccp-desktop status|start|restart` prints: one line of JSON. */
+interface ControlReport {
+  status: 'running' | 'starting' | 'stopped' | 'unavailable';
+  auto_restart_limited: boolean;
+  display: string;
+  websocket_port: number;
+  error: string;
+}
+
+export interface DesktopControlOptions {
+  runtime: WorkspaceRuntime;
+  hosts: HostsRepository;
+  bus: EventBus;
+  log: Logger;
+}
+
+/**
+ * Status, start and restart of a host's desktop, through the control program in its workspace container
+ * (no rebuild). Start and restart answer once the desktop is really up: the program waits for the display's
+ * RFB banner and websockify's listening socket, then the gateway fetches the web client through its own path.
+ */
+export class DesktopControl {
+  constructor(private readonly options: DesktopControlOptions) {}
+
+  /** The host the caller may reach: any for an admin, only their own for a user (404 otherwise). */
+  async hostFor(principal: Principal, hostId: string): Promise<HostWithOwner> {
+    const host = await this.options.hosts.findById(hostId);
+    if (!host || (principal.role !== 'admin' && host.user_id !== principal.id)) throw errors.notFound('Host');
+    return host;
+  }
+
+  async status(host: HostWithOwner): Promise<VncStatus> {
+    if (host.status !== 'running') return hostStopped();
+    const report = await this.run(host, 'status', STATUS_TIMEOUT_MS);
+    return report ? statusOf(report.report) : unavailable();
+  }
+
+  start(host: HostWithOwner, principal: Principal): Promise<VncStatus> {
+    return this.control(host, principal, 'start');
+  }
+
+  restart(host: HostWithOwner, principal: Principal): Promise<VncStatus> {
+    return this.control(host, principal, 'restart');
+  }
+
+  private async control(
+    host: HostWithOwner,
+    principal: Principal,
+    action: 'start' | 'restart',
+  ): Promise<VncStatus> {
+    if (host.status !== 'running') throw hostNotRunning();
+    const began = Date.now();
+    const event = {
+      actor: actorOf(principal),
+      userId: host.user_id,
+      hostId: host.id,
+    };
+    const fail = async (error: AppError): Promise<never> => {
+      await this.options.bus.emit({
+        ...event,
+        type: `vnc.${action}.failed`,
+        level: 'error',
+        message: `Desktop ${action} on host ${host.short_id} failed: ${error.message}`,
+        data: { short_id: host.short_id, code: error.code, reason: error.message },
+      });
+      throw error;
+    };
+    const outcome = await this.run(host, action, CONTROL_TIMEOUT_MS).catch((error: unknown) => {
+      if (error instanceof AppError) return fail(error);
+      throw error;
+    });
+    if (!outcome) return fail(desktopUnavailable());
+    if (outcome.exitCode !== 0) {
+      const reason = outcome.stderr.trim().split('\n')[0] || outcome.report.error || 'unknown reason';
+      return fail(errors.unavailable('vnc_start_failed', `The desktop did not start: ${reason}`));
+    }
+    const reachError = await this.reach(host, outcome.report.websocket_port);
+    if (reachError) {
+      return fail(
+        errors.unavailable(
+          'vnc_unreachable',
+          `The desktop runs but the gateway cannot reach it: ${reachError}`,
+        ),
+      );
+    }
+    await this.options.bus.emit({
+      ...event,
+      type: action === 'start' ? 'vnc.started' : 'vnc.restarted',
+      message: `Desktop on host ${host.short_id} ${action === 'start' ? 'started' : 'restarted'}`,
+      data: { short_id: host.short_id, duration_ms: Date.now() - began },
+    });
+    return statusOf(outcome.report);
+  }
+
+  /** Runs the control program; null when the workspace or the program is not there. */
+  private async run(
+    host: HostWithOwner,
+    action: 'status' | 'start' | 'restart',
+    timeoutMs: number,
+  ): Promise<{ exitCode: number; stderr: string; report: ControlReport } | null> {
+    let result: Awaited<ReturnType<WorkspaceRuntime['exec']>>;
+    try {
+      result = await this.options.runtime.exec(host.id, [CONTROL, action], timeoutMs);
+    } catch (error) {
+      if (error instanceof RuntimeError && error.code === 'exec_timeout')
+        throw errors.unavailable('vnc_timeout', error.message);
+      if (error instanceof RuntimeError)
+        throw errors.unavailable('runtime_unavailable', `The container engine failed: ${error.message}`);
+      throw error;
+    }
+    if (!result) return null;
+    const report = parseReport(result.stdout);
+    if (!report) {
+      // 126/127: an image without the desktop (made before it existed).
+      this.options.log.warn(
+        { host_id: host.id, exit_code: result.exitCode, stderr: result.stderr.slice(0, 500) },
+        'the desktop control program gave no status',
+      );
+      return null;
+    }
+    return { exitCode: result.exitCode, stderr: result.stderr, report };
+  }
+
+  /** Fetches the web client through the relay, as the proxy will; returns why not, or null when it answered. */
+  private async reach(host: HostWithOwner, port: number): Promise<string | null> {
+    const endpoints = await this.options.runtime.endpoints(host.id);
+    if (!endpoints) return 'the host has no relay';
+    const target = { host: endpoints.desktop.host, port: endpoints.desktop.port || port };
+    const until = Date.now() + REACH_TIMEOUT_MS;
+    let last = 'no answer';
+    while (Date.now() < until) {
+      last = await fetchStatus(target.host, target.port, '/vnc.html').then(
+        (status) => (status === 200 ? '' : `HTTP ${status}`),
+        (error: NodeJS.ErrnoException) => error.code ?? error.message,
+      );
+      if (!last) return null;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    return `${target.host}:${target.port}: ${last}`;
+  }
+}
+
+function parseReport(stdout: string): ControlReport | null {
+  const line = stdout.trim().split('\n').pop() ?? '';
+  try {
+    const value = JSON.parse(line) as Partial<ControlReport>;
+    if (
+      typeof value.status === 'string' &&
+      ['running', 'starting', 'stopped', 'unavailable'].includes(value.status) &&
+      typeof value.auto_restart_limited === 'boolean' &&
+      typeof value.display === 'string' &&
+      typeof value.websocket_port === 'number'
+    )
+      return { error: '', ...value } as ControlReport;
+  } catch {
+    // not JSON: reported as no status
+  }
+  return null;
+}
+
+function statusOf(report: ControlReport): VncStatus {
+  if (report.status === 'unavailable') return unavailable();
+  return {
+    status: report.status,
+    running: report.status === 'running',
+    can_start: report.status === 'stopped',
+    can_restart: true,
+    auto_restart_limited: report.auto_restart_limited,
+    display: report.display,
+    websocket_port: report.websocket_port,
+  };
+}
+
+const hostStopped = (): VncStatus => ({
+  status: 'host_stopped',
+  running: false,
+  can_start: false,
+  can_restart: false,
+  auto_restart_limited: false,
+  display: null,
+  websocket_port: null,
+});
+
+const unavailable = (): VncStatus => ({ ...hostStopped(), status: 'unavailable' });
+
+const hostNotRunning = () =>
+  errors.conflict('host_not_running', 'The host is not running; start it before its desktop');
+
+const desktopUnavailable = () =>
+  errors.unavailable(
+    'vnc_unavailable',
+    "The host's workspace has no desktop to control (rebuild it from the current image)",
+  );
+
+function fetchStatus(host: string, port: number, path: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const request = http.request({ host, port, path, method: 'GET', timeout: 1000 }, (response) => {
+      response.resume();
+      resolve(response.statusCode ?? 0);
+    });
+    request.on('timeout', () => request.destroy(new Error('timeout')));
+    request.on('error', reject);
+    request.end();
+  });
+}

@@ -1,0 +1,337 @@
+import { randomUUID } from 'node:crypto';
+import http, { type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import type { Logger } from 'pino';
+import WebSocket from 'ws';
+import type { AccessRevocation } from '../domain/access-revocation.js';
+import { type AuthService, isExpired } from '../domain/auth-service.js';
+import { nowIso } from '../domain/clock.js';
+import { errors } from '../domain/errors.js';
+import { actorOf, type Principal } from '../domain/principal.js';
+import type { EventBus } from '../events/event-bus.js';
+import type { WorkspaceRuntime } from '../runtime/workspace-runtime.js';
+import type { HostsRepository, HostWithOwner } from '../store/hosts-repository.js';
+import type { UsersRepository } from '../store/users-repository.js';
+import type { DesktopControl } from './desktop-control.js';
+import {
+  desktopFilePath,
+  desktopToken,
+  originAllowed,
+  type Portal,
+  type TokenSource,
+  vncBasePath,
+  vncCookie,
+} from './vnc-access.js';
+
+/** websockify's stream path; any path the web client asks for below the desktop's prefix is mapped onto it. */
+const STREAM_PATH = '/websockify';
+/** A side stops reading while the other has more than this queued, and reads again below LOW_WATER. */
+const HIGH_WATER = 1024 * 1024;
+const LOW_WATER = 256 * 1024;
+/** Framebuffer updates of a large screen can be several MB in one message. */
+const MAX_MESSAGE = 64 * 1024 * 1024;
+/** Request headers the web client's files may need; Authorization and Cookie never reach the workspace. */
+const FORWARDED_REQUEST_HEADERS = [
+  'accept',
+  'accept-encoding',
+  'if-modified-since',
+  'if-none-match',
+  'range',
+];
+const FORWARDED_RESPONSE_HEADERS = [
+  'content-type',
+  'content-length',
+  'content-encoding',
+  'content-range',
+  'accept-ranges',
+  'last-modified',
+  'etag',
+];
+
+/** Who may use one host's desktop, found for every request. */
+export interface DesktopAccess {
+  portal: Portal;
+  principal: Principal;
+  host: HostWithOwner;
+  token: string;
+  source: TokenSource;
+  basePath: string;
+}
+
+export interface VncProxyOptions {
+  auth: AuthService;
+  control: DesktopControl;
+  runtime: WorkspaceRuntime;
+  hosts: HostsRepository;
+  users: UsersRepository;
+  bus: EventBus;
+  revocation: AccessRevocation;
+  log: Logger;
+  publicApiUrl: string;
+  /** How often live sessions are checked against their host's and user's state. */
+  recheckMs?: number;
+}
+
+interface LiveSession {
+  id: string;
+  access: DesktopAccess;
+  client: WebSocket;
+  clientAddress: string;
+  openedAt: number;
+  traffic: { toDesktop: number; toClient: number };
+  closeReason: string;
+}
+
+/**
+ * The desktop's reverse proxy: the web client's files over HTTP, and its stream as a WebSocket held on both
+ * sides (so each side gets a proper close frame when the host stops or the user loses access), with
+ * backpressure per direction. The workspace is reached through the relay in its egress gateway only.
+ */
+export class VncProxy {
+  private readonly live = new Map<string, LiveSession>();
+  private readonly emits = new Set<Promise<void>>();
+  private readonly recheck: NodeJS.Timeout;
+
+  constructor(private readonly options: VncProxyOptions) {
+    options.revocation.register((userId, reason) => {
+      this.closeWhere(
+        (s) => s.access.principal.id === userId || s.access.host.user_id === userId,
+        `user_${reason}`,
+      );
+    });
+    this.recheck = setInterval(() => {
+      this.recheckSessions().catch((error: unknown) =>
+        options.log.warn({ err: error }, 'rechecking desktop sessions failed'),
+      );
+    }, options.recheckMs ?? 5000);
+    this.recheck.unref();
+  }
+
+  /** Live desktop streams, for the dashboard. */
+  sessionCount(): number {
+    return this.live.size;
+  }
+
+  /** Authenticates one request below a desktop's prefix: 401 without a valid token, 403 for the wrong role,
+   * 404 for a host the caller may not reach, 403 for an upgrade from a foreign origin. */
+  async authorize(
+    portal: Portal,
+    hostId: string,
+    headers: IncomingHttpHeaders,
+    query: URLSearchParams,
+    upgrade: boolean,
+  ): Promise<DesktopAccess> {
+    const found = desktopToken(headers, query);
+    if (!found) throw errors.unauthorized('A bearer token, ?token= or the desktop cookie is required');
+    const principal = await this.options.auth.authenticate(found.token);
+    if (principal.role !== portal)
+      throw errors.forbidden(`This desktop path needs ${portal === 'admin' ? 'an admin' : 'a user'} token`);
+    const host = await this.options.control.hostFor(principal, hostId);
+    if (upgrade && !originAllowed(headers, this.options.publicApiUrl, found.source))
+      throw errors.forbidden('The WebSocket origin is not allowed');
+    return { portal, principal, host, ...found, basePath: vncBasePath(portal, hostId) };
+  }
+
+  /** The cookie that lets the web client's later requests through (it cannot add headers to them). */
+  cookieFor(access: DesktopAccess, secure: boolean): string {
+    return vncCookie(access.token, access.basePath, secure);
+  }
+
+  /** Fetches one file of the web client from the workspace; the caller streams it back. */
+  async fetchFile(
+    access: DesktopAccess,
+    rest: string,
+    method: 'GET' | 'HEAD',
+    headers: IncomingHttpHeaders,
+  ): Promise<{ status: number; headers: Record<string, string>; body: IncomingMessage }> {
+    const path = desktopFilePath(rest);
+    if (path === null) throw errors.notFound('File');
+    const endpoint = await this.desktopEndpoint(access.host);
+    const forwarded: Record<string, string> = {};
+    for (const name of FORWARDED_REQUEST_HEADERS) {
+      const value = headers[name];
+      if (typeof value === 'string') forwarded[name] = value;
+    }
+    const response = await new Promise<IncomingMessage>((resolve, reject) => {
+      const request = http.request(
+        { ...endpoint, path, method, headers: forwarded, timeout: 10_000 },
+        resolve,
+      );
+      request.on('timeout', () => request.destroy(new Error('timeout')));
+      request.on('error', reject);
+      request.end();
+    }).catch((error: Error) => {
+      throw errors.unavailable('vnc_unreachable', `The desktop did not answer: ${error.message}`);
+    });
+    const out: Record<string, string> = {};
+    for (const name of FORWARDED_RESPONSE_HEADERS) {
+      const value = response.headers[name];
+      if (typeof value === 'string') out[name] = value;
+    }
+    return { status: response.statusCode ?? 502, headers: out, body: response };
+  }
+
+  /** Joins an accepted client WebSocket to the desktop's stream. */
+  openSession(client: WebSocket, access: DesktopAccess, clientAddress: string): void {
+    // Nothing is read from the client until the desktop's side is open.
+    client.pause();
+    const session: LiveSession = {
+      id: randomUUID(),
+      access,
+      client,
+      clientAddress,
+      openedAt: Date.now(),
+      traffic: { toDesktop: 0, toClient: 0 },
+      closeReason: 'client_closed',
+    };
+    const fail = (reason: string) => {
+      if (client.readyState === WebSocket.OPEN) client.close(1011, reason.slice(0, 120));
+    };
+    this.desktopEndpoint(access.host).then(
+      (endpoint) => {
+        if (client.readyState !== WebSocket.OPEN) return;
+        const upstream = new WebSocket(`ws://${endpoint.host}:${endpoint.port}${STREAM_PATH}`, ['binary'], {
+          perMessageDeflate: false,
+          maxPayload: MAX_MESSAGE,
+          handshakeTimeout: 10_000,
+        });
+        upstream.on('error', (error) => {
+          this.options.log.warn({ err: error, host_id: access.host.id }, 'desktop stream failed');
+          if (!this.live.has(session.id)) fail('desktop unreachable');
+        });
+        upstream.on('open', () => {
+          upstream.pause();
+          if (client.readyState !== WebSocket.OPEN) {
+            upstream.terminate();
+            return;
+          }
+          this.live.set(session.id, session);
+          this.emitOpened(session);
+          relay(client, upstream, (bytes) => {
+            session.traffic.toDesktop += bytes;
+          });
+          relay(upstream, client, (bytes) => {
+            session.traffic.toClient += bytes;
+          });
+          upstream.on('close', () => {
+            if (session.closeReason === 'client_closed') session.closeReason = 'desktop_closed';
+            if (client.readyState === WebSocket.OPEN) client.close(1001, session.closeReason);
+          });
+          client.on('close', () => {
+            if (upstream.readyState === WebSocket.OPEN) upstream.close(1000);
+            else upstream.terminate();
+            if (this.live.delete(session.id)) this.emitClosed(session);
+          });
+          client.resume();
+          upstream.resume();
+        });
+        client.on('close', () => {
+          if (upstream.readyState === WebSocket.CONNECTING) upstream.terminate();
+        });
+      },
+      (error: Error) => fail(error.message),
+    );
+  }
+
+  /** Ends every session, and waits until their events are written. */
+  async close(): Promise<void> {
+    clearInterval(this.recheck);
+    this.closeWhere(() => true, 'gateway_stopped');
+    await Promise.all(this.emits);
+  }
+
+  private async desktopEndpoint(host: HostWithOwner): Promise<{ host: string; port: number }> {
+    if (host.status !== 'running')
+      throw errors.conflict('host_not_running', 'The host is not running; start it before its desktop');
+    const endpoints = await this.options.runtime.endpoints(host.id);
+    if (!endpoints) throw errors.unavailable('vnc_unreachable', 'The host has no path to its desktop');
+    return endpoints.desktop;
+  }
+
+  private closeWhere(match: (session: LiveSession) => boolean, reason: string): void {
+    for (const session of this.live.values()) {
+      if (!match(session)) continue;
+      session.closeReason = reason;
+      // 1001: the desktop is going away; 1008: the caller no longer may use it.
+      session.client.close(reason.startsWith('user_') ? 1008 : 1001, reason);
+    }
+  }
+
+  /** Ends sessions whose host left `running` or whose caller lost access without a revocation reaching us. */
+  private async recheckSessions(): Promise<void> {
+    const now = nowIso();
+    for (const session of [...this.live.values()]) {
+      const host = await this.options.hosts.findById(session.access.host.id);
+      const user = await this.options.users.findById(session.access.principal.id);
+      const reason =
+        !user || user.status === 'disabled' || isExpired(user, now)
+          ? 'user_revoked'
+          : host?.status !== 'running'
+            ? 'host_stopped'
+            : null;
+      if (reason) this.closeWhere((s) => s === session, reason);
+    }
+  }
+
+  private emitOpened(session: LiveSession): void {
+    const { principal, host, portal } = session.access;
+    this.emit({
+      type: 'vnc.session.opened',
+      message: `Desktop session of ${principal.username} to host ${host.short_id} opened`,
+      actor: actorOf(principal),
+      userId: host.user_id,
+      hostId: host.id,
+      data: { portal, short_id: host.short_id, client_address: session.clientAddress },
+    });
+  }
+
+  private emitClosed(session: LiveSession): void {
+    const { principal, host, portal } = session.access;
+    this.emit({
+      type: 'vnc.session.closed',
+      message: `Desktop session of ${principal.username} to host ${host.short_id} closed (${session.closeReason})`,
+      actor: actorOf(principal),
+      userId: host.user_id,
+      hostId: host.id,
+      data: {
+        portal,
+        short_id: host.short_id,
+        client_address: session.clientAddress,
+        bytes_in: session.traffic.toDesktop,
+        bytes_out: session.traffic.toClient,
+        duration_ms: Date.now() - session.openedAt,
+        reason: session.closeReason,
+      },
+    });
+  }
+
+  /** Events are written in the background; close() waits for those still under way. */
+  private emit(input: Parameters<EventBus['emit']>[0]): void {
+    const written = this.options.bus
+      .emit(input)
+      .catch((error: unknown) =>
+        this.options.log.error({ err: error, event: input.type }, 'event not written'),
+      )
+      .finally(() => this.emits.delete(written));
+    this.emits.add(written);
+  }
+}
+
+/** Forwards every message of `from` to `to`; `from` stops reading while `to` has too much queued. */
+function relay(from: WebSocket, to: WebSocket, count: (bytes: number) => void): void {
+  let paused = false;
+  const drained = () => {
+    if (paused && to.bufferedAmount < LOW_WATER) {
+      paused = false;
+      from.resume();
+    }
+  };
+  from.on('message', (data: Buffer, isBinary: boolean) => {
+    count(data.length);
+    if (to.readyState !== WebSocket.OPEN) return;
+    to.send(data, { binary: isBinary }, drained);
+    if (!paused && to.bufferedAmount > HIGH_WATER) {
+      paused = true;
+      from.pause();
+    }
+  });
+}

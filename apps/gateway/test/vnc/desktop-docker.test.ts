@@ -1,0 +1,281 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import Docker from 'dockerode';
+import { chromium } from 'playwright-core';
+import WebSocket from 'ws';
+import { ensureLab, labUnavailable } from '../../../../test/lab/lab.js';
+import { HOST_LABEL } from '../../src/runtime/docker-workspace-runtime.js';
+import { buildTestImages, labEgressEnv } from '../helpers/lab-egress.js';
+import { startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
+
+const exec = promisify(execFile);
+const docker = new Docker({ socketPath: '/var/run/docker.sock' });
+const skip = labUnavailable();
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const OUTPUT = fileURLToPath(new URL('../../../../test-output/', import.meta.url));
+/** The root window's colour set by ccp-desktop (image/README.md): proof that the desktop itself was drawn. */
+const BACKGROUND = [0x3a, 0x6e, 0xa5] as const;
+
+/**
+ * Run in the page (as text: this program has no DOM types): decodes a PNG and returns the share of pixels in
+ * the background colour and the share of near-white ones.
+ */
+const PIXEL_SHARES = `async (data, rgb) => {
+  const image = new Image();
+  image.src = 'data:image/png;base64,' + data;
+  await image.decode();
+  const canvas = document.createElement('canvas');
+  canvas.width = image.width;
+  canvas.height = image.height;
+  const context = canvas.getContext('2d');
+  context.drawImage(image, 0, 0);
+  const pixels = context.getImageData(0, 0, image.width, image.height).data;
+  let background = 0;
+  let light = 0;
+  for (let i = 0; i < pixels.length; i += 4) {
+    const [r, g, b] = [pixels[i], pixels[i + 1], pixels[i + 2]];
+    if (Math.abs(r - rgb[0]) < 6 && Math.abs(g - rgb[1]) < 6 && Math.abs(b - rgb[2]) < 6) background++;
+    if (r > 240 && g > 240 && b > 240) light++;
+  }
+  return { background: background / (pixels.length / 4), light: light / (pixels.length / 4) };
+}`;
+
+async function until<T>(what: string, check: () => Promise<T | null | undefined | false>, ms = 30_000) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+describe('the browser desktop of a real workspace', { skip, timeout: 900_000 }, () => {
+  const suffix = randomBytes(3).toString('hex');
+  let t: TestGateway;
+  let user: { id: string; token: string };
+  let host: { id: string; short_id: string; vnc_url: string };
+  let container: string;
+  const hostIds: string[] = [];
+
+  const status = async () =>
+    (await t.request('GET', `/v1/user/hosts/${host.id}/vnc/status`, { token: user.token })).body;
+  const inWorkspace = async (script: string) =>
+    (await exec('docker', ['exec', container, 'sh', '-c', script])).stdout.trim();
+  /** What the desktop's supervisor and its parts said, for a failure's message. */
+  const desktopLogs = async () => {
+    const logs = await exec('docker', ['logs', '--tail', '30', container]).catch((error: Error) => error);
+    const parts = await inWorkspace('tail -n 5 /run/ccp-desktop/*.log; ps -eo pid,stat,user,args').catch(
+      (error: Error) => error.message,
+    );
+    return `${'stderr' in logs ? logs.stderr : logs}\n${parts}`;
+  };
+  const events = async (type: string) =>
+    (await t.request('GET', `/v1/admin/events?type=${type}&host_id=${host.id}&limit=500`)).body.events as {
+      data: Record<string, number | string>;
+    }[];
+
+  before(async () => {
+    await buildTestImages();
+    const lab = await ensureLab();
+    t = await startTestGateway(
+      'sqlite',
+      { ...labEgressEnv(lab), WORKSPACE_IMAGE_VARIANT: 'test', DOCKER_SOCKET: '/var/run/docker.sock' },
+      'docker',
+    );
+    await t.listen();
+    const exit = lab.exits[0]!;
+    const egress = await t.request('POST', '/v1/admin/egress-ips', {
+      body: {
+        label: 'lab vmess',
+        ip_address: exit.address,
+        proxy_config: exit.variants['vmess-tcp'].proxyConfig,
+      },
+    });
+    user = await t.createUser(`vnc${suffix}`);
+    const created = await t.request('POST', '/v1/admin/hosts', {
+      body: { user_id: user.id, egress_ip_id: egress.body.id },
+    });
+    hostIds.push(created.body.id);
+    const start = await t.request('POST', `/v1/admin/hosts/${created.body.id}/start`);
+    await t.gateway.tasks.idle();
+    const task = (await t.request('GET', `/v1/admin/tasks/${start.body.task_id}`)).body;
+    assert.equal(task.status, 'succeeded', JSON.stringify(task.error));
+    host = (await t.request('GET', `/v1/user/hosts/${created.body.id}`, { token: user.token })).body;
+    container = `ccp-ws-${host.id}`;
+  });
+
+  after(async () => {
+    await t?.close().catch(() => {});
+    for (const hostId of hostIds) {
+      const filters = { label: [`${HOST_LABEL}=${hostId}`] };
+      for (const c of await docker.listContainers({ all: true, filters }))
+        await docker
+          .getContainer(c.Id)
+          .remove({ force: true })
+          .catch(() => {});
+      for (const v of (await docker.listVolumes({ filters })).Volumes ?? [])
+        await docker
+          .getVolume(v.Name)
+          .remove()
+          .catch(() => {});
+    }
+  });
+
+  it('comes up with the host: display :1, websocket port 6080, served only on the link address', async () => {
+    const current = await until('the desktop', async () => {
+      const s = await status();
+      return s.status === 'running' && s;
+    });
+    assert.deepEqual(current, {
+      status: 'running',
+      running: true,
+      can_start: false,
+      can_restart: true,
+      auto_restart_limited: false,
+      display: ':1',
+      websocket_port: 6080,
+    });
+    // The desktop runs as the workspace user; websockify listens on the link address only.
+    const owners = await inWorkspace('ps -o user= -C Xtigervnc,websockify,openbox | sort -u');
+    assert.equal(owners, `vnc${suffix}`);
+    const listening = await inWorkspace("ss -Hltn 'sport = :6080' | awk '{print $4}'");
+    assert.equal(listening, '169.254.77.2:6080');
+    const admin = await t.request('GET', `/v1/admin/hosts/${host.id}/vnc/status`);
+    assert.equal(admin.body.status, 'running');
+  });
+
+  it('the watchdog restarts a killed VNC server 3 times in 60 s, then leaves it stopped until a start', async () => {
+    const vncPid = () => inWorkspace('cat /run/ccp-desktop/vnc.pid');
+    for (let kill = 1; kill <= 4; kill++) {
+      const before = await vncPid();
+      await inWorkspace(`kill -KILL ${before}`);
+      if (kill <= 3) {
+        await until(`restart ${kill}`, async () => {
+          const s = await status();
+          return s.status === 'running' && (await vncPid()) !== before;
+        });
+      }
+    }
+    const limited = await until('the watchdog limit', async () => {
+      const s = await status();
+      return s.status === 'stopped' && s;
+    });
+    assert.equal(limited.auto_restart_limited, true);
+    assert.equal(limited.running, false);
+    assert.equal(limited.can_start, true);
+    // It stays down: the watchdog does not try again by itself.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    assert.equal((await status()).status, 'stopped');
+
+    const started = await t.request('POST', `/v1/user/hosts/${host.id}/vnc/start`, { token: user.token });
+    assert.equal(started.status, 200, `${JSON.stringify(started.body)}\n${await desktopLogs()}`);
+    assert.equal(started.body.status, 'running');
+    assert.equal(started.body.auto_restart_limited, false);
+    // "Up" means usable at once: the web client answers through the proxy right after the call.
+    const page = await fetch(`${t.url}/v1/user/hosts/${host.id}/vnc/vnc.html`, {
+      headers: { authorization: `Bearer ${user.token}` },
+    });
+    assert.equal(page.status, 200);
+
+    const before = await vncPid();
+    const restarted = await t.request('POST', `/v1/admin/hosts/${host.id}/vnc/restart`);
+    assert.equal(restarted.status, 200, JSON.stringify(restarted.body));
+    assert.equal(restarted.body.status, 'running');
+    assert.notEqual(await vncPid(), before);
+    assert.equal((await events('vnc.started')).length, 1);
+    assert.equal((await events('vnc.restarted')).length, 1);
+  });
+
+  it('a real browser opens vnc_url, noVNC connects through the gateway and the desktop is drawn', async () => {
+    assert.ok(existsSync(CHROMIUM), `Chromium is needed at ${CHROMIUM} (apt package chromium)`);
+    const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true });
+    try {
+      const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+      const url = new URL(host.vnc_url);
+      // The published URL names the public address; the test gateway listens on a port of its own.
+      const local = `${t.url}${url.pathname}${url.search}&token=${encodeURIComponent(user.token)}`;
+      const response = await page.goto(local);
+      assert.equal(response?.status(), 200);
+      // The token left the address bar for an HttpOnly cookie scoped to this host's desktop.
+      assert.doesNotMatch(page.url(), /token=/);
+      const [cookie] = await page.context().cookies();
+      assert.equal(cookie?.httpOnly, true);
+      assert.equal(cookie?.path, `/v1/user/hosts/${host.id}/vnc/`);
+
+      await page.waitForSelector('#noVNC_container canvas', { timeout: 20_000 });
+      await until(
+        'the connected state',
+        () => page.evaluate("document.documentElement.classList.contains('noVNC_connected')"),
+        20_000,
+      );
+      // The screenshot is kept either way (the CI keeps test-output/), so a failure can be looked at.
+      mkdirSync(OUTPUT, { recursive: true });
+      let share = { background: 0, light: 0 };
+      const deadline = Date.now() + 20_000;
+      do {
+        const png = await page.screenshot();
+        writeFileSync(path.join(OUTPUT, 'vnc-desktop.png'), png);
+        share = (await page.evaluate(
+          `(${PIXEL_SHARES})(${JSON.stringify(png.toString('base64'))}, ${JSON.stringify(BACKGROUND)})`,
+        )) as typeof share;
+        // The root window's colour over much of the screen, and the xterm's white window on it.
+        if (share.background > 0.25 && share.light > 0.05) break;
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      } while (Date.now() < deadline);
+      assert.ok(
+        share.background > 0.25 && share.light > 0.05,
+        `pixel shares ${JSON.stringify(share)}\n${await desktopLogs()}`,
+      );
+
+      const stats = await t.request('GET', '/v1/admin/dashboard/stats');
+      assert.equal(stats.body.sessions.vnc, 1);
+      assert.equal((await events('vnc.session.opened')).length, 1);
+      await page.close();
+    } finally {
+      await browser.close();
+    }
+    const [closed] = await until('the session-closed event', async () => {
+      const list = await events('vnc.session.closed');
+      return list.length > 0 && list;
+    });
+    assert.ok((closed!.data.bytes_out as number) > 10_000, JSON.stringify(closed!.data));
+    assert.ok((closed!.data.bytes_in as number) > 0);
+    assert.equal(typeof closed!.data.duration_ms, 'number');
+    assert.equal(closed!.data.reason, 'client_closed');
+  });
+
+  it('stopping the host closes a live stream cleanly, and then start answers 409 host_not_running', async () => {
+    const socket = new WebSocket(
+      `${t.url.replace('http', 'ws')}/v1/user/hosts/${host.id}/vnc/websockify`,
+      ['binary'],
+      {
+        headers: { authorization: `Bearer ${user.token}` },
+      },
+    );
+    const banner = await new Promise<string>((resolve, reject) => {
+      socket.once('message', (data: Buffer) => resolve(data.toString('latin1')));
+      socket.once('error', reject);
+    });
+    assert.equal(banner, 'RFB 003.008\n');
+    const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+      socket.once('close', (code, reason) => resolve({ code, reason: reason.toString() })),
+    );
+    await t.request('POST', `/v1/admin/hosts/${host.id}/stop`);
+    await t.gateway.tasks.idle();
+    const result = await closed;
+    assert.equal(result.code, 1001);
+    assert.match(result.reason, /host_stopped|desktop_closed/);
+
+    assert.equal((await status()).status, 'host_stopped');
+    const start = await t.request('POST', `/v1/user/hosts/${host.id}/vnc/start`, { token: user.token });
+    assert.equal(start.status, 409);
+    assert.equal(start.body.code, 'host_not_running');
+  });
+});

@@ -1,0 +1,288 @@
+import assert from 'node:assert/strict';
+import http, { type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import WebSocket, { WebSocketServer } from 'ws';
+import { MemoryRuntime } from '../helpers/memory-runtime.js';
+import { DATABASES, startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
+
+const socks = {
+  label: 'exit',
+  ip_address: '198.51.100.31',
+  proxy_config: { type: 'socks', server: '198.51.100.31', server_port: 1080, version: '5' },
+};
+
+/** A stand-in for websockify: serves one page, greets every stream with an RFB banner and echoes it. */
+class FakeDesktop {
+  readonly requests: { url: string; headers: IncomingHttpHeaders }[] = [];
+  readonly upgrades: IncomingHttpHeaders[] = [];
+  readonly streams: WebSocket[] = [];
+  private readonly server = http.createServer((request, response) => {
+    this.requests.push({ url: request.url ?? '', headers: request.headers });
+    if (request.url === '/vnc.html') {
+      response.writeHead(200, { 'content-type': 'text/html', 'x-internal': 'secret' });
+      response.end('<title>noVNC</title>');
+    } else {
+      response.writeHead(404).end();
+    }
+  });
+  private readonly wss = new WebSocketServer({ server: this.server });
+
+  constructor() {
+    this.wss.on('connection', (socket, request) => {
+      this.upgrades.push(request.headers);
+      this.streams.push(socket);
+      socket.send(Buffer.from('RFB 003.008\n'));
+      socket.on('message', (data: Buffer) => socket.send(data));
+    });
+  }
+
+  async listen(): Promise<number> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    return (this.server.address() as AddressInfo).port;
+  }
+
+  close(): void {
+    for (const socket of this.streams) socket.terminate();
+    this.wss.close();
+    this.server.close();
+  }
+}
+
+/** A raw request, so paths reach the gateway exactly as written (fetch would normalise `..`). */
+function raw(
+  url: string,
+  path: string,
+  headers: Record<string, string> = {},
+  method = 'GET',
+): Promise<{ status: number; headers: IncomingHttpHeaders; body: string }> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const request = http.request({ host: hostname, port, path, method, headers }, (response) => {
+      let body = '';
+      response.on('data', (chunk) => (body += chunk));
+      response.on('end', () =>
+        resolve({ status: response.statusCode ?? 0, headers: response.headers, body }),
+      );
+    });
+    request.on('error', reject);
+    request.end();
+  });
+}
+
+/** Opens a stream through the gateway; resolves with the socket and its first message, or the refusal. */
+function openStream(
+  url: string,
+  headers: Record<string, string>,
+): Promise<{ socket: WebSocket; banner: string } | { status: number }> {
+  return new Promise((resolve, reject) => {
+    const socket = new WebSocket(url, ['binary'], { headers });
+    socket.once('unexpected-response', (_request, response) => resolve({ status: response.statusCode ?? 0 }));
+    socket.once('message', (data: Buffer) => resolve({ socket, banner: data.toString('latin1') }));
+    socket.once('error', reject);
+  });
+}
+
+for (const kind of DATABASES) {
+  describe(`the desktop proxy (${kind})`, () => {
+    let t: TestGateway;
+    let desktop: FakeDesktop;
+    let runtime: MemoryRuntime;
+    let alice: { id: string; token: string };
+    let bob: { id: string; token: string };
+    let aliceHost: string;
+    let bobHost: string;
+    let base: string;
+
+    before(async () => {
+      desktop = new FakeDesktop();
+      runtime = new MemoryRuntime();
+      runtime.desktopEndpoint = { host: '127.0.0.1', port: await desktop.listen() };
+      t = await startTestGateway(kind, {}, runtime);
+      await t.listen();
+      alice = await t.createUser('alice');
+      bob = await t.createUser('bob');
+      const exit = (await t.request('POST', '/v1/admin/egress-ips', { body: socks })).body.id;
+      for (const owner of [alice, bob]) {
+        const host = await t.request('POST', '/v1/admin/hosts', {
+          body: { user_id: owner.id, egress_ip_id: exit },
+        });
+        await t.request('POST', `/v1/admin/hosts/${host.body.id}/start`);
+        if (owner === alice) aliceHost = host.body.id;
+        else bobHost = host.body.id;
+      }
+      await t.gateway.tasks.idle();
+      base = `/v1/user/hosts/${aliceHost}/vnc`;
+    });
+    after(async () => {
+      await t.close();
+      desktop.close();
+    });
+
+    const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+    const ws = (path: string) => `${t.url.replace('http', 'ws')}${path}`;
+
+    it('serves the web client with a valid token, for GET and HEAD, and forwards no credentials', async () => {
+      const page = await raw(t.url, `${base}/vnc.html`, { ...bearer(alice.token), cookie: 'other=1' });
+      assert.equal(page.status, 200);
+      assert.equal(page.body, '<title>noVNC</title>');
+      assert.equal(page.headers['content-type'], 'text/html');
+      assert.equal(page.headers['x-internal'], undefined);
+      const head = await raw(t.url, `${base}/vnc.html`, bearer(alice.token), 'HEAD');
+      assert.equal(head.status, 200);
+      assert.equal(head.body, '');
+      const seen = desktop.requests.at(-1)!;
+      assert.equal(seen.url, '/vnc.html');
+      assert.equal(seen.headers.authorization, undefined);
+      assert.equal(seen.headers.cookie, undefined);
+      // Admins reach every host's desktop on the admin path.
+      const admin = await raw(t.url, `/v1/admin/hosts/${aliceHost}/vnc/vnc.html`, bearer(t.adminToken));
+      assert.equal(admin.status, 200);
+    });
+
+    it('refuses missing, wrong-role and other-user tokens, for files and streams', async () => {
+      assert.equal((await raw(t.url, `${base}/vnc.html`)).status, 401);
+      assert.equal((await raw(t.url, `${base}/vnc.html`, bearer('not-a-token'))).status, 401);
+      assert.equal((await raw(t.url, `${base}/vnc.html`, bearer(t.adminToken))).status, 403);
+      assert.equal(
+        (await raw(t.url, `/v1/admin/hosts/${aliceHost}/vnc/vnc.html`, bearer(alice.token))).status,
+        403,
+      );
+      assert.equal((await raw(t.url, `${base}/vnc.html`, bearer(bob.token))).status, 404);
+      assert.equal((await raw(t.url, `${base}/vnc.html?token=${bob.token}`)).status, 404);
+      const before = desktop.upgrades.length;
+      assert.deepEqual(await openStream(ws(`${base}/websockify`), {}), { status: 401 });
+      assert.deepEqual(await openStream(ws(`${base}/websockify`), bearer(t.adminToken)), { status: 403 });
+      assert.deepEqual(await openStream(ws(`${base}/websockify`), bearer(bob.token)), { status: 404 });
+      assert.equal(desktop.upgrades.length, before, 'no refused stream reached the desktop');
+    });
+
+    it('moves ?token= into an HttpOnly cookie scoped to that host, which then admits that host only', async () => {
+      const first = await raw(t.url, `${base}/vnc.html?autoconnect=true&token=${alice.token}`);
+      assert.equal(first.status, 303);
+      assert.equal(first.headers.location, `${base}/vnc.html?autoconnect=true`);
+      const cookie = String(first.headers['set-cookie']);
+      assert.match(cookie, new RegExp(`^ccp_vnc=${alice.token.replace(/\./g, '\\.')}; `));
+      assert.match(cookie, new RegExp(`Path=${base}/;`));
+      assert.match(cookie, /HttpOnly/);
+      assert.match(cookie, /SameSite=Strict/);
+      const jar = { cookie: cookie.split(';')[0]! };
+      assert.equal((await raw(t.url, `${base}/vnc.html`, jar)).status, 200);
+      assert.equal(desktop.requests.at(-1)!.headers.cookie, undefined);
+      // The prefix alone leads to the page, set to connect to the stream under the same prefix.
+      const page = `${base}/vnc.html?autoconnect=true&resize=scale&path=${base.slice(1)}/websockify`;
+      assert.equal((await raw(t.url, `${base}/`, jar)).headers.location, page);
+      const details = await t.request('GET', `/v1/user/hosts/${aliceHost}`, { token: alice.token });
+      assert.equal(details.body.vnc_url.replace(/^https?:\/\/[^/]+/, ''), page);
+      // The same cookie presented for another host (a browser would not even send it there).
+      assert.equal((await raw(t.url, `/v1/user/hosts/${bobHost}/vnc/vnc.html`, jar)).status, 404);
+    });
+
+    it('refuses path traversal and anything but a plain relative path', async () => {
+      const before = desktop.requests.length;
+      for (const path of [
+        `${base}/../../../etc/passwd`,
+        `${base}/app/../../vnc.html`,
+        `${base}/..%2f..%2fetc%2fpasswd`,
+        `${base}/%2e%2e/etc/passwd`,
+        `${base}/app\\..\\vnc.html`,
+        `${base}//etc/passwd`,
+      ]) {
+        const response = await raw(t.url, path, bearer(alice.token));
+        assert.ok([400, 404].includes(response.status), `${path}: ${response.status}`);
+      }
+      assert.deepEqual(
+        desktop.requests.slice(before).map((r) => r.url),
+        [],
+        'nothing reached the desktop',
+      );
+    });
+
+    it('checks the Origin of upgrades that rely on the cookie', async () => {
+      const cookie = `ccp_vnc=${alice.token}`;
+      const own = new URL(t.url).host;
+      const foreign = await openStream(ws(`${base}/websockify`), { cookie, origin: 'https://evil.example' });
+      assert.deepEqual(foreign, { status: 403 });
+      assert.deepEqual(await openStream(ws(`${base}/websockify`), { cookie }), { status: 403 });
+      const same = await openStream(ws(`${base}/websockify`), { cookie, origin: `http://${own}` });
+      assert.ok('banner' in same);
+      assert.equal(same.banner, 'RFB 003.008\n');
+      assert.equal(desktop.upgrades.at(-1)!.cookie, undefined);
+      assert.equal(desktop.upgrades.at(-1)!.authorization, undefined);
+      same.socket.close();
+    });
+
+    it('relays both ways, counts the session and closes it when the user is disabled', async () => {
+      const opened = await openStream(ws(`${base}/websockify`), bearer(alice.token));
+      assert.ok('socket' in opened);
+      const echoed = new Promise<string>((resolve) =>
+        opened.socket.once('message', (d: Buffer) => resolve(d.toString())),
+      );
+      opened.socket.send(Buffer.from('hello desktop'));
+      assert.equal(await echoed, 'hello desktop');
+      assert.equal((await t.request('GET', '/v1/admin/dashboard/stats')).body.sessions.vnc, 1);
+
+      const closed = new Promise<[number, string]>((resolve) =>
+        opened.socket.once('close', (code, reason) => resolve([code, reason.toString()])),
+      );
+      await t.request('PATCH', `/v1/admin/users/${alice.id}`, { body: { status: 'disabled' } });
+      assert.deepEqual(await closed, [1008, 'user_disabled']);
+      await t.request('PATCH', `/v1/admin/users/${alice.id}`, { body: { status: 'active' } });
+      alice.token = await t.login('alice', 'alice-password');
+
+      const events = await t.request('GET', `/v1/admin/events?type=vnc.session.closed&host_id=${aliceHost}`);
+      const last = events.body.events[0];
+      assert.equal(last.data.reason, 'user_disabled');
+      assert.equal(last.data.bytes_in, 'hello desktop'.length);
+      assert.equal(last.data.bytes_out, 'RFB 003.008\n'.length + 'hello desktop'.length);
+      assert.equal((await t.request('GET', '/v1/admin/dashboard/stats')).body.sessions.vnc, 0);
+    });
+
+    it('holds back the desktop while the browser does not read (backpressure)', async () => {
+      // The user was disabled above, which stops the user's hosts: start this one again.
+      await t.request('POST', `/v1/admin/hosts/${aliceHost}/start`);
+      await t.gateway.tasks.idle();
+      const opened = await openStream(ws(`${base}/websockify`), bearer(alice.token));
+      assert.ok('socket' in opened);
+      const client = opened.socket;
+      client.pause();
+      const upstream = desktop.streams.at(-1)!;
+      const chunk = Buffer.alloc(64 * 1024, 7);
+      const total = 48 * 1024 * 1024;
+      for (let sent = 0; sent < total; sent += chunk.length) upstream.send(chunk);
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      // Socket buffers hold a few MB; the rest must still wait at the desktop, not pile up in the gateway.
+      assert.ok(
+        upstream.bufferedAmount > 24 * 1024 * 1024,
+        `only ${upstream.bufferedAmount} bytes held back`,
+      );
+      let received = 0;
+      const all = new Promise<void>((resolve) =>
+        client.on('message', (data: Buffer) => {
+          received += data.length;
+          if (received >= total) resolve();
+        }),
+      );
+      client.resume();
+      await all;
+      assert.equal(received, total);
+      client.close();
+    });
+
+    it('reports the desktop of a stopped host and refuses to start it', async () => {
+      await t.request('POST', `/v1/admin/hosts/${bobHost}/stop`);
+      await t.gateway.tasks.idle();
+      const status = await t.request('GET', `/v1/user/hosts/${bobHost}/vnc/status`, { token: bob.token });
+      assert.equal(status.status, 200);
+      assert.equal(status.body.status, 'host_stopped');
+      assert.equal(status.body.can_start, false);
+      const start = await t.request('POST', `/v1/user/hosts/${bobHost}/vnc/restart`, { token: bob.token });
+      assert.equal(start.status, 409);
+      assert.equal(start.body.code, 'host_not_running');
+      const other = await t.request('GET', `/v1/user/hosts/${bobHost}/vnc/status`, { token: alice.token });
+      assert.equal(other.status, 404);
+      const page = await raw(t.url, `/v1/user/hosts/${bobHost}/vnc/vnc.html`, bearer(bob.token));
+      assert.equal(page.status, 409);
+    });
+  });
+}
