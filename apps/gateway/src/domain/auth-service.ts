@@ -1,6 +1,5 @@
-import { createSecretKey, type KeyObject } from 'node:crypto';
 import type { Actor, LoginResponse } from '@ccp/api';
-import { errors as joseErrors, jwtVerify, SignJWT } from 'jose';
+import { createSigner, createVerifier, TokenError } from 'fast-jwt';
 import type { EventBus } from '../events/event-bus.js';
 import type { UserRow, UsersRepository } from '../store/users-repository.js';
 import { isoOut } from './clock.js';
@@ -21,7 +20,8 @@ export const isExpired = (user: Pick<UserRow, 'expires_at'>, now = new Date().to
 
 /** Logins, tokens, and the password check shared by every access path. */
 export class AuthService {
-  private readonly key: KeyObject;
+  private readonly sign: (payload: Record<string, unknown>) => string;
+  private readonly verify: (token: string) => Record<string, unknown>;
 
   constructor(
     private readonly users: UsersRepository,
@@ -29,8 +29,22 @@ export class AuthService {
     private readonly bus: EventBus,
     private readonly options: AuthOptions,
   ) {
-    // Built once: jose would otherwise import the raw secret on every verification.
-    this.key = createSecretKey(Buffer.from(options.jwtSecret, 'utf8'));
+    // fast-jwt verifies HS256 synchronously with node:crypto (jose's WebCrypto HMAC is an asynchronous
+    // thread-pool job on every request) and keeps recently verified tokens, honouring their expiry.
+    const key = Buffer.from(options.jwtSecret, 'utf8');
+    this.sign = createSigner({
+      key,
+      algorithm: 'HS256',
+      iss: ISSUER,
+      expiresIn: options.tokenTtlSeconds * 1000,
+    });
+    this.verify = createVerifier({
+      key,
+      algorithms: ['HS256'],
+      allowedIss: ISSUER,
+      requiredClaims: ['iss', 'sub', 'iat', 'exp'],
+      cache: 1000,
+    });
   }
 
   /** Verifies a username and password with rate limiting and constant-time answers for unknown users.
@@ -92,13 +106,7 @@ export class AuthService {
     const user = await this.verifyCredentials(username, password, clientAddress, 'login');
     const issuedAt = Math.floor(Date.now() / 1000);
     const expiresAt = issuedAt + this.options.tokenTtlSeconds;
-    const token = await new SignJWT({ role: user.role, ver: user.token_version })
-      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
-      .setSubject(user.id)
-      .setIssuer(ISSUER)
-      .setIssuedAt(issuedAt)
-      .setExpirationTime(expiresAt)
-      .sign(this.key);
+    const token = this.sign({ sub: user.id, role: user.role, ver: user.token_version, iat: issuedAt });
     await this.bus.emit({
       type: 'auth.login.succeeded',
       message: `${user.username} logged in`,
@@ -120,12 +128,13 @@ export class AuthService {
     let version: unknown;
     let role: unknown;
     try {
-      const { payload } = await jwtVerify(token, this.key, { issuer: ISSUER, algorithms: ['HS256'] });
+      const payload = this.verify(token);
       subject = String(payload.sub ?? '');
       version = payload.ver;
       role = payload.role;
     } catch (error) {
-      if (error instanceof joseErrors.JWTExpired) throw errors.unauthorized('The token has expired');
+      if (error instanceof TokenError && error.code === TokenError.codes.expired)
+        throw errors.unauthorized('The token has expired');
       throw errors.unauthorized('The token is not valid');
     }
     const user = await this.users.findTokenState(subject);

@@ -17,11 +17,36 @@ export const USER_VIEW_COLUMNS = [
 export type UserListRow = Pick<UserRow, (typeof USER_VIEW_COLUMNS)[number]>;
 export type UserPatch = Updateable<Omit<UsersTable, 'id' | 'created_at'>>;
 
+type TokenState = Pick<UserRow, 'id' | 'username' | 'role' | 'status' | 'expires_at' | 'token_version'>;
+
+/**
+ * The users table. With `cacheReads` (SQLite: the file belongs to this one process, so every write passes
+ * here) the list and the per-request token checks are served from memory between writes; a read that raced
+ * a write is not kept. PostgreSQL may be shared by other processes, so it is always asked.
+ */
 export class UsersRepository {
-  constructor(private readonly db: Db) {}
+  private generation = 0;
+  private listed: UserListRow[] | null = null;
+  private readonly tokenStates = new Map<string, TokenState | undefined>();
+
+  constructor(
+    private readonly db: Db,
+    private readonly options: { cacheReads: boolean } = { cacheReads: false },
+  ) {}
+
+  /** Runs a write and forgets every cached read, whatever the write's outcome. */
+  private async write<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } finally {
+      this.generation += 1;
+      this.listed = null;
+      this.tokenStates.clear();
+    }
+  }
 
   async insert(row: NewUserRow): Promise<UserRow> {
-    await this.db.insertInto('users').values(row).execute();
+    await this.write(() => this.db.insertInto('users').values(row).execute());
     return (await this.findById(row.id))!;
   }
 
@@ -30,12 +55,18 @@ export class UsersRepository {
   }
 
   /** What checking a token needs, on every authenticated request. */
-  findTokenState(id: string) {
-    return this.db
+  async findTokenState(id: string): Promise<TokenState | undefined> {
+    if (this.tokenStates.has(id)) return this.tokenStates.get(id);
+    const generation = this.generation;
+    const state = await this.db
       .selectFrom('users')
       .select(['id', 'username', 'role', 'status', 'expires_at', 'token_version'])
       .where('id', '=', id)
       .executeTakeFirst();
+    // Bounded: token subjects are user ids, and unknown ids (forged tokens never get here) are few.
+    if (this.options.cacheReads && generation === this.generation && this.tokenStates.size < 10_000)
+      this.tokenStates.set(id, state);
+    return state;
   }
 
   findByUsername(username: string): Promise<UserRow | undefined> {
@@ -47,31 +78,39 @@ export class UsersRepository {
   }
 
   /** Only the shown columns: the hashes and sealed secrets are the bulk of a row and never listed. */
-  list(): Promise<UserListRow[]> {
-    return this.db
+  async list(): Promise<readonly UserListRow[]> {
+    if (this.listed) return this.listed;
+    const generation = this.generation;
+    const rows = await this.db
       .selectFrom('users')
       .select(USER_VIEW_COLUMNS)
       .orderBy('created_at', 'desc')
       .orderBy('id', 'desc')
       .execute();
+    if (this.options.cacheReads && generation === this.generation) this.listed = rows;
+    return rows;
   }
 
   async update(id: string, patch: UserPatch): Promise<UserRow | undefined> {
-    await this.db.updateTable('users').set(patch).where('id', '=', id).execute();
+    await this.write(() => this.db.updateTable('users').set(patch).where('id', '=', id).execute());
     return this.findById(id);
   }
 
   /** Bumps the token version, which ends every token issued before. */
   async revokeTokens(id: string, patch: UserPatch = {}): Promise<void> {
-    await this.db
-      .updateTable('users')
-      .set((eb) => ({ ...patch, token_version: eb('token_version', '+', 1) }))
-      .where('id', '=', id)
-      .execute();
+    await this.write(() =>
+      this.db
+        .updateTable('users')
+        .set((eb) => ({ ...patch, token_version: eb('token_version', '+', 1) }))
+        .where('id', '=', id)
+        .execute(),
+    );
   }
 
   async delete(id: string): Promise<boolean> {
-    const result = await this.db.deleteFrom('users').where('id', '=', id).executeTakeFirst();
+    const result = await this.write(() =>
+      this.db.deleteFrom('users').where('id', '=', id).executeTakeFirst(),
+    );
     return Number(result.numDeletedRows) > 0;
   }
 
