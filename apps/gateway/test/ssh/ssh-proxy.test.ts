@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { createReadStream, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createReadStream, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
 import { createServer, type Server, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -286,6 +287,46 @@ describe('the SSH proxy, with OpenSSH clients, against a real workspace', { skip
     assert.equal(await sha256File(fetched), expected);
   });
 
+  it('mounts the workspace home with sshfs through the proxy, both ways', async () => {
+    const mountpoint = path.join(work, 'sshfs');
+    mkdirSync(mountpoint);
+    // sshfs stays behind as the mount's daemon, holding inherited pipes: wait for the exit, not the close.
+    const mount = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      const child = spawn(
+        'sshfs',
+        [
+          '-p',
+          String(port),
+          '-F',
+          '/dev/null',
+          ...['StrictHostKeyChecking=no', 'UserKnownHostsFile=/dev/null', 'ConnectTimeout=10']
+            .concat([`IdentityFile=${keyFile}`, 'IdentitiesOnly=yes', 'BatchMode=yes'])
+            .flatMap((option) => ['-o', option]),
+          `${login}@127.0.0.1:`,
+          mountpoint,
+        ],
+        { stdio: ['ignore', 'ignore', 'pipe'] },
+      );
+      let stderr = '';
+      child.stderr.on('data', (chunk) => (stderr += chunk));
+      child.on('exit', (code) => resolve({ code, stderr }));
+    });
+    assert.equal(mount.code, 0, mount.stderr);
+    try {
+      const marker = `written inside ${randomBytes(4).toString('hex')}`;
+      const inside = await sshKey([`${login}@127.0.0.1`, `printf '%s' '${marker}' > from-inside.txt`]);
+      assert.equal(inside.code, 0, inside.stderr);
+      // Asynchronous file calls only: the proxy serving this mount runs in this very process.
+      assert.equal(await readFile(path.join(mountpoint, 'from-inside.txt'), 'utf8'), marker);
+      await writeFile(path.join(mountpoint, 'from-mount.txt'), 'written through sshfs');
+      const back = await sshKey([`${login}@127.0.0.1`, 'cat from-mount.txt; stat -c %U from-mount.txt']);
+      assert.equal(back.stdout, `written through sshfs${username}\n`);
+    } finally {
+      const unmount = await run('fusermount3', ['-u', mountpoint]);
+      assert.equal(unmount.code, 0, unmount.stderr);
+    }
+  });
+
   it('forwards a local port (-L) to a server started inside the workspace', async () => {
     const remotePort = 20_000 + Math.floor(Math.random() * 20_000);
     const localPort = 40_000 + Math.floor(Math.random() * 20_000);
@@ -365,7 +406,8 @@ describe('the SSH proxy, with OpenSSH clients, against a real workspace', { skip
 
     const start = await t.request('POST', `/v1/admin/hosts/${host.id}/start`);
     await within(300_000, 'the workspace start', t.gateway.tasks.idle());
-    assert.equal((await t.request('GET', `/v1/admin/tasks/${start.body.task_id}`)).body.status, 'succeeded');
+    const task = (await t.request('GET', `/v1/admin/tasks/${start.body.task_id}`)).body;
+    assert.equal(task.status, 'succeeded', JSON.stringify(task.error));
   });
 
   it('closes a disabled user’s open session, refuses them, then refuses their stopped host', async () => {
