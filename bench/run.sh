@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the benchmarks and prints their tables: bench/run.sh api|sse|egress|start|all   (see bench/README.md)
+# Runs the benchmarks and prints their tables: bench/run.sh api|sse|egress|start|vnc|ssh|all   (see bench/README.md)
 source "$(dirname "$0")/../scripts/lib.sh"
 cd "$(dirname "$0")/.."
 
@@ -9,16 +9,18 @@ case "$which" in
   sse) benches=(sse) ;;
   egress) benches=(egress) ;;
   start) benches=(start) ;;
-  all) benches=(api sse egress start) ;;
-  *) die "usage: bench/run.sh api|sse|egress|start|all" ;;
+  vnc) benches=(vnc) ;;
+  ssh) benches=(ssh) ;;
+  all) benches=(api sse egress start vnc ssh) ;;
+  *) die "usage: bench/run.sh api|sse|egress|start|vnc|ssh|all" ;;
 esac
 
-# The egress and start benches need root (the network lab, nsenter, Docker); `all` skips them without it.
+# The egress, start, vnc and ssh benches need root (the network lab, nsenter, Docker); `all` skips them without it.
 if [ "$(id -u)" -ne 0 ]; then
   case "$which" in
-    egress | start) die "the $which bench needs root" ;;
+    egress | start | vnc | ssh) die "the $which bench needs root" ;;
     all)
-      warn "not root: skipping the egress and start benches"
+      warn "not root: skipping the egress, start, vnc and ssh benches"
       benches=(api sse)
       ;;
   esac
@@ -37,16 +39,17 @@ if [[ " ${benches[*]} " == *' api '* && "${BENCH_DATABASES:-sqlite,postgres}" ==
   bash scripts/postgres.sh ensure ccp_bench ccp_bench
 fi
 
-if [[ " ${benches[*]} " == *' start '* ]]; then
+if [[ " ${benches[*]} " == *' start '* || " ${benches[*]} " == *' vnc '* ||
+  " ${benches[*]} " == *' ssh '* ]]; then
   say "Docker"
   bash scripts/docker.sh ensure
 fi
 
-# The SSE bench holds 2,000 sockets in each of two processes.
+# The SSE bench holds 2,000 sockets in each of two processes; the SSH bench's gateway two per session.
 if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt 8192 ]; then
   hard=$(ulimit -Hn)
   if [ "$hard" = unlimited ] || [ "$hard" -ge 8192 ]; then ulimit -n 8192; else ulimit -n "$hard"; fi
-  [ "$(ulimit -n)" -ge 4096 ] || warn "open-file limit is $(ulimit -n); the SSE bench may fail to open its streams"
+  [ "$(ulimit -n)" -ge 4096 ] || warn "open-file limit is $(ulimit -n); the SSE and SSH benches may fail to open their sockets"
 fi
 
 child=''

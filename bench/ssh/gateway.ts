@@ -1,0 +1,219 @@
+// The gateway under test for the SSH bench: the built gateway as its own process (SQLite in a temporary data
+// directory, the lab's probe as egress settings), and one running host made through its HTTP API, with what
+// both paths need to log in: the proxy's login and a user key, and the workspace's relay address, Linux user
+// and the gateway's private key for it.
+import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import type Docker from 'dockerode';
+import ssh2 from 'ssh2';
+import { linuxUserFor } from '../../apps/gateway/dist/domain/host-view.js';
+import { SecretBox } from '../../apps/gateway/dist/domain/secret-box.js';
+import { DockerWorkspaceRuntime } from '../../apps/gateway/dist/runtime/docker-workspace-runtime.js';
+import { labEgressEnv, labEgressSettings } from '../../apps/gateway/test/helpers/lab-egress.js';
+import type { LabDescription } from '../../test/lab/lab.js';
+import { type Child, startNode } from '../lib/children.js';
+import { freePort, login, waitForHttp, waitForPort } from '../lib/net.js';
+
+const GATEWAY_MAIN = path.resolve(import.meta.dirname, '../../apps/gateway/dist/main.js');
+const TASK_TIMEOUT_MS = 180_000;
+const START_ATTEMPTS = 5;
+
+export interface GatewayOptions {
+  dataDir: string;
+  lab: LabDescription;
+  /** WORKSPACE_MEMORY_MB and WORKSPACE_PIDS: raised so the workspace can hold every session of the bench. */
+  limits: { memoryMb: number; pids: number };
+  /** Extra node flags for the gateway process (--cpu-prof). */
+  nodeFlags: string[];
+}
+
+export interface RunningGateway {
+  child: Child;
+  baseUrl: string;
+  sshPort: number;
+  api: Api;
+}
+
+export type Api = (
+  method: string,
+  route: string,
+  body?: unknown,
+) => Promise<{ status: number; body: Record<string, unknown> }>;
+
+/** Starts `node apps/gateway/dist/main.js` with a clean environment and waits until both ports answer. */
+export async function startGateway(options: GatewayOptions): Promise<RunningGateway> {
+  const [httpPort, sshPort] = [await freePort(), await freePort()];
+  const adminPassword = randomBytes(18).toString('base64url');
+  const child = startNode('gateway', [...options.nodeFlags, GATEWAY_MAIN], {
+    // Its own directory as the working directory, so no `.env` of the checkout is read.
+    cwd: options.dataDir,
+    env: {
+      PATH: process.env.PATH,
+      DATA_DIR: options.dataDir,
+      HTTP_HOST: '127.0.0.1',
+      HTTP_PORT: String(httpPort),
+      SSH_PROXY_PORT: String(sshPort),
+      ENTRY_PORT: '0',
+      ADMIN_USERNAME: 'admin',
+      ADMIN_PASSWORD: adminPassword,
+      ADMIN_JWT_SECRET: randomBytes(32).toString('hex'),
+      LOG_LEVEL: 'warn',
+      DOCKER_SOCKET: process.env.DOCKER_SOCKET ?? '/var/run/docker.sock',
+      WORKSPACE_IMAGE_VARIANT: 'test',
+      WORKSPACE_MEMORY_MB: String(options.limits.memoryMb),
+      WORKSPACE_PIDS: String(options.limits.pids),
+      // Nothing here may depend on the upstream's health checks.
+      EGRESS_HEALTH_SECONDS: '0',
+      ...labEgressEnv(options.lab),
+    },
+  });
+  const baseUrl = `http://127.0.0.1:${httpPort}`;
+  await Promise.race([
+    waitForHttp(`${baseUrl}/healthz`, 30_000),
+    child.exited.then((code) => {
+      throw new Error(`the gateway exited (${code}): ${child.stderrTail()}`);
+    }),
+  ]);
+  await waitForPort('127.0.0.1', sshPort, 10_000);
+  const token = await login(baseUrl, 'admin', adminPassword);
+  const api: Api = async (method, route, body) => {
+    const response = await fetch(`${baseUrl}${route}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(30_000),
+    });
+    const text = await response.text();
+    return { status: response.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
+  };
+  return { child, baseUrl, sshPort, api };
+}
+
+async function expect(
+  api: Api,
+  method: string,
+  route: string,
+  status: number,
+  body?: unknown,
+): Promise<Record<string, unknown>> {
+  const response = await api(method, route, body);
+  if (response.status !== status)
+    throw new Error(`${method} ${route}: HTTP ${response.status} ${JSON.stringify(response.body)}`);
+  return response.body;
+}
+
+export interface BenchHost {
+  id: string;
+  /** `<username>+<shortId>`, the login at the SSH proxy. */
+  proxyLogin: string;
+  /** A key registered for the user: OpenSSH format, also written to `userKeyFile` (mode 0600). */
+  userKey: string;
+  userKeyFile: string;
+  /** The workspace's sshd as the proxy reaches it: the relay in the egress gateway. */
+  direct: { host: string; port: number; linuxUser: string; privateKey: string; privateKeyFile: string };
+}
+
+/**
+ * Makes a user with a registered key, the lab's vmess-tcp exit as its egress IP and a host bound to it; starts
+ * the host and waits for its task. `onHost` gets the id as soon as it exists, for clean-up.
+ */
+export async function createRunningHost(
+  gateway: RunningGateway,
+  setup: {
+    lab: LabDescription;
+    docker: Docker;
+    images: { workspace: string; egressGateway: string };
+    /** The gateway's DATA_DIR (its database and secret key). */
+    dataDir: string;
+    /** Where the bench keeps its key files and the runtime its (unused) files; not the gateway's. */
+    workDir: string;
+    onHost: (hostId: string) => void;
+  },
+): Promise<BenchHost> {
+  const { api } = gateway;
+  const { lab, docker, images, dataDir, workDir, onHost } = setup;
+  const username = 'bench';
+  const user = await expect(api, 'POST', '/v1/admin/users', 201, {
+    username,
+    password: randomBytes(18).toString('base64url'),
+  });
+  const pair = ssh2.utils.generateKeyPairSync('ed25519', { comment: 'ssh bench' });
+  await expect(api, 'POST', `/v1/admin/users/${String(user.id)}/ssh-keys`, 201, {
+    public_key: pair.public,
+    label: 'ssh bench',
+  });
+  const exit = lab.exits[0]!;
+  const egress = await expect(api, 'POST', '/v1/admin/egress-ips', 201, {
+    label: 'lab vmess-tcp',
+    ip_address: exit.address,
+    proxy_config: exit.variants['vmess-tcp'].proxyConfig,
+  });
+  const host = await expect(api, 'POST', '/v1/admin/hosts', 201, {
+    user_id: user.id,
+    egress_ip_id: egress.id,
+  });
+  const hostId = String(host.id);
+  onHost(hostId);
+  // Another gateway on the same Docker relinks every labelled host on its start events, racing this start's
+  // own linking (network_setup_failed, ENETUNREACH): a failed start is retried a few times.
+  for (let attempt = 1; ; attempt++) {
+    const started = await expect(api, 'POST', `/v1/admin/hosts/${hostId}/start`, 202);
+    const failure = await waitForTask(api, String(started.task_id));
+    if (failure === null) break;
+    if (attempt === START_ATTEMPTS) throw new Error(`the host start failed ${attempt} times: ${failure}`);
+    console.log(`host start failed (${failure}); trying again`);
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+  }
+
+  // The direct path: what the proxy itself uses to log in to the workspace.
+  const db = new Database(path.join(dataDir, 'gateway.db'), { readonly: true });
+  const row = db.prepare('SELECT gateway_key_sealed FROM hosts WHERE id = ?').get(hostId) as
+    | { gateway_key_sealed: string | null }
+    | undefined;
+  db.close();
+  if (!row?.gateway_key_sealed) throw new Error(`host ${hostId} has no gateway key`);
+  const privateKey = SecretBox.openInDirectory(dataDir).open(row.gateway_key_sealed);
+  const runtime = new DockerWorkspaceRuntime({
+    docker,
+    images,
+    dataDir: workDir,
+    egress: labEgressSettings(lab),
+  });
+  const endpoints = await runtime.endpoints(hostId);
+  if (!endpoints) throw new Error(`host ${hostId} is running but its egress gateway has no address`);
+
+  const userKeyFile = path.join(workDir, 'user_key');
+  const privateKeyFile = path.join(workDir, 'gateway_key');
+  writeFileSync(userKeyFile, pair.private, { mode: 0o600 });
+  writeFileSync(privateKeyFile, privateKey, { mode: 0o600 });
+  return {
+    id: hostId,
+    proxyLogin: String((host.ssh as Record<string, unknown>).ssh_user),
+    userKey: pair.private,
+    userKeyFile,
+    direct: {
+      host: endpoints.ssh.host,
+      port: endpoints.ssh.port,
+      linuxUser: linuxUserFor(username),
+      privateKey,
+      privateKeyFile,
+    },
+  };
+}
+
+/** Null once the task succeeded, its error when it failed. */
+async function waitForTask(api: Api, taskId: string): Promise<string | null> {
+  const until = Date.now() + TASK_TIMEOUT_MS;
+  while (Date.now() < until) {
+    const task = await expect(api, 'GET', `/v1/admin/tasks/${taskId}`, 200);
+    if (task.status === 'succeeded') return null;
+    if (task.status === 'failed') return JSON.stringify(task.error);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error(`the host start did not finish within ${TASK_TIMEOUT_MS / 1000} s`);
+}

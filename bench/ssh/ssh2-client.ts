@@ -1,0 +1,129 @@
+// ssh2 clients of the SSH bench: exec round trips over one established connection, and interactive shells
+// with a PTY whose keystrokes are echoed back.
+import { performance } from 'node:perf_hooks';
+import ssh2, { type Client, type ClientChannel, type ConnectConfig } from 'ssh2';
+
+export interface Login {
+  host: string;
+  port: number;
+  username: string;
+  privateKey: string;
+}
+
+/** Connects and authenticates; `cipher` is what ssh2 agreed on (server to client). */
+export function connect(login: Login, timeoutMs = 30_000): Promise<{ client: Client; cipher: string }> {
+  const client = new ssh2.Client();
+  let cipher = 'unknown';
+  const config: ConnectConfig = {
+    ...login,
+    readyTimeout: timeoutMs,
+    hostVerifier: () => true,
+    debug: (line: string) => {
+      const match = /^Handshake: S->C cipher: (\S+)/.exec(line);
+      if (match) cipher = match[1]!;
+    },
+  };
+  return new Promise((resolve, reject) => {
+    client.once('ready', () => {
+      client.off('error', reject);
+      // ssh2 leaves Nagle's algorithm on; the bench's own small writes must not wait for delayed ACKs.
+      client.setNoDelay(true);
+      // Errors after the login end the connection; the bench notices through the failing channel.
+      client.on('error', () => {});
+      resolve({ client, cipher });
+    });
+    client.once('error', reject);
+    client.connect(config);
+  });
+}
+
+/** One `exec true` on an established connection: milliseconds from the request until the channel closed. */
+export function execTrue(client: Client): Promise<number> {
+  const began = performance.now();
+  return new Promise((resolve, reject) => {
+    client.exec('true', (error, channel) => {
+      if (error) return reject(error);
+      let code: number | null = null;
+      channel.on('exit', (exitCode: number | null) => {
+        code = exitCode;
+      });
+      channel.on('close', () => {
+        if (code === 0) resolve(performance.now() - began);
+        else reject(new Error(`exec true ended with ${code}`));
+      });
+      channel.resume();
+      channel.stderr.resume();
+    });
+  });
+}
+
+export interface Shell {
+  client: Client;
+  channel: ClientChannel;
+  /** Milliseconds from the TCP connect until the shell's first output (its prompt). */
+  openMs: number;
+  /** Sends one keystroke and resolves with the milliseconds until the PTY echoed it. */
+  keystroke(key: string): Promise<number>;
+  close(): void;
+}
+
+/** An interactive login shell with a PTY; resolves once it has printed something. */
+export async function openShell(login: Login): Promise<Shell> {
+  const began = performance.now();
+  const { client } = await connect(login);
+  const channel = await new Promise<ClientChannel>((resolve, reject) => {
+    client.shell({ term: 'xterm', rows: 24, cols: 80 }, (error, stream) =>
+      error ? reject(error) : resolve(stream),
+    );
+  });
+  let waiting: ((chunk: string) => void) | null = null;
+  let output = '';
+  channel.setEncoding('utf8');
+  channel.on('data', (chunk: string) => {
+    output += chunk;
+    waiting?.(output);
+  });
+  channel.stderr.resume();
+  const closed = new Promise<never>((_resolve, reject) =>
+    channel.once('close', () => reject(new Error('the shell closed'))),
+  );
+  closed.catch(() => {});
+  const seen = (test: (text: string) => boolean, timeoutMs: number) =>
+    Promise.race([
+      closed,
+      new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => {
+          waiting = null;
+          reject(new Error(`no output within ${timeoutMs} ms`));
+        }, timeoutMs);
+        waiting = (text) => {
+          if (!test(text)) return;
+          waiting = null;
+          clearTimeout(timer);
+          resolve();
+        };
+        waiting(output);
+      }),
+    ]);
+  await seen((text) => text.length > 0, 30_000);
+  const openMs = performance.now() - began;
+  // The prompt may come in pieces (and set the window title); keystrokes are timed once the shell is quiet.
+  for (let quietSince = performance.now(), length = output.length; performance.now() - quietSince < 300; ) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    if (output.length !== length) [quietSince, length] = [performance.now(), output.length];
+    if (performance.now() - began > openMs + 5000) break;
+  }
+  return {
+    client,
+    channel,
+    openMs,
+    async keystroke(key) {
+      output = '';
+      const sent = performance.now();
+      channel.write(key);
+      await seen((text) => text.includes(key), 10_000);
+      return performance.now() - sent;
+    },
+    close: () => client.end(),
+  };
+}
