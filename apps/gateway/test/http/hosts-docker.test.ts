@@ -1,14 +1,13 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import Docker from 'dockerode';
-import { ensureLab, type LabDescription, labUnavailable } from '../../../../test/lab/lab.js';
+import { type LabDescription, labUnavailable } from '../../../../test/lab/lab.js';
 import { HOST_LABEL } from '../../src/runtime/docker-workspace-runtime.js';
-import { expectedImageTag, IMAGE_ROOT } from '../../src/runtime/image-inputs.js';
-import { labEgressEnv } from '../helpers/lab-egress.js';
-import { DATABASES, startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
+import { expectedImageTag } from '../../src/runtime/image-inputs.js';
+import { type LabGateway, removeHostResources, startLabGateway } from '../helpers/lab-gateway.js';
+import { DATABASES, type TestGateway } from '../helpers/test-gateway.js';
 
 const exec = promisify(execFile);
 const docker = new Docker({ socketPath: '/var/run/docker.sock' });
@@ -23,43 +22,19 @@ async function labelled(hostId: string) {
 
 for (const kind of DATABASES) {
   describe(`hosts on the real Docker runtime, end to end (${kind})`, { skip, timeout: 600_000 }, () => {
+    let labGateway: LabGateway;
     let lab: LabDescription;
     let t: TestGateway;
     let egressIpId: string;
     const created: string[] = [];
 
     before(async () => {
-      await exec('bash', [path.join(IMAGE_ROOT, 'build.sh'), '--variant', 'test', 'all'], {
-        timeout: 600_000,
-      });
-      lab = await ensureLab();
-      t = await startTestGateway(
-        kind,
-        { ...labEgressEnv(lab), WORKSPACE_IMAGE_VARIANT: 'test', DOCKER_SOCKET: '/var/run/docker.sock' },
-        'docker',
-      );
-      await t.listen();
-      const exit = lab.exits[0]!;
-      const egress = await t.request('POST', '/v1/admin/egress-ips', {
-        body: {
-          label: 'lab vmess',
-          ip_address: exit.address,
-          proxy_config: exit.variants['vmess-tcp'].proxyConfig,
-        },
-      });
-      egressIpId = egress.body.id;
+      labGateway = await startLabGateway({}, kind);
+      ({ t, lab, egressIpId } = labGateway);
     });
     after(async () => {
-      for (const hostId of created) {
-        for (const c of (await labelled(hostId)).containers)
-          await docker.getContainer(c.Id).remove({ force: true });
-        for (const v of (await labelled(hostId)).volumes)
-          await docker
-            .getVolume(v.Name)
-            .remove()
-            .catch(() => {});
-      }
-      await t?.close();
+      await labGateway?.close();
+      await removeHostResources(created);
     });
 
     const waitTask = async (taskId: string) => {

@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -12,6 +11,7 @@ import Docker from 'dockerode';
 import { ensureLab, type LabDescription, labUnavailable } from '../../../../test/lab/lab.js';
 import { HOST_LABEL } from '../../src/runtime/docker-workspace-runtime.js';
 import { buildTestImages, labEgressEnv } from '../helpers/lab-egress.js';
+import { freePort, removeHostResources } from '../helpers/lab-gateway.js';
 import { ADMIN_PASSWORD, startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
 
 const exec = promisify(execFile);
@@ -20,17 +20,6 @@ const main = path.join(root, 'apps/gateway/dist/main.js');
 const docker = new Docker({ socketPath: '/var/run/docker.sock' });
 const isRoot = process.getuid?.() === 0;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 async function eventually<T>(what: string, check: () => Promise<T | undefined | false>, ms = 60_000) {
   const deadline = Date.now() + ms;
@@ -44,20 +33,6 @@ async function eventually<T>(what: string, check: () => Promise<T | undefined | 
 
 async function hostContainers(hostId: string) {
   return docker.listContainers({ all: true, filters: { label: [`${HOST_LABEL}=${hostId}`] } });
-}
-
-async function removeHost(hostId: string) {
-  const filters = { label: [`${HOST_LABEL}=${hostId}`] };
-  for (const c of await docker.listContainers({ all: true, filters }))
-    await docker
-      .getContainer(c.Id)
-      .remove({ force: true })
-      .catch(() => {});
-  for (const v of (await docker.listVolumes({ filters })).Volumes ?? [])
-    await docker
-      .getVolume(v.Name)
-      .remove()
-      .catch(() => {});
 }
 
 /** The built gateway as its own process, so it can be killed like a real one. */
@@ -111,7 +86,7 @@ describe('faults the gateway survives', { skip: labUnavailable(), timeout: 900_0
     [, lab] = await Promise.all([buildTestImages(), ensureLab()]);
   });
   after(async () => {
-    for (const hostId of hostIds) await removeHost(hostId);
+    await removeHostResources(hostIds);
     rmSync(work, { recursive: true, force: true });
   });
 

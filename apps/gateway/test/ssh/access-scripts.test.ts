@@ -2,32 +2,20 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import Docker from 'dockerode';
-import { ensureLab, labUnavailable } from '../../../../test/lab/lab.js';
+import { labUnavailable } from '../../../../test/lab/lab.js';
 import { HOST_LABEL } from '../../src/runtime/docker-workspace-runtime.js';
-import { buildTestImages, labEgressEnv } from '../helpers/lab-egress.js';
+import { freePort, type LabGateway, startLabGateway } from '../helpers/lab-gateway.js';
 import { PtySession } from '../helpers/pty-session.js';
-import { startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
+import type { TestGateway } from '../helpers/test-gateway.js';
 
 const exec = promisify(execFile);
 const docker = new Docker({ socketPath: '/var/run/docker.sock' });
 const skip = labUnavailable();
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 describe('the entry and bootstrap scripts, typed at in a terminal, against real workspaces', {
   skip,
@@ -36,11 +24,10 @@ describe('the entry and bootstrap scripts, typed at in a terminal, against real 
   const suffix = randomBytes(3).toString('hex');
   const work = mkdtempSync(path.join(tmpdir(), 'ccp-access-'));
   const home = path.join(work, 'home');
-  const hostIds: string[] = [];
+  let lab: LabGateway;
   let t: TestGateway;
   let apiUrl: string;
   let entryUrl: string;
-  let egressId: string;
 
   const env = (extra: Record<string, string> = {}) => ({
     PATH: process.env.PATH,
@@ -48,14 +35,7 @@ describe('the entry and bootstrap scripts, typed at in a terminal, against real 
     LANG: 'C.UTF-8',
     ...extra,
   });
-  const createHost = async (userId: string, bound = true) => {
-    const response = await t.request('POST', '/v1/admin/hosts', {
-      body: { user_id: userId, ...(bound ? { egress_ip_id: egressId } : {}) },
-    });
-    assert.equal(response.status, 201, JSON.stringify(response.body));
-    hostIds.push(response.body.id);
-    return response.body as { id: string; short_id: string; access_command: string };
-  };
+  const createHost = (userId: string, bound = true) => lab.createHost(userId, bound);
   const hostStatus = async (id: string) => (await t.request('GET', `/v1/admin/hosts/${id}`)).body.status;
   /** Types a command that proves which workspace the shell is in, and ends it with status 3. */
   const proveWorkspace = async (session: PtySession) => {
@@ -72,57 +52,22 @@ describe('the entry and bootstrap scripts, typed at in a terminal, against real 
   };
 
   before(async () => {
-    const [, lab, httpPort, entryPort] = await Promise.all([
-      buildTestImages(),
-      ensureLab(),
-      freePort(),
-      freePort(),
-    ]);
+    const [httpPort, entryPort] = [await freePort(), await freePort()];
     apiUrl = `http://127.0.0.1:${httpPort}`;
     entryUrl = `http://127.0.0.1:${entryPort}`;
     mkdirSync(home, { mode: 0o700 });
-    t = await startTestGateway(
-      'sqlite',
-      {
-        ...labEgressEnv(lab),
-        WORKSPACE_IMAGE_VARIANT: 'test',
-        DOCKER_SOCKET: '/var/run/docker.sock',
-        HTTP_PORT: String(httpPort),
-        ENTRY_PORT: String(entryPort),
-        PUBLIC_HOST: '127.0.0.1',
-        PUBLIC_API_URL: apiUrl,
-        PUBLIC_ENTRY_URL: entryUrl,
-      },
-      'docker',
-    );
-    await t.listen();
-    const exit = lab.exits[0]!;
-    egressId = (
-      await t.request('POST', '/v1/admin/egress-ips', {
-        body: {
-          label: 'lab vmess',
-          ip_address: exit.address,
-          proxy_config: exit.variants['vmess-tcp'].proxyConfig,
-        },
-      })
-    ).body.id;
+    lab = await startLabGateway({
+      HTTP_PORT: String(httpPort),
+      ENTRY_PORT: String(entryPort),
+      PUBLIC_HOST: '127.0.0.1',
+      PUBLIC_API_URL: apiUrl,
+      PUBLIC_ENTRY_URL: entryUrl,
+    });
+    t = lab.t;
   });
 
   after(async () => {
-    await t?.close().catch(() => {});
-    for (const hostId of hostIds) {
-      const filters = { label: [`${HOST_LABEL}=${hostId}`] };
-      for (const c of await docker.listContainers({ all: true, filters }))
-        await docker
-          .getContainer(c.Id)
-          .remove({ force: true })
-          .catch(() => {});
-      for (const v of (await docker.listVolumes({ filters })).Volumes ?? [])
-        await docker
-          .getVolume(v.Name)
-          .remove()
-          .catch(() => {});
-    }
+    await lab?.close();
     rmSync(work, { recursive: true, force: true });
   });
 

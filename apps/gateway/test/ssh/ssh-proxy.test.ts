@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
@@ -7,18 +7,12 @@ import { createServer, type Server, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { promisify } from 'node:util';
-import Docker from 'dockerode';
-import { ensureLab, labUnavailable } from '../../../../test/lab/lab.js';
-import { HOST_LABEL } from '../../src/runtime/docker-workspace-runtime.js';
-import { IMAGE_ROOT } from '../../src/runtime/image-inputs.js';
+import { labUnavailable } from '../../../../test/lab/lab.js';
 import { HOST_KEY_FILE } from '../../src/ssh/host-key.js';
-import { labEgressEnv } from '../helpers/lab-egress.js';
+import { type LabGateway, startLabGateway } from '../helpers/lab-gateway.js';
 import { KeyFactory } from '../helpers/ssh-keygen.js';
-import { startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
+import type { TestGateway } from '../helpers/test-gateway.js';
 
-const exec = promisify(execFile);
-const docker = new Docker({ socketPath: '/var/run/docker.sock' });
 const skip = labUnavailable();
 
 interface Result {
@@ -99,7 +93,7 @@ describe('the SSH proxy, with OpenSSH clients, against a real workspace', { skip
   const keys = new KeyFactory();
   const agents: number[] = [];
   const servers: Server[] = [];
-  const hostIds: string[] = [];
+  let lab: LabGateway;
   let t: TestGateway;
   let port: number;
   let user: { id: string; sshPass: string };
@@ -144,29 +138,11 @@ describe('the SSH proxy, with OpenSSH clients, against a real workspace', { skip
     }[];
 
   before(async () => {
-    await exec('bash', [path.join(IMAGE_ROOT, 'build.sh'), '--variant', 'test', 'all'], { timeout: 600_000 });
-    const lab = await ensureLab();
-    t = await startTestGateway(
-      'sqlite',
-      { ...labEgressEnv(lab), WORKSPACE_IMAGE_VARIANT: 'test', DOCKER_SOCKET: '/var/run/docker.sock' },
-      'docker',
-    );
-    await t.listen();
+    lab = await startLabGateway();
+    t = lab.t;
     port = t.gateway.ssh.port;
-    const exit = lab.exits[0]!;
-    const egress = await t.request('POST', '/v1/admin/egress-ips', {
-      body: {
-        label: 'lab vmess',
-        ip_address: exit.address,
-        proxy_config: exit.variants['vmess-tcp'].proxyConfig,
-      },
-    });
     user = await t.createUser(username);
-    const created = await t.request('POST', '/v1/admin/hosts', {
-      body: { user_id: user.id, egress_ip_id: egress.body.id },
-    });
-    host = created.body;
-    hostIds.push(host.id);
+    host = await lab.createHost(user.id);
     login = `${username}+${host.short_id}`;
 
     const key = keys.generate('ed25519');
@@ -176,11 +152,7 @@ describe('the SSH proxy, with OpenSSH clients, against a real workspace', { skip
       body: { public_key: key.publicKey },
     });
     assert.equal(added.status, 201, JSON.stringify(added.body));
-
-    const start = await t.request('POST', `/v1/admin/hosts/${host.id}/start`);
-    await within(300_000, 'the workspace start', t.gateway.tasks.idle());
-    const task = (await t.request('GET', `/v1/admin/tasks/${start.body.task_id}`)).body;
-    assert.equal(task.status, 'succeeded', JSON.stringify(task.error));
+    await within(300_000, 'the workspace start', lab.startHost(host.id));
   });
 
   after(async () => {
@@ -190,20 +162,7 @@ describe('the SSH proxy, with OpenSSH clients, against a real workspace', { skip
       } catch {}
     }
     for (const server of servers) server.close();
-    await t?.close().catch(() => {});
-    for (const hostId of hostIds) {
-      const filters = { label: [`${HOST_LABEL}=${hostId}`] };
-      for (const c of await docker.listContainers({ all: true, filters }))
-        await docker
-          .getContainer(c.Id)
-          .remove({ force: true })
-          .catch(() => {});
-      for (const v of (await docker.listVolumes({ filters })).Volumes ?? [])
-        await docker
-          .getVolume(v.Name)
-          .remove()
-          .catch(() => {});
-    }
+    await lab?.close();
     keys.cleanup();
     rmSync(work, { recursive: true, force: true });
   });

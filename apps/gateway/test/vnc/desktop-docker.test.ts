@@ -6,16 +6,13 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import Docker from 'dockerode';
 import { chromium } from 'playwright-core';
 import WebSocket from 'ws';
-import { ensureLab, labUnavailable } from '../../../../test/lab/lab.js';
-import { HOST_LABEL } from '../../src/runtime/docker-workspace-runtime.js';
-import { buildTestImages, labEgressEnv } from '../helpers/lab-egress.js';
-import { startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
+import { labUnavailable } from '../../../../test/lab/lab.js';
+import { type LabGateway, startLabGateway } from '../helpers/lab-gateway.js';
+import type { TestGateway } from '../helpers/test-gateway.js';
 
 const exec = promisify(execFile);
-const docker = new Docker({ socketPath: '/var/run/docker.sock' });
 const skip = labUnavailable();
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const OUTPUT = fileURLToPath(new URL('../../../../test-output/', import.meta.url));
@@ -58,11 +55,11 @@ async function until<T>(what: string, check: () => Promise<T | null | undefined 
 
 describe('the browser desktop of a real workspace', { skip, timeout: 900_000 }, () => {
   const suffix = randomBytes(3).toString('hex');
+  let lab: LabGateway;
   let t: TestGateway;
   let user: { id: string; token: string };
   let host: { id: string; short_id: string; vnc_url: string };
   let container: string;
-  const hostIds: string[] = [];
 
   const status = async () =>
     (await t.request('GET', `/v1/user/hosts/${host.id}/vnc/status`, { token: user.token })).body;
@@ -82,51 +79,16 @@ describe('the browser desktop of a real workspace', { skip, timeout: 900_000 }, 
     }[];
 
   before(async () => {
-    await buildTestImages();
-    const lab = await ensureLab();
-    t = await startTestGateway(
-      'sqlite',
-      { ...labEgressEnv(lab), WORKSPACE_IMAGE_VARIANT: 'test', DOCKER_SOCKET: '/var/run/docker.sock' },
-      'docker',
-    );
-    await t.listen();
-    const exit = lab.exits[0]!;
-    const egress = await t.request('POST', '/v1/admin/egress-ips', {
-      body: {
-        label: 'lab vmess',
-        ip_address: exit.address,
-        proxy_config: exit.variants['vmess-tcp'].proxyConfig,
-      },
-    });
+    lab = await startLabGateway();
+    t = lab.t;
     user = await t.createUser(`vnc${suffix}`);
-    const created = await t.request('POST', '/v1/admin/hosts', {
-      body: { user_id: user.id, egress_ip_id: egress.body.id },
-    });
-    hostIds.push(created.body.id);
-    const start = await t.request('POST', `/v1/admin/hosts/${created.body.id}/start`);
-    await t.gateway.tasks.idle();
-    const task = (await t.request('GET', `/v1/admin/tasks/${start.body.task_id}`)).body;
-    assert.equal(task.status, 'succeeded', JSON.stringify(task.error));
-    host = (await t.request('GET', `/v1/user/hosts/${created.body.id}`, { token: user.token })).body;
+    const created = await lab.createHost(user.id);
+    await lab.startHost(created.id);
+    host = (await t.request('GET', `/v1/user/hosts/${created.id}`, { token: user.token })).body;
     container = `ccp-ws-${host.id}`;
   });
 
-  after(async () => {
-    await t?.close().catch(() => {});
-    for (const hostId of hostIds) {
-      const filters = { label: [`${HOST_LABEL}=${hostId}`] };
-      for (const c of await docker.listContainers({ all: true, filters }))
-        await docker
-          .getContainer(c.Id)
-          .remove({ force: true })
-          .catch(() => {});
-      for (const v of (await docker.listVolumes({ filters })).Volumes ?? [])
-        await docker
-          .getVolume(v.Name)
-          .remove()
-          .catch(() => {});
-    }
-  });
+  after(() => lab?.close());
 
   it('comes up with the host: display :1, websocket port 6080, served only on the link address', async () => {
     const current = await until('the desktop', async () => {

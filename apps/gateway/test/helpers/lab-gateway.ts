@@ -1,0 +1,106 @@
+import { createServer } from 'node:net';
+import Docker from 'dockerode';
+import { ensureLab, type LabDescription } from '../../../../test/lab/lab.js';
+import { HOST_LABEL } from '../../src/runtime/docker-workspace-runtime.js';
+import { buildTestImages, labEgressEnv } from './lab-egress.js';
+import { type DatabaseKind, startTestGateway, type TestGateway } from './test-gateway.js';
+
+const docker = new Docker({ socketPath: '/var/run/docker.sock' });
+
+/** A TCP port free on 127.0.0.1 right now (for settings that must name their port before listening). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Removes every container and volume of these hosts (what a test made, whatever state it left). */
+export async function removeHostResources(hostIds: Iterable<string>): Promise<void> {
+  for (const hostId of hostIds) {
+    const filters = { label: [`${HOST_LABEL}=${hostId}`] };
+    for (const container of await docker.listContainers({ all: true, filters }))
+      await docker
+        .getContainer(container.Id)
+        .remove({ force: true })
+        .catch(() => {});
+    for (const volume of (await docker.listVolumes({ filters })).Volumes ?? [])
+      await docker
+        .getVolume(volume.Name)
+        .remove()
+        .catch(() => {});
+  }
+}
+
+export interface LabGateway {
+  t: TestGateway;
+  lab: LabDescription;
+  /** An egress IP through the lab's first exit (VMess over TCP). */
+  egressIpId: string;
+  /** Creates a host for a user, bound to that egress IP unless `bound` is false; it is removed by `close`. */
+  createHost(
+    userId: string,
+    bound?: boolean,
+  ): Promise<{ id: string; short_id: string; access_command: string }>;
+  /** Starts a host and waits for its task; fails with the task's error. */
+  startHost(hostId: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * A listening gateway on the Docker runtime with the test images, pointed at the network lab, with one
+ * egress IP registered: what every test against real workspaces begins with.
+ */
+export async function startLabGateway(
+  env: Record<string, string> = {},
+  kind: DatabaseKind = 'sqlite',
+): Promise<LabGateway> {
+  const [, lab] = await Promise.all([buildTestImages(), ensureLab()]);
+  const t = await startTestGateway(
+    kind,
+    { ...labEgressEnv(lab), WORKSPACE_IMAGE_VARIANT: 'test', DOCKER_SOCKET: '/var/run/docker.sock', ...env },
+    'docker',
+  );
+  await t.listen();
+  const exit = lab.exits[0]!;
+  const egress = await t.request('POST', '/v1/admin/egress-ips', {
+    body: {
+      label: 'lab vmess',
+      ip_address: exit.address,
+      proxy_config: exit.variants['vmess-tcp'].proxyConfig,
+    },
+  });
+  if (egress.status !== 201)
+    throw new Error(`registering the lab's egress IP failed: ${JSON.stringify(egress.body)}`);
+  const hostIds = new Set<string>();
+  return {
+    t,
+    lab,
+    egressIpId: egress.body.id,
+    async createHost(userId, bound = true) {
+      const response = await t.request('POST', '/v1/admin/hosts', {
+        body: { user_id: userId, ...(bound ? { egress_ip_id: egress.body.id } : {}) },
+      });
+      if (response.status !== 201)
+        throw new Error(`creating a host failed: ${JSON.stringify(response.body)}`);
+      hostIds.add(response.body.id);
+      return response.body;
+    },
+    async startHost(hostId) {
+      const start = await t.request('POST', `/v1/admin/hosts/${hostId}/start`);
+      if (start.status !== 202) throw new Error(`starting ${hostId} failed: ${JSON.stringify(start.body)}`);
+      await t.gateway.tasks.idleFor(hostId);
+      const task = (await t.request('GET', `/v1/admin/tasks/${start.body.task_id}`)).body;
+      if (task.status !== 'succeeded')
+        throw new Error(`the start of ${hostId} failed: ${JSON.stringify(task.error)}`);
+    },
+    async close() {
+      await t.close().catch(() => {});
+      await removeHostResources(hostIds);
+    },
+  };
+}
