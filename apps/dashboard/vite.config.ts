@@ -11,6 +11,7 @@ export default defineConfig({
   server: {
     port: 2568,
     strictPort: true,
-    proxy: { '/v1': api, '/healthz': api, '/entry': api },
+    // ws: the desktop's stream (noVNC) goes through the same proxy.
+    proxy: { '/v1': { target: api, ws: true }, '/healthz': api, '/entry': api },
   },
 });

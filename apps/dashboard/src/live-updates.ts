@@ -11,6 +11,8 @@ function apply(client: QueryClient, message: SseMessage): void {
     case 'hosts':
       if (message.action === 'delete') client.removeQueries({ queryKey: ['host', message.id] });
       else if (message.payload) client.setQueryData(['host', message.id], message.payload as Host);
+      // The desktop follows its host (no topic of its own): a started or stopped host changes its state.
+      void client.invalidateQueries({ queryKey: ['vnc', message.id] });
       void client.invalidateQueries({ queryKey: ['hosts'] });
       void client.invalidateQueries({ queryKey: ['stats'] });
       void client.invalidateQueries({ queryKey: ['egress-ips'] });

@@ -39,6 +39,7 @@ import type {
   UserList,
   UserStatus,
 } from './users.js';
+import type { VncStatus } from './vnc.js';
 
 type S<T extends Type.TSchema> = Type.Static<T>;
 
@@ -190,6 +191,13 @@ export function createApiClient(options: ApiClientOptions = {}) {
     return { close: () => controller.abort() };
   }
 
+  /** A host's desktop: status, and start or restart (each answers once the desktop is up). */
+  const vncOf = (role: Role) => ({
+    status: (hostId: string) => get<S<typeof VncStatus>>(`/v1/${role}/hosts/${id(hostId)}/vnc/status`),
+    start: (hostId: string) => post<S<typeof VncStatus>>(`/v1/${role}/hosts/${id(hostId)}/vnc/start`),
+    restart: (hostId: string) => post<S<typeof VncStatus>>(`/v1/${role}/hosts/${id(hostId)}/vnc/restart`),
+  });
+
   return {
     health: () => get<S<typeof Health>>('/healthz'),
     login: (body: S<typeof LoginRequest>) => post<S<typeof LoginResponse>>('/v1/auth/login', body),
@@ -236,6 +244,7 @@ export function createApiClient(options: ApiClientOptions = {}) {
         start: (hostId: string) => post<S<typeof TaskAccepted>>(`/v1/admin/hosts/${id(hostId)}/start`),
         stop: (hostId: string) => post<S<typeof TaskAccepted>>(`/v1/admin/hosts/${id(hostId)}/stop`),
         rebuild: (hostId: string) => post<S<typeof TaskAccepted>>(`/v1/admin/hosts/${id(hostId)}/rebuild`),
+        vnc: vncOf('admin'),
       },
       bindings: {
         create: (hostId: string, egressIpId: string) =>
@@ -264,6 +273,7 @@ export function createApiClient(options: ApiClientOptions = {}) {
         list: () => get<S<typeof HostList>>('/v1/user/hosts'),
         get: (hostId: string) => get<S<typeof Host>>(`/v1/user/hosts/${id(hostId)}`),
         rebuild: (hostId: string) => post<S<typeof TaskAccepted>>(`/v1/user/hosts/${id(hostId)}/rebuild`),
+        vnc: vncOf('user'),
       },
       tasks: {
         get: (taskId: string) => get<S<typeof Task>>(`/v1/user/tasks/${id(taskId)}`),

@@ -1,7 +1,7 @@
 import type { Host } from '@ccp/api';
 import { CopyField } from './ui';
 
-/** How to reach a host: the one-line access command, SSH details and the browser desktop. */
+/** How to reach a host over SSH: the one-line access command and the SSH details (the desktop: host-desktop.tsx). */
 export function HostAccess({ host }: { host: Host }) {
   const sshCommand = `ssh -p ${host.ssh_port} ${host.ssh_user}@${host.ssh_host}`;
   return (
@@ -11,15 +11,6 @@ export function HostAccess({ host }: { host: Host }) {
       <CopyField label="SSH user" value={host.ssh_user} />
       <CopyField label="SSH host" value={`${host.ssh_host}:${host.ssh_port}`} />
       <p className="hint">The SSH password is the account's user-level SSH password (or use an SSH key).</p>
-      <a
-        className={host.status === 'running' ? 'button primary' : 'button plain disabled'}
-        href={host.status === 'running' ? host.vnc_url : undefined}
-        target="_blank"
-        rel="noreferrer"
-        aria-disabled={host.status !== 'running'}
-      >
-        Open desktop
-      </a>
     </div>
   );
 }

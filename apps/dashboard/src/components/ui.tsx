@@ -149,7 +149,7 @@ export function ConfirmButton(props: {
 }
 
 export function StatusBadge({ status }: { status: string }) {
-  return <span className={`badge status-${status}`}>{status}</span>;
+  return <span className={`badge status-${status}`}>{status.replaceAll('_', ' ')}</span>;
 }
 
 export function TaskProgressBar({ task }: { task: Task }) {

@@ -147,7 +147,9 @@ export function EgressIpDetail() {
   const [saved, setSaved] = useState(0);
   const update = useMutation({
     mutationFn: (body: CreateEgressIpRequest) => api.admin.egressIps.update(ipId, body),
-    onSuccess: () => {
+    onSuccess: (saved) => {
+      // The form is made again from the saved settings (not the copy read before the change).
+      client.setQueryData(['egress-ips', ipId], saved);
       setSaved((n) => n + 1);
       void client.invalidateQueries({ queryKey: ['egress-ips'] });
     },

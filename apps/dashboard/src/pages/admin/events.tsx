@@ -8,7 +8,8 @@ import { fromLocalInput, toLocalInput, when } from '../../format';
 import { useUsers } from '../../queries';
 import { type FieldErrors, validate } from '../../validation';
 
-const PAGE = 50;
+const PAGE_SIZES = [10, 50, 100, 500] as const;
+const DEFAULT_PAGE = 50;
 const FILTERS = ['type', 'user_id', 'host_id', 'since', 'until'] as const;
 
 /** The event log with every filter of the API; filters and page live in the URL, so a view can be linked. */
@@ -16,7 +17,8 @@ export function Events() {
   const [params, setParams] = useSearchParams();
   const users = useUsers();
   const offset = Number(params.get('offset') ?? 0) || 0;
-  const query: EventQuery = { limit: PAGE, offset };
+  const pageSize = Number(params.get('limit')) || DEFAULT_PAGE;
+  const query: EventQuery = { limit: pageSize, offset };
   for (const key of FILTERS) {
     const value = params.get(key);
     if (value) query[key] = value;
@@ -32,6 +34,7 @@ export function Events() {
     host_id: params.get('host_id') ?? '',
     since: toLocalInput(params.get('since')),
     until: toLocalInput(params.get('until')),
+    limit: String(pageSize),
   }));
   const [errors, setErrors] = useState<FieldErrors>({});
   const apply = (event: FormEvent) => {
@@ -45,6 +48,8 @@ export function Events() {
     if (until) filters.until = until;
     const found = validate(EventQuery, filters);
     setErrors(found);
+    // A new filter starts again at the newest page.
+    if (draft.limit !== String(DEFAULT_PAGE)) filters.limit = draft.limit;
     if (Object.keys(found).length === 0) setParams(new URLSearchParams(filters));
   };
   const page = (nextOffset: number) => {
@@ -112,13 +117,35 @@ export function Events() {
               />
             )}
           </Field>
+          <Field label="Per page">
+            {(id) => (
+              <select
+                id={id}
+                value={draft.limit}
+                onChange={(e) => setDraft({ ...draft, limit: e.target.value })}
+              >
+                {PAGE_SIZES.map((size) => (
+                  <option key={size}>{size}</option>
+                ))}
+              </select>
+            )}
+          </Field>
           <div className="form-actions">
             <ActionButton type="submit" kind="primary">
               Apply filters
             </ActionButton>
             <Link
               to="/admin/events"
-              onClick={() => setDraft({ type: '', user_id: '', host_id: '', since: '', until: '' })}
+              onClick={() =>
+                setDraft({
+                  type: '',
+                  user_id: '',
+                  host_id: '',
+                  since: '',
+                  until: '',
+                  limit: String(DEFAULT_PAGE),
+                })
+              }
             >
               Clear
             </Link>
@@ -130,13 +157,16 @@ export function Events() {
         actions={
           data ? (
             <div className="row">
-              <ActionButton disabled={offset === 0} onClick={() => page(Math.max(0, offset - PAGE))}>
+              <ActionButton disabled={offset === 0} onClick={() => page(Math.max(0, offset - pageSize))}>
                 Newer
               </ActionButton>
               <span className="hint">
-                {data.total === 0 ? 0 : offset + 1}–{Math.min(offset + PAGE, data.total)}
+                {data.total === 0 ? 0 : offset + 1}–{Math.min(offset + pageSize, data.total)}
               </span>
-              <ActionButton disabled={offset + PAGE >= data.total} onClick={() => page(offset + PAGE)}>
+              <ActionButton
+                disabled={offset + pageSize >= data.total}
+                onClick={() => page(offset + pageSize)}
+              >
                 Older
               </ActionButton>
             </div>
@@ -144,7 +174,8 @@ export function Events() {
         }
       >
         <ErrorText error={events.error && data ? events.error : null} />
-        {data ? (
+        {data && data.events.length === 0 ? <p className="hint">No events match these filters.</p> : null}
+        {data && data.events.length > 0 ? (
           <div className="table-wrap">
             <table data-testid="events-table">
               <thead>
@@ -175,9 +206,8 @@ export function Events() {
               </tbody>
             </table>
           </div>
-        ) : (
-          <Loading error={events.error} />
-        )}
+        ) : null}
+        {data ? null : <Loading error={events.error} />}
       </Section>
     </>
   );

@@ -4,6 +4,7 @@ import { useState } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
 import { api } from '../../api';
 import { HostAccess } from '../../components/host-access';
+import { HostDesktop } from '../../components/host-desktop';
 import { HostTask } from '../../components/host-task';
 import {
   ActionButton,
@@ -104,6 +105,7 @@ export function HostDetail() {
       <div className="grid-2">
         <Section title="Access">
           <HostAccess host={h} />
+          <HostDesktop host={h} scope="admin" />
         </Section>
         <Section title="Egress bindings">
           {h.bindings.length === 0 ? (
@@ -126,6 +128,7 @@ export function HostDetail() {
             ))}
           </ul>
           <ErrorText error={unbind.error} />
+          <div className="spaced" />
           <div className="row wrap end">
             <Field label="Bind an egress IP">
               {(id) => (

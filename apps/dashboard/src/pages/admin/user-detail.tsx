@@ -88,7 +88,8 @@ export function UserDetail() {
         {u.username} <StatusBadge status={u.expired ? 'expired' : u.status} />
       </h1>
       <p className="hint">
-        {u.role} · short id <code>{u.short_id}</code> · created {when(u.created_at)}
+        {u.role} · short id <code>{u.short_id}</code> · created {when(u.created_at)} ·{' '}
+        {u.expires_at ? `expires ${when(u.expires_at)}` : 'never expires'}
       </p>
       {secret ? (
         <OnceSecret title={secret.title} lines={secret.lines} onDone={() => setSecret(null)} />
@@ -117,6 +118,7 @@ export function UserDetail() {
             </ActionButton>
           </div>
           <ErrorText error={setStatus.error ?? rotate.error ?? regenerate.error} />
+          <div className="spaced" />
           <Field label="Expires" error={expiryError ?? saveExpiry.error?.message} hint="Empty: never expires">
             {(id) => (
               <input

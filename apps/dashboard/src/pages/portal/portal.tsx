@@ -5,6 +5,7 @@ import { Link, useNavigate, useParams, useSearchParams } from 'react-router';
 import type { Static } from 'typebox';
 import { api } from '../../api';
 import { HostAccess } from '../../components/host-access';
+import { HostDesktop, OpenDesktopButton } from '../../components/host-desktop';
 import { HostTask } from '../../components/host-task';
 import { KeysPanel } from '../../components/keys-panel';
 import { ActionButton, ErrorText, Field, Loading, Section, StatusBadge } from '../../components/ui';
@@ -32,6 +33,7 @@ export function PortalHosts() {
             }
           >
             <HostAccess host={h} />
+            <OpenDesktopButton host={h} />
           </Section>
         ))
       )}
@@ -65,6 +67,7 @@ export function PortalHost() {
       {h.last_error ? <p className="error">{h.last_error}</p> : null}
       <Section title="Access">
         <HostAccess host={h} />
+        <HostDesktop host={h} scope="user" />
       </Section>
       <Section title="Rebuild">
         <p className="hint">Recreates the workspace from the current image. Your home directory is kept.</p>

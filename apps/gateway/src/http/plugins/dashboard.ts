@@ -34,9 +34,20 @@ export async function registerDashboard(app: Api, dir: string = DASHBOARD_DIR): 
   return true;
 }
 
-/** The extra listener on DASHBOARD_PORT: the same handlers (the page and the API it calls) on a second port. */
+/**
+ * The extra listener on DASHBOARD_PORT: the same app (the page, the API it calls and the desktop's WebSockets)
+ * on a second port. Requests go to the app's router, and upgrades to the app's own server's `upgrade` handlers
+ * (those of @fastify/websocket), so both ports share one router, one set of hooks and one WebSocket server,
+ * whose streams the app closes on shutdown. Building the app a second time would double every hook's state
+ * (rate limits, SSE clients, metrics) and its shutdown.
+ */
 export async function listenDashboardPort(app: Api, host: string, port: number): Promise<Server> {
   const server = createServer((request, response) => app.routing(request, response));
+  server.on('upgrade', (request, socket, head) => {
+    // Without a WebSocket route there is nobody to answer: end the socket as Node does with no handler.
+    if (app.server.listenerCount('upgrade') === 0) socket.destroy();
+    else app.server.emit('upgrade', request, socket, head);
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {

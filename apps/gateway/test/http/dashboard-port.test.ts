@@ -1,0 +1,135 @@
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { type AddressInfo, createServer } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import WebSocket, { WebSocketServer } from 'ws';
+import { MemoryRuntime } from '../helpers/memory-runtime.js';
+import { DATABASES, startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
+
+/** A stand-in for the workspace's websockify: greets every stream with an RFB banner and echoes the rest. */
+async function fakeWebsockify(): Promise<{ port: number; close: () => void }> {
+  const server = http.createServer((_request, response) => response.writeHead(404).end());
+  const wss = new WebSocketServer({ server });
+  wss.on('connection', (socket) => {
+    socket.send(Buffer.from('RFB 003.008\n'));
+    socket.on('message', (data: Buffer) => socket.send(data));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () => {
+      for (const client of wss.clients) client.terminate();
+      wss.close();
+      server.close();
+    },
+  };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Opens a stream; resolves with the socket and its first message, or the HTTP status of the refusal. */
+function openStream(
+  url: string,
+  headers: Record<string, string>,
+): Promise<{ socket: WebSocket; banner: string } | { status: number }> {
+  return new Promise((resolve, reject) => {
+    const socket = new WebSocket(url, ['binary'], { headers });
+    socket.once('unexpected-response', (_request, response) => resolve({ status: response.statusCode ?? 0 }));
+    socket.once('message', (data: Buffer) => resolve({ socket, banner: data.toString('latin1') }));
+    socket.once('error', reject);
+  });
+}
+
+for (const kind of DATABASES) {
+  describe(`DASHBOARD_PORT serves the whole app, WebSockets included (${kind})`, () => {
+    let t: TestGateway;
+    let desktop: Awaited<ReturnType<typeof fakeWebsockify>>;
+    let dashboard = '';
+    let user: { id: string; token: string };
+    let base = '';
+    let closed = false;
+
+    before(async () => {
+      desktop = await fakeWebsockify();
+      const runtime = new MemoryRuntime();
+      runtime.desktopEndpoint = { host: '127.0.0.1', port: desktop.port };
+      const port = await freePort();
+      t = await startTestGateway(kind, { DASHBOARD_PORT: String(port) }, runtime);
+      await t.listen();
+      dashboard = `127.0.0.1:${port}`;
+      user = await t.createUser('dora');
+      const exit = await t.request('POST', '/v1/admin/egress-ips', {
+        body: {
+          label: 'exit',
+          ip_address: '198.51.100.41',
+          proxy_config: { type: 'socks', server: '198.51.100.41', server_port: 1080, version: '5' },
+        },
+      });
+      const host = await t.request('POST', '/v1/admin/hosts', {
+        body: { user_id: user.id, egress_ip_id: exit.body.id },
+      });
+      await t.request('POST', `/v1/admin/hosts/${host.body.id}/start`);
+      await t.gateway.tasks.idle();
+      base = `/v1/user/hosts/${host.body.id}/vnc`;
+    });
+    after(async () => {
+      if (!closed) await t.close();
+      desktop.close();
+    });
+
+    it('relays a desktop stream opened on the dashboard port, counted like any other', async () => {
+      const opened = await openStream(`ws://${dashboard}${base}/websockify`, {
+        authorization: `Bearer ${user.token}`,
+      });
+      assert.ok('socket' in opened, `refused: ${JSON.stringify(opened)}`);
+      assert.equal(opened.banner, 'RFB 003.008\n');
+      const echoed = new Promise<string>((resolve) =>
+        opened.socket.once('message', (data: Buffer) => resolve(data.toString())),
+      );
+      opened.socket.send(Buffer.from('through the second port'));
+      assert.equal(await echoed, 'through the second port');
+      assert.equal((await t.request('GET', '/v1/admin/dashboard/stats')).body.sessions.vnc, 1);
+      const gone = new Promise((resolve) => opened.socket.once('close', resolve));
+      opened.socket.close();
+      await gone;
+    });
+
+    it("checks the Origin against the dashboard port's own address, and the token like the main port", async () => {
+      const cookie = `ccp_vnc=${user.token}`;
+      const same = await openStream(`ws://${dashboard}${base}/websockify`, {
+        cookie,
+        origin: `http://${dashboard}`,
+      });
+      assert.ok('socket' in same, `refused: ${JSON.stringify(same)}`);
+      same.socket.close();
+      const foreign = await openStream(`ws://${dashboard}${base}/websockify`, {
+        cookie,
+        origin: 'https://evil.example',
+      });
+      assert.deepEqual(foreign, { status: 403 });
+      assert.deepEqual(await openStream(`ws://${dashboard}${base}/websockify`, {}), { status: 401 });
+    });
+
+    it('closes streams of the dashboard port with the gateway, with a close frame', async () => {
+      const opened = await openStream(`ws://${dashboard}${base}/websockify`, {
+        authorization: `Bearer ${user.token}`,
+      });
+      assert.ok('socket' in opened);
+      const ended = new Promise<[number, string]>((resolve) =>
+        opened.socket.once('close', (code, reason) => resolve([code, reason.toString()])),
+      );
+      closed = true;
+      await t.close();
+      assert.deepEqual(await ended, [1001, 'gateway_stopped']);
+    });
+  });
+}
