@@ -12,11 +12,8 @@ build
 
 say "lint and format check (biome)"
 npx biome check .
-say "type check of the tests, the lab and the benchmarks"
-npx tsc -p apps/gateway/tsconfig.test.json
-npx tsc -p apps/egress-probe/tsconfig.test.json
-npx tsc -p test/lab
-npx tsc -p bench
+say "type check of every package, the tests, the lab and the benchmarks"
+npm run --silent typecheck
 
 bash scripts/docker.sh ensure
 say "workspace and egress gateway images (test variant; built once per recipe change)"
