@@ -1,0 +1,105 @@
+import type { Duplex } from 'node:stream';
+import type { EntryReady } from '@ccp/api';
+import { Client, type ClientChannel } from 'ssh2';
+import { AuthError, ConfigError, NetworkError } from './errors.js';
+import type { KnownHosts } from './known-hosts.js';
+
+export interface SshTarget {
+  host: string;
+  port: number;
+  username: string;
+  password: string;
+}
+
+export const targetOf = (entry: EntryReady): SshTarget => ({
+  host: entry.ssh_host,
+  port: entry.ssh_port,
+  username: entry.ssh_user,
+  password: entry.ssh_pass,
+});
+
+/** Keepalive timing: a link that answers nothing for interval × count is declared dead. */
+export const KEEPALIVE = { intervalMs: 3000, countMax: 4 };
+
+/** Opens an SSH connection to the gateway's proxy with the entry's credentials and a pinned host key. */
+export function connectSsh(
+  target: SshTarget,
+  knownHosts: KnownHosts,
+  timeoutMs = 20_000,
+  socket?: () => Duplex,
+): Promise<Client> {
+  const endpoint = `${target.host}:${target.port}`;
+  return new Promise((resolve, reject) => {
+    const client = new Client();
+    let mismatch: string | null = null;
+    client.once('ready', () => {
+      client.removeAllListeners('error');
+      // Later errors end the connection; its 'close' is what the session watches.
+      client.on('error', () => {});
+      resolve(client);
+    });
+    // `on`, not `once`: a failing handshake may report more than one error.
+    let failed = false;
+    client.on('error', (error: Error & { level?: string }) => {
+      if (failed) return;
+      failed = true;
+      client.end();
+      if (mismatch)
+        reject(
+          new ConfigError(
+            `the SSH host key of ${endpoint} changed (pinned ${mismatch}); refusing to connect. If the gateway's key was really replaced, remove that line from ${knownHosts.file}`,
+          ),
+        );
+      else if (error.level === 'client-authentication')
+        reject(new AuthError(`the SSH proxy refused the workspace credentials for ${target.username}`));
+      else reject(new NetworkError(`cannot connect to the SSH proxy at ${endpoint}: ${error.message}`));
+    });
+    client.connect({
+      ...(socket ? { sock: socket() } : {}),
+      host: target.host,
+      port: target.port,
+      username: target.username,
+      password: target.password,
+      readyTimeout: timeoutMs,
+      keepaliveInterval: KEEPALIVE.intervalMs,
+      keepaliveCountMax: KEEPALIVE.countMax,
+      hostVerifier: (key: Buffer) => {
+        const verdict = knownHosts.check(endpoint, key);
+        if (verdict.result === 'mismatch') mismatch = verdict.pinned;
+        return verdict.result !== 'mismatch';
+      },
+    });
+  });
+}
+
+/** Runs a non-interactive command and collects its output. */
+export function execCollect(
+  client: Client,
+  command: string,
+  input?: string,
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    client.exec(command, (error, channel: ClientChannel) => {
+      if (error) return reject(new NetworkError(`the workspace did not run a command: ${error.message}`));
+      let stdout = '';
+      let stderr = '';
+      let code = 255;
+      channel.on('data', (chunk: Buffer) => {
+        stdout += chunk.toString('utf8');
+      });
+      channel.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString('utf8');
+      });
+      channel.on('exit', (status: number | null) => {
+        code = status ?? 255;
+      });
+      channel.on('close', () => resolve({ code, stdout, stderr }));
+      channel.end(input);
+    });
+  });
+}
+
+/** A word for a POSIX shell, quoted so that nothing in it is interpreted. */
+export function shellQuote(word: string): string {
+  return /^[A-Za-z0-9_./:=@%+,-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`;
+}

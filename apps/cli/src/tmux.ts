@@ -1,0 +1,105 @@
+import { createHash, randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { shellQuote } from './ssh-connection.js';
+
+export interface SessionInfo {
+  name: string;
+  created_at: string;
+  attached_clients: number;
+  windows: number;
+}
+
+const sanitise = (text: string) => text.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 20) || 'root';
+
+/** The default session of a folder: the folder's name plus a short hash of its path, stable across runs. */
+export function defaultSessionName(cwd: string): string {
+  const hash = createHash('sha256').update(cwd).digest('hex').slice(0, 6);
+  return `${sanitise(path.basename(cwd))}-${hash}`;
+}
+
+export function freshSessionName(cwd: string): string {
+  return `${sanitise(path.basename(cwd))}-${randomBytes(3).toString('hex')}`;
+}
+
+export function validSessionName(name: string): boolean {
+  return /^[A-Za-z0-9_-]{1,64}$/.test(name);
+}
+
+/**
+ * The command line run in a new session: the configured command with the passthrough arguments, or the
+ * user's login shell when the command's program is not installed in the workspace.
+ */
+export function sessionCommandLine(sessionCommand: string, args: string[]): string {
+  const program = sessionCommand.split(/\s+/)[0] ?? '';
+  const full = [sessionCommand, ...args.map(shellQuote)].join(' ');
+  return [
+    `if command -v ${shellQuote(program)} >/dev/null 2>&1; then ${full}; else`,
+    `echo ${shellQuote(`ccp: ${program} is not installed here; starting your shell`)} >&2;`,
+    // Not a login shell: /etc/profile would reset PATH and hide the command proxy.
+    `exec "\${SHELL:-/bin/sh}"; fi`,
+  ].join(' ');
+}
+
+export interface AttachPlan {
+  name: string;
+  cwd: string;
+  /** Start a session under this name (refused if it exists) instead of attaching or creating. */
+  fresh: boolean;
+  takeOver: boolean;
+  commandLine: string;
+  /** Prepended to PATH in a new session (the command proxy's wrappers); a trusted shell expression. */
+  pathPrefix: string;
+}
+
+/** The remote shell script that takes over if asked, then attaches to (or creates) the session. */
+export function attachScript(plan: AttachPlan): string {
+  const name = shellQuote(plan.name);
+  const lines = [`cd ${shellQuote(plan.cwd)} 2>/dev/null || cd`, `export LANG="\${LANG:-C.UTF-8}"`];
+  if (plan.takeOver) {
+    // The other clients see why they are leaving before they are detached.
+    lines.push(
+      `if tmux has-session -t ${name} 2>/dev/null; then`,
+      `  for c in $(tmux list-clients -t ${name} -F '#{client_tty}'); do`,
+      `    tmux display-message -c "$c" -d 3000 'ccp: another client is taking over this session' 2>/dev/null`,
+      '  done',
+      `  [ -n "$(tmux list-clients -t ${name})" ] && sleep 2`,
+      `  tmux detach-client -s ${name} 2>/dev/null`,
+      'fi',
+    );
+  }
+  const create = [
+    'tmux new-session',
+    plan.fresh ? '' : '-A',
+    `-s ${name}`,
+    `-c "$PWD"`,
+    `-e "PATH=${plan.pathPrefix}:$PATH"`,
+    // PATH is set again in the command: the shell tmux runs it with may rebuild PATH from its own files.
+    shellQuote(`export PATH="${plan.pathPrefix}:$PATH"; ${plan.commandLine}`),
+  ]
+    .filter(Boolean)
+    .join(' ');
+  if (plan.fresh)
+    lines.push(
+      `tmux has-session -t ${name} 2>/dev/null && { echo "ccp: session ${plan.name} exists" >&2; exit 4; }`,
+    );
+  lines.push(`exec ${create}`);
+  return lines.join('\n');
+}
+
+export const LIST_SESSIONS =
+  "tmux list-sessions -F '#{session_name}\t#{session_created}\t#{session_attached}\t#{session_windows}' 2>/dev/null || true";
+
+export function parseSessions(output: string): SessionInfo[] {
+  return output
+    .split('\n')
+    .filter((line) => line.includes('\t'))
+    .map((line) => {
+      const [name = '', created = '0', attached = '0', windows = '0'] = line.split('\t');
+      return {
+        name,
+        created_at: new Date(Number(created) * 1000).toISOString(),
+        attached_clients: Number(attached),
+        windows: Number(windows),
+      };
+    });
+}

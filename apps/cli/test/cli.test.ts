@@ -1,0 +1,306 @@
+import assert from 'node:assert/strict';
+import { execFile, execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { labUnavailable } from '../../../test/lab/lab.js';
+import { freePort, type LabGateway, startLabGateway } from '../../gateway/test/helpers/lab-gateway.js';
+import { PtySession } from '../../gateway/test/helpers/pty-session.js';
+import type { TestGateway } from '../../gateway/test/helpers/test-gateway.js';
+import { PausableRelay } from './helpers/pausable-relay.js';
+
+const exec = promisify(execFile);
+const skip = labUnavailable();
+const CLI_DIR = fileURLToPath(new URL('..', import.meta.url));
+const BUNDLE = path.join(CLI_DIR, 'dist', 'ccp.mjs');
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('ccp, the command-line client, against a real workspace', { skip, timeout: 1_200_000 }, () => {
+  const suffix = randomBytes(3).toString('hex');
+  const work = mkdtempSync(path.join(tmpdir(), 'ccp-cli-'));
+  const project = path.join(work, 'project');
+  let lab: LabGateway;
+  const sessions: PtySession[] = [];
+  let t: TestGateway;
+  let relay: PausableRelay;
+  let apiUrl: string;
+  let user: { id: string; password: string };
+  let shortId: string;
+
+  /** A client machine: its own config directory (and pinned host keys). */
+  const client = (name: string, config: Record<string, unknown> = {}) => {
+    const dir = path.join(work, `client-${name}`);
+    mkdirSync(path.join(dir, 'ccp'), { recursive: true });
+    const lines = Object.entries({
+      gateway: apiUrl,
+      short_id: shortId,
+      session_command: 'bash --norc',
+      ...config,
+    }).map(([key, value]) => `${key}: ${JSON.stringify(value)}`);
+    writeFileSync(path.join(dir, 'ccp', 'config.yaml'), `${lines.join('\n')}\n`, { mode: 0o600 });
+    return dir;
+  };
+  const env = (configHome: string, extra: Record<string, string> = {}) => ({
+    PATH: process.env.PATH,
+    HOME: work,
+    LANG: 'C.UTF-8',
+    XDG_CONFIG_HOME: configHome,
+    CCP_PASSWORD: user.password,
+    ...extra,
+  });
+  /** `ccp <args>` in a terminal, from the project folder; waiting for text fails as soon as ccp has ended. */
+  const ccp = (configHome: string, args: string, extra: Record<string, string> = {}) => {
+    const session = new PtySession(
+      `cd '${project}' && exec node '${BUNDLE}' ${args}`,
+      env(configHome, extra),
+    );
+    sessions.push(session);
+    const waitFor = session.waitFor.bind(session);
+    session.waitFor = (pattern, ms) =>
+      Promise.race([
+        waitFor(pattern, ms),
+        session.exited.then(async (code) => {
+          // What it printed last may still be what was awaited.
+          await waitFor(pattern, 200).catch(() => {
+            throw new Error(`ccp ended (${code}) before ${String(pattern)} appeared:\n${session.screen}`);
+          });
+        }),
+      ]);
+    return session;
+  };
+  /** `ccp <args>` without a terminal: its status and output. */
+  const run = async (configHome: string, args: string[], extra: Record<string, string> = {}) => {
+    const result = await exec('node', [BUNDLE, ...args], { cwd: project, env: env(configHome, extra) }).catch(
+      (error) => error,
+    );
+    return {
+      code: (result.code as number | undefined) ?? 0,
+      stdout: result.stdout as string,
+      stderr: result.stderr as string,
+    };
+  };
+  const listSessions = async (configHome: string) => {
+    const result = await run(configHome, ['sessions', '--json']);
+    assert.equal(result.code, 0, result.stderr);
+    return JSON.parse(result.stdout) as Array<{
+      name: string;
+      created_at: string;
+      attached_clients: number;
+      windows: number;
+    }>;
+  };
+  /** Types a command and waits for its marked output, proving the shell in the session runs it. */
+  const prove = async (session: PtySession, label: string) => {
+    session.type(`echo ${label}-$((6*7))\r`);
+    await session.waitFor(`${label}-42`, 30_000);
+  };
+
+  before(async () => {
+    const [httpPort, sshPort] = [await freePort(), await freePort()];
+    await exec('npm', ['run', 'bundle'], { cwd: CLI_DIR });
+    apiUrl = `http://127.0.0.1:${httpPort}`;
+    // The SSH proxy listens on 127.0.0.1; the relay the test can cut is what the gateway tells clients.
+    relay = new PausableRelay('127.0.0.2', sshPort, '127.0.0.1', sshPort);
+    await relay.listen();
+    lab = await startLabGateway({
+      HTTP_HOST: '127.0.0.1',
+      HTTP_PORT: String(httpPort),
+      SSH_PROXY_PORT: String(sshPort),
+      PUBLIC_HOST: '127.0.0.2',
+      PUBLIC_API_URL: apiUrl,
+    });
+    t = lab.t;
+    user = await t.createUser(`cli${suffix}`);
+    shortId = (await lab.createHost(user.id)).short_id;
+    // The local project: a git repository that exists only on this machine.
+    mkdirSync(project);
+    execFileSync('git', ['init', '-q', '-b', 'main'], { cwd: project });
+    writeFileSync(path.join(project, 'README.md'), 'local only\n');
+    execFileSync('git', ['add', '.'], { cwd: project });
+    execFileSync(
+      'git',
+      ['-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-qm', `local-commit-${suffix}`],
+      {
+        cwd: project,
+      },
+    );
+  });
+
+  after(async () => {
+    for (const session of sessions) session.kill();
+    await lab?.close();
+    await relay?.close();
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  it('exit codes: 4 for configuration, 1 for a wrong password, 2 for an unreachable gateway, 3 when the start takes too long', async () => {
+    const none = path.join(work, 'client-none');
+    const missing = await run(none, ['sessions']);
+    assert.equal(missing.code, 4, missing.stderr);
+    assert.match(missing.stderr, /no configuration .*ccp init/);
+    const invalid = client('invalid', { proxy_commands: 'git', mount_mode: 'fast' });
+    const bad = await run(invalid, ['sessions']);
+    assert.equal(bad.code, 4, bad.stderr);
+    assert.match(bad.stderr, /proxy_commands: must be a list/);
+    assert.match(bad.stderr, /mount_mode: must be one of auto, full, sshfs-only/);
+
+    const a = client('codes');
+    const wrong = await run(a, ['sessions'], { CCP_PASSWORD: 'not-the-password' });
+    assert.equal(wrong.code, 1, wrong.stderr);
+    assert.match(wrong.stderr, /wrong password/);
+
+    const closed = client('closed', { gateway: `http://127.0.0.1:${await freePort()}` });
+    const unreachable = await run(closed, ['sessions']);
+    assert.equal(unreachable.code, 2, unreachable.stderr);
+    assert.match(unreachable.stderr, /cannot reach the gateway/);
+
+    // The host is stopped; starting it takes longer than a second.
+    const slow = await run(a, ['sessions', '--wait', '1']);
+    assert.equal(slow.code, 3, slow.stderr);
+    assert.match(slow.stderr, /did not become ready within 1 s/);
+  });
+
+  it('attaches two clients to one session, starts a new one, takes over, and lists them (also --json)', async () => {
+    const a = client('a');
+    const b = client('b');
+    const first = ccp(a, '');
+    await first.waitFor(/ccp: session (\S+)/, 600_000);
+    const name = /ccp: session (\S+)/.exec(first.screen)?.[1] ?? '';
+    await prove(first, 'FIRST');
+    const second = ccp(b, '');
+    await second.waitFor(`ccp: session ${name}`);
+    // The second client sees the same screen, so it is the same session.
+    await second.waitFor('FIRST-42');
+    await prove(second, 'SECOND');
+    await first.waitFor('SECOND-42');
+    let listed = await listSessions(a);
+    const shared = listed.find((s) => s.name === name);
+    assert.equal(shared?.attached_clients, 2, JSON.stringify(listed));
+    assert.equal(shared?.windows, 1);
+    assert.ok(Math.abs(Date.parse(shared?.created_at ?? '') - Date.now()) < 600_000);
+    const table = await run(a, ['sessions']);
+    assert.match(table.stdout, /^SESSION\s+CREATED\s+CLIENTS\s+WINDOWS$/m);
+    assert.match(table.stdout, new RegExp(`^${name}\\s.*\\s2\\s+1$`, 'm'));
+
+    const fresh = ccp(b, '--new-session');
+    await fresh.waitFor(/ccp: session (\S+)/);
+    const freshName = /ccp: session (\S+)/.exec(fresh.screen)?.[1] ?? '';
+    assert.notEqual(freshName, name);
+    await prove(fresh, 'FRESH');
+    listed = await listSessions(a);
+    assert.equal(listed.find((s) => s.name === freshName)?.attached_clients, 1);
+    assert.equal(listed.length, 2);
+    fresh.type('exit\r');
+    assert.equal(await fresh.exitCode(30_000), 0, fresh.screen);
+
+    const taker = ccp(a, '--take-over');
+    await taker.waitFor(`ccp: session ${name}`);
+    // The others are told, then detached; their ccp ends.
+    await first.waitFor('another client is taking over');
+    assert.equal(await first.exitCode(30_000), 0, first.screen);
+    assert.equal(await second.exitCode(30_000), 0, second.screen);
+    assert.match(first.screen, /detached/);
+    await prove(taker, 'TAKER');
+    listed = await listSessions(a);
+    assert.equal(listed.find((s) => s.name === name)?.attached_clients, 1, JSON.stringify(listed));
+    taker.type('exit\r');
+    assert.equal(await taker.exitCode(30_000), 0);
+  });
+
+  it('proxy_commands: git in the workspace acts on the local repository; other names never run locally; [] turns it off', async () => {
+    const a = client('proxy');
+    const session = ccp(a, '--session proxy');
+    await session.waitFor('ccp: session proxy', 600_000);
+    await prove(session, 'READY');
+    session.type(`cd '${project}' && git log --format=%s; echo "RC=$?"\r`);
+    await session.waitFor(/RC=\d+/);
+    assert.match(session.screen, new RegExp(`local-commit-${suffix}\\s+RC=0`));
+    // stdin is streamed, and the status comes back.
+    session.type(
+      'printf hello | git hash-object --stdin; git show no-such-ref >/dev/null 2>&1; echo "RC2=$?"\r',
+    );
+    await session.waitFor(/RC2=\d+/);
+    const expected = execFileSync('git', ['hash-object', '--stdin'], { input: 'hello' }).toString().trim();
+    assert.ok(session.screen.includes(expected), session.screen);
+    assert.match(session.screen, /RC2=128/);
+    // A name that is not listed, sent to the proxy by hand, is refused and never runs here.
+    const marker = path.join(work, `never-${suffix}`);
+    session.type(
+      `ln -sf ~/.ccp/proxy-command ./touch && ./touch '${marker}'; echo "RC3=$?"; rm -f ./touch\r`,
+    );
+    await session.waitFor(/RC3=\d+/);
+    assert.match(session.screen, /touch is not in proxy_commands/);
+    assert.match(session.screen, /RC3=126/);
+    assert.equal(existsSync(marker), false);
+    session.type('exit\r');
+    assert.equal(await session.exitCode(30_000), 0);
+
+    const off = client('proxy-off', { proxy_commands: [] });
+    const plain = ccp(off, '--session proxyoff');
+    await plain.waitFor('ccp: session proxyoff');
+    await prove(plain, 'OFF');
+    plain.type(`ls ~/.ccp/bin | wc -l; cd '${project}' && git log --format=%s; echo "RC=$?"\r`);
+    await plain.waitFor(/RC=\d+/);
+    assert.match(plain.screen, /not a git repository/);
+    assert.doesNotMatch(plain.screen, new RegExp(`local-commit-${suffix}`));
+    plain.type('exit\r');
+    assert.equal(await plain.exitCode(30_000), 0);
+  });
+
+  it('rides out a 10 s and a 20 s network cut (typed input delivered, proxy restored); a 40 s cut exits 2', async (t) => {
+    const a = client('cut');
+    const session = ccp(a, '--session cut');
+    await session.waitFor('ccp: session cut', 600_000);
+    await prove(session, 'BEFORE');
+
+    relay.pause();
+    await sleep(2000);
+    session.type('echo TEN-$((6*7))\r');
+    await sleep(8000);
+    relay.resume();
+    await session.waitFor('TEN-42', 30_000);
+
+    relay.pause();
+    await sleep(2000);
+    session.type('echo TWENTY-$((6*7))\r');
+    await sleep(18_000);
+    relay.resume();
+    await session.waitFor('TWENTY-42', 40_000);
+    assert.match(session.screen, /reconnected after \d+ s/);
+    session.type(`cd '${project}' && git log --format=%s; echo "RC=$?"\r`);
+    await session.waitFor(new RegExp(`local-commit-${suffix}\\s+RC=0`));
+
+    const started = Date.now();
+    relay.pause();
+    const code = await session.exitCode(60_000);
+    const took = Date.now() - started;
+    relay.resume();
+    assert.equal(code, 2, session.screen);
+    assert.match(session.screen, /re-attach with: ccp attach --session cut/);
+    t.diagnostic(`40 s cut: exit 2 after ${took} ms`);
+    assert.ok(took >= 29_000 && took < 45_000, `gave up after ${took} ms`);
+    // The session survived in the workspace.
+    const listed = await listSessions(a);
+    assert.ok(listed.some((s) => s.name === 'cut'));
+  });
+
+  it('init stores the gateway and short ID (the password only when asked) in a 0600 file', async () => {
+    const home = path.join(work, 'client-init');
+    const plain = await run(home, ['init', '--gateway', `${apiUrl}/`, '--short-id', shortId]);
+    assert.equal(plain.code, 0, plain.stderr);
+    const file = path.join(home, 'ccp', 'config.yaml');
+    assert.equal(statSync(file).mode & 0o777, 0o600);
+    const shown = JSON.parse((await run(home, ['config', '--json'])).stdout);
+    assert.equal(shown.gateway, apiUrl);
+    assert.equal(shown.password_saved, false);
+    await run(home, ['init', '--save-password']);
+    assert.equal(JSON.parse((await run(home, ['config', '--json'])).stdout).password_saved, true);
+    const listed = await run(home, ['sessions', '--json'], { CCP_PASSWORD: '' });
+    assert.equal(listed.code, 0, listed.stderr);
+  });
+});

@@ -1,0 +1,59 @@
+import { spawn } from 'node:child_process';
+import { type AddressInfo, createServer, type Server as NetServer } from 'node:net';
+import ssh2 from 'ssh2';
+
+/**
+ * A small SSH server for tests that runs each exec request as a local `sh -c` (with the given environment)
+ * and serves remote forwards (-R) on this machine's loopback, as the workspace's sshd does in the workspace.
+ */
+export async function startLocalSshd(
+  env: NodeJS.ProcessEnv,
+  rewrite: (command: string) => string = (command) => command,
+): Promise<{ port: number; close: () => void }> {
+  const listeners: NetServer[] = [];
+  const server = new ssh2.Server(
+    { hostKeys: [ssh2.utils.generateKeyPairSync('ed25519').private] },
+    (connection) => {
+      connection.on('authentication', (context) => context.accept());
+      connection.on('request', (accept, reject, name, info) => {
+        if (name !== 'tcpip-forward') return reject?.();
+        const listener = createServer((socket) => {
+          const remote = socket.remoteAddress ?? '127.0.0.1';
+          connection.forwardOut(info.bindAddr, port, remote, socket.remotePort ?? 0, (error, channel) => {
+            if (error) return socket.destroy();
+            socket.pipe(channel).pipe(socket);
+          });
+        });
+        let port = 0;
+        listener.listen(info.bindPort, info.bindAddr, () => {
+          port = (listener.address() as AddressInfo).port;
+          accept?.(port);
+        });
+        listeners.push(listener);
+      });
+      connection.on('session', (acceptSession) => {
+        acceptSession().on('exec', (acceptExec, _reject, info) => {
+          const channel = acceptExec();
+          const child = spawn('sh', ['-c', rewrite(info.command)], { stdio: 'pipe', env });
+          channel.pipe(child.stdin);
+          // Not ending the channel with stdout: the exit status must be sent before the channel closes.
+          child.stdout.pipe(channel, { end: false });
+          child.stderr.pipe(channel.stderr, { end: false });
+          child.on('close', (code) => {
+            channel.exit(code ?? 1);
+            channel.end();
+          });
+          channel.on('close', () => child.kill());
+        });
+      });
+    },
+  );
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () => {
+      for (const listener of listeners) listener.close();
+      server.close();
+    },
+  };
+}

@@ -1,0 +1,105 @@
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import ssh2 from 'ssh2';
+import { KnownHosts } from '../src/known-hosts.js';
+import { mountFolder } from '../src/mount.js';
+import { connectSsh, execCollect } from '../src/ssh-connection.js';
+
+// Reverse sshfs against a real sshfs and FUSE on this machine: a small SSH server runs each exec request as
+// a local shell command, as the workspace's sshd would.
+const usable =
+  existsSync('/dev/fuse') &&
+  spawnSync('sh', ['-c', 'command -v sshfs && command -v fusermount3']).status === 0;
+
+describe('reverse sshfs: the local folder served over SFTP, mounted by sshfs -o passive', {
+  skip: usable ? false : 'needs sshfs, fusermount3 and /dev/fuse',
+  timeout: 60_000,
+}, () => {
+  const work = mkdtempSync(path.join(tmpdir(), 'ccp-cli-sftp-'));
+  const local = path.join(work, 'local');
+  const mountpoint = path.join(work, 'mnt');
+  let server: ssh2.Server;
+  let port = 0;
+
+  before(async () => {
+    mkdirSync(local);
+    mkdirSync(mountpoint);
+    const hostKey = ssh2.utils.generateKeyPairSync('ed25519').private;
+    server = new ssh2.Server({ hostKeys: [hostKey] }, (connection) => {
+      connection.on('authentication', (context) => context.accept());
+      connection.on('ready', () => {
+        connection.on('session', (accept) => {
+          accept().on('exec', (acceptExec, _reject, info) => {
+            const channel = acceptExec();
+            // follow_symlinks makes sshfs ask the server to resolve links, so the server's refusal is tested.
+            const command = info.command.replace('-o passive,', '-o passive,follow_symlinks,');
+            const child = spawn('sh', ['-c', command], { stdio: 'pipe' });
+            channel.pipe(child.stdin);
+            child.stdout.pipe(channel, { end: false });
+            child.stderr.pipe(channel.stderr, { end: false });
+            child.on('close', (code) => {
+              channel.exit(code ?? 1);
+              channel.end();
+            });
+            channel.on('close', () => child.kill());
+          });
+        });
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as AddressInfo).port;
+  });
+
+  after(async () => {
+    spawnSync('fusermount3', ['-u', '-z', mountpoint]);
+    server.close();
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  it('shows local files inside, and what is written inside lands on the local disk', async () => {
+    writeFileSync(path.join(local, 'from-laptop.txt'), 'written locally\n');
+    mkdirSync(path.join(local, 'sub'));
+    const knownHosts = new KnownHosts(path.join(work, 'known_hosts'));
+    const client = await connectSsh({ host: '127.0.0.1', port, username: 'u', password: 'p' }, knownHosts);
+    try {
+      const channel = await mountFolder(client, local, mountpoint);
+      const seen = await execCollect(client, `cat ${mountpoint}/from-laptop.txt; ls ${mountpoint}`);
+      assert.equal(seen.stdout, 'written locally\nfrom-laptop.txt\nsub\n');
+      const wrote = await execCollect(
+        client,
+        `printf 'from the workspace\\n' > ${mountpoint}/sub/inside.txt && mv ${mountpoint}/sub/inside.txt ${mountpoint}/moved.txt && mkdir ${mountpoint}/made && rm ${mountpoint}/from-laptop.txt`,
+      );
+      assert.equal(wrote.code, 0, wrote.stderr);
+      assert.equal(readFileSync(path.join(local, 'moved.txt'), 'utf8'), 'from the workspace\n');
+      assert.ok(existsSync(path.join(local, 'made')));
+      assert.equal(existsSync(path.join(local, 'from-laptop.txt')), false);
+      // Nothing outside the folder is served, whether the link was there or made from the workspace.
+      writeFileSync(path.join(work, 'secret.txt'), 'outside\n');
+      symlinkSync(path.join(work, 'secret.txt'), path.join(local, 'out'));
+      symlinkSync('moved.txt', path.join(local, 'in'));
+      const links = await execCollect(
+        client,
+        `cat ${mountpoint}/in; cat ${mountpoint}/out; ln -s ${path.join(work, 'secret.txt')} ${mountpoint}/made-link; cat ${mountpoint}/made-link`,
+      );
+      assert.equal(links.stdout, 'from the workspace\n', links.stderr);
+      assert.match(links.stderr, /out: Permission denied/);
+      assert.match(links.stderr, /cat: \S+made-link: Permission denied/);
+      channel.close();
+    } finally {
+      client.end();
+    }
+  });
+});
