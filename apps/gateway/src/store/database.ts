@@ -4,6 +4,7 @@ import SqliteDatabase from 'better-sqlite3';
 import { Kysely, type Migration, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
 import type { DatabaseConfig } from '../config.js';
+import { type ChangeFeed, PostgresChangeFeed, singleWriterFeed } from './change-feed.js';
 import type { DialectKind } from './dialect.js';
 import { accountsAndEvents } from './migrations/0001-accounts-and-events.js';
 import { workspaces } from './migrations/0002-workspaces.js';
@@ -16,6 +17,8 @@ export type Db = Kysely<DatabaseSchema>;
 export interface Database {
   db: Db;
   kind: DialectKind;
+  /** Which cached reads are still good: see change-feed.ts. */
+  changes: ChangeFeed;
   ping(timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
 }
@@ -53,7 +56,10 @@ function withStatementCache(connection: SqliteDatabase.Database, limit = 500): S
   return connection;
 }
 
-function openPostgres(config: Extract<DatabaseConfig, { kind: 'postgres' }>): Kysely<DatabaseSchema> {
+function openPostgres(config: Extract<DatabaseConfig, { kind: 'postgres' }>): {
+  db: Kysely<DatabaseSchema>;
+  changes: PostgresChangeFeed;
+} {
   const ssl =
     config.sslMode === 'disable'
       ? false
@@ -72,7 +78,11 @@ function openPostgres(config: Extract<DatabaseConfig, { kind: 'postgres' }>): Ky
   });
   // An idle client losing its connection (server restart) must not crash the process; the pool replaces it.
   pool.on('error', () => {});
-  return new Kysely<DatabaseSchema>({ dialect: new PostgresDialect({ pool }) });
+  const changes = new PostgresChangeFeed(
+    { connectionString: config.connectionString, ssl, connectionTimeoutMillis: 5000 },
+    (text, values) => pool.query(text, values),
+  );
+  return { db: new Kysely<DatabaseSchema>({ dialect: new PostgresDialect({ pool }) }), changes };
 }
 
 function migrations(kind: DialectKind): Record<string, Migration> {
@@ -87,7 +97,10 @@ function migrations(kind: DialectKind): Record<string, Migration> {
 
 export async function openDatabase(config: DatabaseConfig): Promise<Database> {
   const kind: DialectKind = config.kind;
-  const db = config.kind === 'sqlite' ? openSqlite(config.file) : openPostgres(config);
+  const { db, changes } =
+    config.kind === 'sqlite'
+      ? { db: openSqlite(config.file), changes: singleWriterFeed }
+      : openPostgres(config);
   const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations(kind) } });
   const { error, results } = await migrator.migrateToLatest();
   if (error) {
@@ -96,9 +109,11 @@ export async function openDatabase(config: DatabaseConfig): Promise<Database> {
     const reason = error instanceof Error ? error.message : String(error);
     throw new Error(`database migration ${failed?.migrationName ?? ''} failed: ${reason}`);
   }
+  if (changes instanceof PostgresChangeFeed) await changes.start();
   return {
     db,
     kind,
+    changes,
     async ping(timeoutMs = 3000) {
       let timer: NodeJS.Timeout | undefined;
       const timeout = new Promise<never>((_, reject) => {
@@ -110,6 +125,9 @@ export async function openDatabase(config: DatabaseConfig): Promise<Database> {
         clearTimeout(timer);
       }
     },
-    close: () => db.destroy(),
+    async close() {
+      await changes.close();
+      await db.destroy();
+    },
   };
 }

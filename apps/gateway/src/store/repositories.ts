@@ -19,7 +19,7 @@ export interface Repositories {
 
 export function createRepositories(database: Database): Repositories {
   return {
-    users: new UsersRepository(database.db, { cacheReads: database.kind === 'sqlite' }),
+    users: new UsersRepository(database.db, database.changes),
     sshKeys: new SshKeysRepository(database.db),
     events: new EventsRepository(database.db),
     egressIps: new EgressIpsRepository(database.db),

@@ -1,4 +1,5 @@
 import type { Insertable, Selectable, Updateable } from 'kysely';
+import type { ChangeFeed } from './change-feed.js';
 import type { Db } from './database.js';
 import type { UsersTable } from './schema.js';
 
@@ -19,10 +20,12 @@ export type UserPatch = Updateable<Omit<UsersTable, 'id' | 'created_at'>>;
 
 type TokenState = Pick<UserRow, 'id' | 'username' | 'role' | 'status' | 'expires_at' | 'token_version'>;
 
+const TOPIC = 'users';
+
 /**
- * The users table. With `cacheReads` (SQLite: the file belongs to this one process, so every write passes
- * here) the list and the per-request token checks are served from memory between writes; a read that raced
- * a write is not kept. PostgreSQL may be shared by other processes, so it is always asked.
+ * The users table. The list and the per-request token checks are served from memory between writes while
+ * the change feed is live; every write here forgets them and announces the change to other gateways on the
+ * same database, whose feeds make them forget theirs. A read that raced a write is not kept.
  */
 export class UsersRepository {
   private generation = 0;
@@ -31,17 +34,24 @@ export class UsersRepository {
 
   constructor(
     private readonly db: Db,
-    private readonly options: { cacheReads: boolean } = { cacheReads: false },
-  ) {}
+    private readonly changes: ChangeFeed,
+  ) {
+    changes.subscribe(TOPIC, () => this.forget());
+  }
 
-  /** Runs a write and forgets every cached read, whatever the write's outcome. */
+  private forget(): void {
+    this.generation += 1;
+    this.listed = null;
+    this.tokenStates.clear();
+  }
+
+  /** Runs a write, then forgets every cached read and tells the other gateways, whatever the outcome. */
   private async write<T>(work: () => Promise<T>): Promise<T> {
     try {
       return await work();
     } finally {
-      this.generation += 1;
-      this.listed = null;
-      this.tokenStates.clear();
+      this.forget();
+      await this.changes.announce(TOPIC).catch(() => {});
     }
   }
 
@@ -64,7 +74,7 @@ export class UsersRepository {
       .where('id', '=', id)
       .executeTakeFirst();
     // Bounded: token subjects are user ids, and unknown ids (forged tokens never get here) are few.
-    if (this.options.cacheReads && generation === this.generation && this.tokenStates.size < 10_000)
+    if (this.changes.live && generation === this.generation && this.tokenStates.size < 10_000)
       this.tokenStates.set(id, state);
     return state;
   }
@@ -87,7 +97,7 @@ export class UsersRepository {
       .orderBy('created_at', 'desc')
       .orderBy('id', 'desc')
       .execute();
-    if (this.options.cacheReads && generation === this.generation) this.listed = rows;
+    if (this.changes.live && generation === this.generation) this.listed = rows;
     return rows;
   }
 
