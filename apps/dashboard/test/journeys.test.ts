@@ -427,7 +427,10 @@ describe('dashboard journeys in Chromium', { skip, timeout: 900_000 }, () => {
     await question.getByRole('button', { name: 'Delete leaver' }).click();
     await page.waitForURL('**/admin/users');
     await page.getByRole('link', { name: 'walker' }).waitFor();
-    assert.equal(await page.getByRole('link', { name: 'leaver' }).count(), 0);
+    // The list may still be the one from before the deletion until its refresh lands.
+    await page
+      .getByRole('link', { name: 'leaver', exact: true })
+      .waitFor({ state: 'detached', timeout: 10_000 });
     assert.equal((await t.request('GET', `/v1/admin/hosts/${leaverHost.id}`)).status, 404);
     await page.close();
   });
