@@ -65,7 +65,7 @@ await runBench('sse bench', 5 * 60_000, async () => {
   const rssConnected = rssMiB(server.pid);
 
   server.send('publish');
-  const published = JSON.parse(await server.waitForLine((l) => l.startsWith('{'), 10_000)) as {
+  const published = JSON.parse(await server.waitForLine((l) => l.includes('"fanoutMs"'), 10_000)) as {
     clients: number;
     fanoutMs: number;
     flushMs: number;
