@@ -1,17 +1,13 @@
 // The SSH proxy beside direct ssh to the same workspace: bulk throughput both ways (OpenSSH client), the latency
 // an exec round trip gains (ssh2 client), and what N concurrent interactive sessions cost the gateway process.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { availableParallelism, tmpdir } from 'node:os';
-import path from 'node:path';
+import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import Docker from 'dockerode';
-import { HOST_LABEL } from '../../apps/gateway/dist/runtime/docker-workspace-runtime.js';
-import { expectedImageTag } from '../../apps/gateway/dist/runtime/image-inputs.js';
-import { ensureLab } from '../../test/lab/lab.js';
+import { setUpBenchHost } from '../lib/bench-gateway.js';
 import { onCleanup, rssMiB, runBench } from '../lib/children.js';
 import { fixed, percentile, printTable } from '../lib/report.js';
-import { containerMemory, removeLabelled } from '../start/containers.js';
-import { createRunningHost, startGateway } from './gateway.js';
+import { containerMemory } from '../start/containers.js';
 import { openMaster, type SshTarget } from './openssh.js';
 import { measureUsage, type Usage } from './process-usage.js';
 import { connect, execTrue, type Login, openShell, type Shell } from './ssh2-client.js';
@@ -87,58 +83,11 @@ await runBench('ssh bench', 30 * 60_000, async () => {
       `${(await docker.version()).Version}; the gateway process (apps/gateway/dist, SQLite) and one ` +
       `workspace (test image) in the network lab; load average ${loadAverage()}`,
   );
-  const images = {
-    workspace: await expectedImageTag('workspace', 'test'),
-    egressGateway: await expectedImageTag('egress-gateway'),
-  };
-  for (const tag of Object.values(images)) {
-    await docker
-      .getImage(tag)
-      .inspect()
-      .catch(() => {
-        throw new Error(`the image ${tag} is not built: run \`image/build.sh --variant test all\``);
-      });
-  }
-  const lab = await ensureLab();
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'ccp-bench-ssh-data-'));
-  const workDir = mkdtempSync(path.join(tmpdir(), 'ccp-bench-ssh-'));
-  onCleanup(async () => {
-    rmSync(dataDir, { recursive: true, force: true });
-    rmSync(workDir, { recursive: true, force: true });
-  });
-  // Whatever the API did not remove (the gateway gone first, an interruption mid-start) goes by its label.
-  const hostIds: string[] = [];
-  onCleanup(async () => {
-    for (const hostId of hostIds) await removeLabelled(docker, HOST_LABEL, hostId);
-  }, 60_000);
-
-  const gateway = await startGateway({
-    dataDir,
-    lab,
+  const { gateway, host, workDir, deleteHost } = await setUpBenchHost('ssh', docker, {
     limits: LIMITS,
     nodeFlags: NODE_FLAGS,
   });
   const gatewayPid = gateway.child.pid;
-  let deleted = false;
-  const deleteHosts = async () => {
-    if (deleted) return;
-    deleted = true;
-    for (const hostId of hostIds) {
-      const response = await gateway.api('DELETE', `/v1/admin/hosts/${hostId}`);
-      if (response.status !== 204 && response.status !== 404)
-        console.error(`deleting host ${hostId}: HTTP ${response.status} ${JSON.stringify(response.body)}`);
-    }
-  };
-  // Registered after the gateway's own stop, so it runs before it.
-  onCleanup(deleteHosts, 60_000);
-  const host = await createRunningHost(gateway, {
-    lab,
-    docker,
-    images,
-    dataDir,
-    workDir,
-    onHost: (id) => hostIds.push(id),
-  });
   console.log(
     `Host ${host.id} running; login ${host.proxyLogin} at the proxy, ${host.direct.linuxUser}@` +
       `${host.direct.host}:${host.direct.port} directly (the relay in its egress gateway). Workspace limits ` +
@@ -366,7 +315,7 @@ await runBench('ssh bench', 30 * 60_000, async () => {
     `         ${SESSIONS} concurrent sessions -> ${shells.length} open, ${echoErrors.length} failed echoing -> ` +
       `${verdict(shells.length === SESSIONS && echoErrors.length === 0)}`,
   );
-  await deleteHosts();
+  await deleteHost();
   // After a clean stop: a profile asked for with --cpu-prof is written as the gateway exits.
   await gateway.child.stop();
 });

@@ -3,20 +3,15 @@
 // and 1-pixel update round trips (added latency). Then the memory of the idle desktop and the time a restart
 // takes through the API.
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { availableParallelism, tmpdir } from 'node:os';
-import path from 'node:path';
+import { availableParallelism } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
 import Docker from 'dockerode';
-import { HOST_LABEL } from '../../apps/gateway/dist/runtime/docker-workspace-runtime.js';
-import { expectedImageTag } from '../../apps/gateway/dist/runtime/image-inputs.js';
-import { ensureLab } from '../../test/lab/lab.js';
-import { onCleanup, rssMiB, runBench } from '../lib/children.js';
+import { setUpBenchHost } from '../lib/bench-gateway.js';
+import { rssMiB, runBench } from '../lib/children.js';
 import { login } from '../lib/net.js';
 import { fixed, percentile, printTable } from '../lib/report.js';
-import { createRunningHost, startGateway } from '../ssh/gateway.js';
-import { containerMemory, removeLabelled } from '../start/containers.js';
+import { containerMemory } from '../start/containers.js';
 import { openRfb, type RfbSession } from './rfb-client.js';
 
 const bounded = (name: string, fallback: number, min: number, max: number) =>
@@ -58,32 +53,9 @@ await runBench('vnc bench', 20 * 60_000, async () => {
     `VNC bench: ${availableParallelism()} CPUs, Node ${process.version}; the gateway process ` +
       '(apps/gateway/dist, SQLite) and one workspace (test image, desktop 1280x800x24) in the network lab',
   );
-  const images = {
-    workspace: await expectedImageTag('workspace', 'test'),
-    egressGateway: await expectedImageTag('egress-gateway'),
-  };
-  const lab = await ensureLab();
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'ccp-bench-vnc-data-'));
-  const workDir = mkdtempSync(path.join(tmpdir(), 'ccp-bench-vnc-'));
-  onCleanup(async () => {
-    rmSync(dataDir, { recursive: true, force: true });
-    rmSync(workDir, { recursive: true, force: true });
-  });
-  const hostIds: string[] = [];
-  onCleanup(async () => {
-    for (const hostId of hostIds) await removeLabelled(docker, HOST_LABEL, hostId);
-  }, 60_000);
-  const gateway = await startGateway({ dataDir, lab, limits: { memoryMb: 2048, pids: 1024 }, nodeFlags: [] });
-  onCleanup(async () => {
-    for (const hostId of hostIds) await gateway.api('DELETE', `/v1/admin/hosts/${hostId}`);
-  }, 60_000);
-  const host = await createRunningHost(gateway, {
-    lab,
-    docker,
-    images,
-    dataDir,
-    workDir,
-    onHost: (id) => hostIds.push(id),
+  const { gateway, host } = await setUpBenchHost('vnc', docker, {
+    limits: { memoryMb: 2048, pids: 1024 },
+    nodeFlags: [],
   });
   // The host's owner, with a password of our own: the user portal's desktop path.
   const users = (await gateway.api('GET', '/v1/admin/users')).body.users as {

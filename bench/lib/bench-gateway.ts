@@ -1,24 +1,29 @@
-// The gateway under test for the SSH bench: the built gateway as its own process (SQLite in a temporary data
-// directory, the lab's probe as egress settings), and one running host made through its HTTP API, with what
-// both paths need to log in: the proxy's login and a user key, and the workspace's relay address, Linux user
-// and the gateway's private key for it.
+// The gateway under test for the SSH and VNC benches: the built gateway as its own process (SQLite in a
+// temporary data directory, the lab's probe as egress settings), and one running host made through its HTTP
+// API, with what both paths need to log in: the proxy's login and a user key, and the workspace's relay
+// address, Linux user and the gateway's private key for it.
 import { randomBytes } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import type Docker from 'dockerode';
 import ssh2 from 'ssh2';
 import { linuxUserFor } from '../../apps/gateway/dist/domain/host-view.js';
 import { SecretBox } from '../../apps/gateway/dist/domain/secret-box.js';
-import { DockerWorkspaceRuntime } from '../../apps/gateway/dist/runtime/docker-workspace-runtime.js';
+import {
+  DockerWorkspaceRuntime,
+  HOST_LABEL,
+} from '../../apps/gateway/dist/runtime/docker-workspace-runtime.js';
+import { expectedImageTag } from '../../apps/gateway/dist/runtime/image-inputs.js';
 import { labEgressEnv, labEgressSettings } from '../../apps/gateway/test/helpers/lab-egress.js';
-import type { LabDescription } from '../../test/lab/lab.js';
-import { type Child, startNode } from '../lib/children.js';
-import { freePort, login, waitForHttp, waitForPort } from '../lib/net.js';
+import { ensureLab, type LabDescription } from '../../test/lab/lab.js';
+import { removeLabelled } from '../start/containers.js';
+import { type Child, onCleanup, startNode } from './children.js';
+import { freePort, login, waitForHttp, waitForPort } from './net.js';
 
 const GATEWAY_MAIN = path.resolve(import.meta.dirname, '../../apps/gateway/dist/main.js');
 const TASK_TIMEOUT_MS = 180_000;
-const START_ATTEMPTS = 5;
 
 export interface GatewayOptions {
   dataDir: string;
@@ -122,7 +127,7 @@ export interface BenchHost {
  * Makes a user with a registered key, the lab's vmess-tcp exit as its egress IP and a host bound to it; starts
  * the host and waits for its task. `onHost` gets the id as soon as it exists, for clean-up.
  */
-export async function createRunningHost(
+async function createRunningHost(
   gateway: RunningGateway,
   setup: {
     lab: LabDescription;
@@ -159,16 +164,9 @@ export async function createRunningHost(
   });
   const hostId = String(host.id);
   onHost(hostId);
-  // Another gateway on the same Docker relinks every labelled host on its start events, racing this start's
-  // own linking (network_setup_failed, ENETUNREACH): a failed start is retried a few times.
-  for (let attempt = 1; ; attempt++) {
-    const started = await expect(api, 'POST', `/v1/admin/hosts/${hostId}/start`, 202);
-    const failure = await waitForTask(api, String(started.task_id));
-    if (failure === null) break;
-    if (attempt === START_ATTEMPTS) throw new Error(`the host start failed ${attempt} times: ${failure}`);
-    console.log(`host start failed (${failure}); trying again`);
-    await new Promise((resolve) => setTimeout(resolve, 2000));
-  }
+  const started = await expect(api, 'POST', `/v1/admin/hosts/${hostId}/start`, 202);
+  const failure = await waitForTask(api, String(started.task_id));
+  if (failure !== null) throw new Error(`the host start failed: ${failure}`);
 
   // The direct path: what the proxy itself uses to log in to the workspace.
   const db = new Database(path.join(dataDir, 'gateway.db'), { readonly: true });
@@ -216,4 +214,71 @@ async function waitForTask(api: Api, taskId: string): Promise<string | null> {
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
   throw new Error(`the host start did not finish within ${TASK_TIMEOUT_MS / 1000} s`);
+}
+
+export interface BenchSetup {
+  gateway: RunningGateway;
+  host: BenchHost;
+  lab: LabDescription;
+  /** The bench's own scratch directory (key files, sockets); removed at the end. */
+  workDir: string;
+  /** Deletes the host through the API (once; also done at clean-up, before the gateway stops). */
+  deleteHost: () => Promise<void>;
+}
+
+/**
+ * Everything a bench against one real workspace needs: the test images checked, the lab up, the gateway
+ * started and a running host, each undone at clean-up (the host through the API, then by its label).
+ */
+export async function setUpBenchHost(
+  name: string,
+  docker: Docker,
+  options: Pick<GatewayOptions, 'limits' | 'nodeFlags'>,
+): Promise<BenchSetup> {
+  const images = {
+    workspace: await expectedImageTag('workspace', 'test'),
+    egressGateway: await expectedImageTag('egress-gateway'),
+  };
+  for (const tag of Object.values(images)) {
+    await docker
+      .getImage(tag)
+      .inspect()
+      .catch(() => {
+        throw new Error(`the image ${tag} is not built: run \`image/build.sh --variant test all\``);
+      });
+  }
+  const lab = await ensureLab();
+  const dataDir = mkdtempSync(path.join(tmpdir(), `ccp-bench-${name}-data-`));
+  const workDir = mkdtempSync(path.join(tmpdir(), `ccp-bench-${name}-`));
+  onCleanup(async () => {
+    rmSync(dataDir, { recursive: true, force: true });
+    rmSync(workDir, { recursive: true, force: true });
+  });
+  // Whatever the API did not remove (the gateway gone first, an interruption mid-start) goes by its label.
+  const hostIds: string[] = [];
+  onCleanup(async () => {
+    for (const hostId of hostIds) await removeLabelled(docker, HOST_LABEL, hostId);
+  }, 60_000);
+  const gateway = await startGateway({ dataDir, lab, ...options });
+  let deleted = false;
+  const deleteHost = async () => {
+    if (deleted) return;
+    deleted = true;
+    for (const hostId of hostIds) {
+      const response = await gateway.api('DELETE', `/v1/admin/hosts/${hostId}`);
+      if (response.status !== 204 && response.status !== 404)
+        console.error(`deleting host ${hostId}: HTTP ${response.status} ${JSON.stringify(response.body)}`);
+    }
+  };
+  // Registered after the gateway's own stop, so it runs before it.
+  onCleanup(deleteHost, 60_000);
+  const host = await createRunningHost(gateway, {
+    lab,
+    docker,
+    images,
+    dataDir,
+    workDir,
+    onHost: (id) => hostIds.push(id),
+  });
+  return { gateway, host, lab, workDir, deleteHost };
 }
