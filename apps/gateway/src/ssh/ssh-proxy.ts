@@ -10,7 +10,7 @@ import ssh2, {
   type Connection,
   type Server,
 } from 'ssh2';
-import type { AccessRevocation } from '../domain/access-revocation.js';
+import { type AccessRevocation, sessionEndReason } from '../domain/access-revocation.js';
 import { AccessTickets, type TicketGrant } from '../domain/access-tickets.js';
 import { isExpired } from '../domain/auth-service.js';
 import { AppError } from '../domain/errors.js';
@@ -432,16 +432,10 @@ export class SshProxy {
 
   /** Ends sessions whose host left `running` or whose user lost access without a revocation reaching us. */
   private async recheckSessions(): Promise<void> {
-    const now = new Date().toISOString();
     for (const session of [...this.live.values()]) {
       const host = await this.options.hosts.findById(session.host.id);
       const user = await this.options.users.findById(session.user.id);
-      const reason =
-        !user || user.status === 'disabled' || isExpired(user, now)
-          ? 'user_revoked'
-          : host?.status !== 'running'
-            ? 'host_stopped'
-            : null;
+      const reason = sessionEndReason(user, host);
       if (reason) this.closeWhere((s) => s === session, reason);
     }
   }

@@ -2,9 +2,8 @@ import { randomUUID } from 'node:crypto';
 import http, { type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
-import type { AccessRevocation } from '../domain/access-revocation.js';
-import { type AuthService, isExpired } from '../domain/auth-service.js';
-import { nowIso } from '../domain/clock.js';
+import { type AccessRevocation, sessionEndReason } from '../domain/access-revocation.js';
+import type { AuthService } from '../domain/auth-service.js';
 import { errors } from '../domain/errors.js';
 import { actorOf, type Principal } from '../domain/principal.js';
 import type { EventBus } from '../events/event-bus.js';
@@ -258,16 +257,10 @@ export class VncProxy {
 
   /** Ends sessions whose host left `running` or whose caller lost access without a revocation reaching us. */
   private async recheckSessions(): Promise<void> {
-    const now = nowIso();
     for (const session of [...this.live.values()]) {
       const host = await this.options.hosts.findById(session.access.host.id);
       const user = await this.options.users.findById(session.access.principal.id);
-      const reason =
-        !user || user.status === 'disabled' || isExpired(user, now)
-          ? 'user_revoked'
-          : host?.status !== 'running'
-            ? 'host_stopped'
-            : null;
+      const reason = sessionEndReason(user, host);
       if (reason) this.closeWhere((s) => s === session, reason);
     }
   }
