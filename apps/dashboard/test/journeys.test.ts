@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
-import { type AddressInfo, createServer } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -10,6 +9,8 @@ import { type Browser, type BrowserContext, chromium, type Page } from 'playwrig
 import { ensureLab, type LabDescription, labUnavailable } from '../../../test/lab/lab.js';
 import { HOST_LABEL } from '../../gateway/src/runtime/docker-workspace-runtime.js';
 import { buildTestImages, labEgressEnv } from '../../gateway/test/helpers/lab-egress.js';
+import { freePort } from '../../gateway/test/helpers/lab-gateway.js';
+import { pixelShares } from '../../gateway/test/helpers/pixels.js';
 import {
   ADMIN_PASSWORD,
   startTestGateway,
@@ -41,33 +42,6 @@ async function shotBoth(page: Page, name: string): Promise<void> {
   await page.setViewportSize(PHONE);
   await shot(page, `${name}-phone`);
   await page.setViewportSize(DESKTOP);
-}
-
-/**
- * The share of a screenshot's pixels in the desktop's background colour, decoded in the page. Passed as text:
- * tsx would wrap a function's inner helpers in its own `__name`, which the page does not have.
- */
-const BACKGROUND_SHARE = `async (data, rgb) => {
-  const image = new Image();
-  image.src = 'data:image/png;base64,' + data;
-  await image.decode();
-  const canvas = document.createElement('canvas');
-  canvas.width = image.width;
-  canvas.height = image.height;
-  const context = canvas.getContext('2d');
-  context.drawImage(image, 0, 0);
-  const pixels = context.getImageData(0, 0, image.width, image.height).data;
-  let hits = 0;
-  for (let i = 0; i < pixels.length; i += 4) {
-    if (Math.abs(pixels[i] - rgb[0]) < 6 && Math.abs(pixels[i + 1] - rgb[1]) < 6 && Math.abs(pixels[i + 2] - rgb[2]) < 6)
-      hits++;
-  }
-  return hits / (pixels.length / 4);
-}`;
-
-async function backgroundShare(page: Page, png: Buffer): Promise<number> {
-  const call = `(${BACKGROUND_SHARE})(${JSON.stringify(png.toString('base64'))}, ${JSON.stringify(BACKGROUND)})`;
-  return (await page.evaluate(call)) as number;
 }
 
 /** Waits for the task shown on the page to end, and tells how (with its text when it failed). */
@@ -274,7 +248,7 @@ describe('dashboard journeys in Chromium', { skip, timeout: 900_000 }, () => {
     let share = 0;
     for (const deadline = Date.now() + 20_000; share < 0.25 && Date.now() < deadline; ) {
       const png = await tab.screenshot({ path: `${SHOTS}07b-desktop-novnc.png` });
-      share = await backgroundShare(tab, png);
+      share = (await pixelShares(tab, png, BACKGROUND)).colour;
     }
     assert.ok(share > 0.25, `only ${(share * 100).toFixed(1)}% of the screen in the desktop's colour`);
     await tab.close();
@@ -541,17 +515,6 @@ describe('dashboard journeys in Chromium', { skip, timeout: 900_000 }, () => {
     await context.close();
   });
 });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 async function userId(t: TestGateway, username: string): Promise<string> {
   const list = await t.request('GET', '/v1/admin/users');

@@ -3,8 +3,10 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import type { Static } from 'typebox';
 import { when } from '../format';
-import { apiFieldErrors, type FieldErrors, validate } from '../validation';
-import { ActionButton, ErrorText, Field, Loading, OnceSecret, Section } from './ui';
+import { useFieldErrors } from '../use-form';
+import { apiFieldErrors } from '../validation';
+import { Field } from './field';
+import { ActionButton, ErrorText, Loading, OnceSecret, Section } from './ui';
 
 export interface KeysApi {
   list: () => Promise<{ keys: SshKey[] }>;
@@ -19,7 +21,7 @@ export function KeysPanel({ keysApi, queryKey }: { keysApi: KeysApi; queryKey: u
   const keys = useQuery({ queryKey, queryFn: keysApi.list });
   const [publicKey, setPublicKey] = useState('');
   const [label, setLabel] = useState('');
-  const [errors, setErrors] = useState<FieldErrors>({});
+  const { errors, setErrors, check } = useFieldErrors(AddSshKeyRequest);
   const [generated, setGenerated] = useState<GeneratedSshKey | null>(null);
   const refresh = () => client.invalidateQueries({ queryKey });
   const add = useMutation({
@@ -43,9 +45,7 @@ export function KeysPanel({ keysApi, queryKey }: { keysApi: KeysApi; queryKey: u
   const submit = (event: FormEvent) => {
     event.preventDefault();
     const body = { public_key: publicKey.trim(), ...(label ? { label } : {}) };
-    const found = validate(AddSshKeyRequest, body);
-    setErrors(found);
-    if (Object.keys(found).length === 0) add.mutate(body);
+    if (check(body)) add.mutate(body);
   };
   return (
     <Section title="SSH keys">

@@ -1,5 +1,5 @@
 import { ApiError, type Task } from '@ccp/api';
-import { type ReactNode, useEffect, useId, useState } from 'react';
+import { type ReactNode, useEffect, useState } from 'react';
 
 export function messageOf(error: unknown): string {
   if (error instanceof ApiError) return error.message;
@@ -14,28 +14,6 @@ export function ErrorText({ error }: { error: unknown }) {
     <p className="error" role="alert">
       {messageOf(error)}
     </p>
-  );
-}
-
-export function Field(props: {
-  label: string;
-  error?: string | undefined;
-  hint?: string;
-  children: (id: string) => ReactNode;
-}) {
-  const id = useId();
-  return (
-    <div className={props.error ? 'field invalid' : 'field'}>
-      <label htmlFor={id}>{props.label}</label>
-      {props.children(id)}
-      {props.error ? (
-        <span className="field-error" role="alert">
-          {props.error}
-        </span>
-      ) : props.hint ? (
-        <span className="hint">{props.hint}</span>
-      ) : null}
-    </div>
   );
 }
 

@@ -1,20 +1,19 @@
 import { LoginRequest } from '@ccp/api';
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { type FormEvent, useEffect, useState } from 'react';
+import { type FormEvent, useEffect } from 'react';
 import { useNavigate, useSearchParams } from 'react-router';
 import { api } from '../api';
+import { InputField } from '../components/field';
 import { ThemeToggle } from '../components/layout';
-import { ActionButton, ErrorText, Field } from '../components/ui';
+import { ActionButton, ErrorText } from '../components/ui';
 import { session } from '../session';
-import { type FieldErrors, validate } from '../validation';
+import { useForm } from '../use-form';
 
 export function SignIn() {
   const [params] = useSearchParams();
   const navigate = useNavigate();
   const client = useQueryClient();
-  const [username, setUsername] = useState('');
-  const [password, setPassword] = useState('');
-  const [errors, setErrors] = useState<FieldErrors>({});
+  const { values, set, bind, check } = useForm(LoginRequest, { username: '', password: '' });
   const expired = params.has('next');
   // Arriving here ends any session: signing out is a visit to this page. (Ending it on the page that links here
   // would let that page's guard redirect first, with itself as the page to come back to.)
@@ -24,10 +23,10 @@ export function SignIn() {
     client.clear();
   }, [client]);
   const login = useMutation({
-    mutationFn: () => api.login({ username, password }),
+    mutationFn: () => api.login(values),
     onSuccess: (response) => {
       const signedIn = session.signIn(response);
-      setPassword('');
+      set('password', '');
       client.clear();
       const next = params.get('next');
       const home = signedIn.role === 'admin' ? '/admin' : '/portal';
@@ -37,9 +36,7 @@ export function SignIn() {
   });
   const submit = (event: FormEvent) => {
     event.preventDefault();
-    const found = validate(LoginRequest, { username, password });
-    setErrors(found);
-    if (Object.keys(found).length === 0) login.mutate();
+    if (check(values)) login.mutate();
   };
   return (
     <div className="sign-in">
@@ -50,27 +47,8 @@ export function SignIn() {
         </div>
         {expired ? <p className="hint">Sign in to continue where you were.</p> : null}
         {params.has('changed') ? <p className="ok">Password changed. Sign in with the new one.</p> : null}
-        <Field label="Username" error={errors.username}>
-          {(id) => (
-            <input
-              id={id}
-              autoComplete="username"
-              value={username}
-              onChange={(e) => setUsername(e.target.value)}
-            />
-          )}
-        </Field>
-        <Field label="Password" error={errors.password}>
-          {(id) => (
-            <input
-              id={id}
-              type="password"
-              autoComplete="current-password"
-              value={password}
-              onChange={(e) => setPassword(e.target.value)}
-            />
-          )}
-        </Field>
+        <InputField label="Username" {...bind('username')} autoComplete="username" />
+        <InputField label="Password" {...bind('password')} type="password" autoComplete="current-password" />
         <ActionButton type="submit" kind="primary" pending={login.isPending}>
           Sign in
         </ActionButton>

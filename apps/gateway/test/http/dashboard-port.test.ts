@@ -1,67 +1,23 @@
 import assert from 'node:assert/strict';
-import http from 'node:http';
-import { type AddressInfo, createServer } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import WebSocket, { WebSocketServer } from 'ws';
+import { FakeDesktop, openStream } from '../helpers/fake-desktop.js';
+import { freePort } from '../helpers/lab-gateway.js';
 import { MemoryRuntime } from '../helpers/memory-runtime.js';
 import { DATABASES, startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
-
-/** A stand-in for the workspace's websockify: greets every stream with an RFB banner and echoes the rest. */
-async function fakeWebsockify(): Promise<{ port: number; close: () => void }> {
-  const server = http.createServer((_request, response) => response.writeHead(404).end());
-  const wss = new WebSocketServer({ server });
-  wss.on('connection', (socket) => {
-    socket.send(Buffer.from('RFB 003.008\n'));
-    socket.on('message', (data: Buffer) => socket.send(data));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    port: (server.address() as AddressInfo).port,
-    close: () => {
-      for (const client of wss.clients) client.terminate();
-      wss.close();
-      server.close();
-    },
-  };
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-/** Opens a stream; resolves with the socket and its first message, or the HTTP status of the refusal. */
-function openStream(
-  url: string,
-  headers: Record<string, string>,
-): Promise<{ socket: WebSocket; banner: string } | { status: number }> {
-  return new Promise((resolve, reject) => {
-    const socket = new WebSocket(url, ['binary'], { headers });
-    socket.once('unexpected-response', (_request, response) => resolve({ status: response.statusCode ?? 0 }));
-    socket.once('message', (data: Buffer) => resolve({ socket, banner: data.toString('latin1') }));
-    socket.once('error', reject);
-  });
-}
 
 for (const kind of DATABASES) {
   describe(`DASHBOARD_PORT serves the whole app, WebSockets included (${kind})`, () => {
     let t: TestGateway;
-    let desktop: Awaited<ReturnType<typeof fakeWebsockify>>;
+    let desktop: FakeDesktop;
     let dashboard = '';
     let user: { id: string; token: string };
     let base = '';
     let closed = false;
 
     before(async () => {
-      desktop = await fakeWebsockify();
+      desktop = new FakeDesktop();
       const runtime = new MemoryRuntime();
-      runtime.desktopEndpoint = { host: '127.0.0.1', port: desktop.port };
+      runtime.desktopEndpoint = { host: '127.0.0.1', port: await desktop.listen() };
       const port = await freePort();
       t = await startTestGateway(kind, { DASHBOARD_PORT: String(port) }, runtime);
       await t.listen();

@@ -10,6 +10,7 @@ import { chromium } from 'playwright-core';
 import WebSocket from 'ws';
 import { labUnavailable } from '../../../../test/lab/lab.js';
 import { type LabGateway, startLabGateway } from '../helpers/lab-gateway.js';
+import { type PixelShares, pixelShares } from '../helpers/pixels.js';
 import type { TestGateway } from '../helpers/test-gateway.js';
 
 const exec = promisify(execFile);
@@ -18,30 +19,6 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const OUTPUT = fileURLToPath(new URL('../../../../test-output/', import.meta.url));
 /** The root window's colour set by ccp-desktop (image/README.md): proof that the desktop itself was drawn. */
 const BACKGROUND = [0x3a, 0x6e, 0xa5] as const;
-
-/**
- * Run in the page (as text: this program has no DOM types): decodes a PNG and returns the share of pixels in
- * the background colour and the share of near-white ones.
- */
-const PIXEL_SHARES = `async (data, rgb) => {
-  const image = new Image();
-  image.src = 'data:image/png;base64,' + data;
-  await image.decode();
-  const canvas = document.createElement('canvas');
-  canvas.width = image.width;
-  canvas.height = image.height;
-  const context = canvas.getContext('2d');
-  context.drawImage(image, 0, 0);
-  const pixels = context.getImageData(0, 0, image.width, image.height).data;
-  let background = 0;
-  let light = 0;
-  for (let i = 0; i < pixels.length; i += 4) {
-    const [r, g, b] = [pixels[i], pixels[i + 1], pixels[i + 2]];
-    if (Math.abs(r - rgb[0]) < 6 && Math.abs(g - rgb[1]) < 6 && Math.abs(b - rgb[2]) < 6) background++;
-    if (r > 240 && g > 240 && b > 240) light++;
-  }
-  return { background: background / (pixels.length / 4), light: light / (pixels.length / 4) };
-}`;
 
 async function until<T>(what: string, check: () => Promise<T | null | undefined | false>, ms = 30_000) {
   const deadline = Date.now() + ms;
@@ -179,20 +156,18 @@ describe('the browser desktop of a real workspace', { skip, timeout: 900_000 }, 
       );
       // The screenshot is kept either way (the CI keeps test-output/), so a failure can be looked at.
       mkdirSync(OUTPUT, { recursive: true });
-      let share = { background: 0, light: 0 };
+      let share: PixelShares = { colour: 0, light: 0 };
       const deadline = Date.now() + 20_000;
       do {
         const png = await page.screenshot();
         writeFileSync(path.join(OUTPUT, 'vnc-desktop.png'), png);
-        share = (await page.evaluate(
-          `(${PIXEL_SHARES})(${JSON.stringify(png.toString('base64'))}, ${JSON.stringify(BACKGROUND)})`,
-        )) as typeof share;
+        share = await pixelShares(page, png, BACKGROUND);
         // The root window's colour over much of the screen, and the xterm's white window on it.
-        if (share.background > 0.25 && share.light > 0.05) break;
+        if (share.colour > 0.25 && share.light > 0.05) break;
         await new Promise((resolve) => setTimeout(resolve, 250));
       } while (Date.now() < deadline);
       assert.ok(
-        share.background > 0.25 && share.light > 0.05,
+        share.colour > 0.25 && share.light > 0.05,
         `pixel shares ${JSON.stringify(share)}\n${await desktopLogs()}`,
       );
 

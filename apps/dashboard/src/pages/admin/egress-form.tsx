@@ -7,7 +7,8 @@ import {
   VMESS_SECURITIES,
 } from '@ccp/api';
 import { type FormEvent, type ReactNode, useState } from 'react';
-import { ActionButton, ErrorText, Field } from '../../components/ui';
+import { Field } from '../../components/field';
+import { ActionButton, ErrorText } from '../../components/ui';
 import type { FieldErrors } from '../../validation';
 import { type EgressFormValues, initialValues, PARTS, toProxyConfig, validateEgress } from './egress-config';
 

@@ -3,6 +3,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
 import { api } from '../../api';
+import { DataTable } from '../../components/data-table';
 import { ActionButton, ConfirmButton, ErrorText, Loading, Section, StatusBadge } from '../../components/ui';
 import { when } from '../../format';
 import { useAdminHosts, useEgressIps } from '../../queries';
@@ -83,42 +84,30 @@ export function EgressIps() {
       <h1>Egress IPs</h1>
       <Section title="All egress IPs">
         {list.data ? (
-          <div className="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th>Label</th>
-                  <th>Exit IP</th>
-                  <th>Protocol</th>
-                  <th>Bound hosts</th>
-                  <th>Last test</th>
-                  <th />
-                </tr>
-              </thead>
-              <tbody>
-                {list.data.egress_ips.map((ip) => (
-                  <tr key={ip.id}>
-                    <td>
-                      <Link to={`/admin/egress-ips/${ip.id}`}>{ip.label}</Link>
-                    </td>
-                    <td>{ip.ip_address}</td>
-                    <td>{ip.proxy_config.type}</td>
-                    <td>{ip.bound_host_ids.length}</td>
-                    <td>
-                      {ip.last_test ? (
-                        <StatusBadge status={ip.last_test.ok ? 'passed' : 'failed'} />
-                      ) : (
-                        <span className="hint">not tested</span>
-                      )}
-                    </td>
-                    <td>
-                      <TestButton ip={ip} />
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <DataTable
+            columns={['Label', 'Exit IP', 'Protocol', 'Bound hosts', 'Last test', '']}
+            rows={list.data.egress_ips}
+            row={(ip) => (
+              <>
+                <td>
+                  <Link to={`/admin/egress-ips/${ip.id}`}>{ip.label}</Link>
+                </td>
+                <td>{ip.ip_address}</td>
+                <td>{ip.proxy_config.type}</td>
+                <td>{ip.bound_host_ids.length}</td>
+                <td>
+                  {ip.last_test ? (
+                    <StatusBadge status={ip.last_test.ok ? 'passed' : 'failed'} />
+                  ) : (
+                    <span className="hint">not tested</span>
+                  )}
+                </td>
+                <td>
+                  <TestButton ip={ip} />
+                </td>
+              </>
+            )}
+          />
         ) : (
           <Loading error={list.error} />
         )}

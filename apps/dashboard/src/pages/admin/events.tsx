@@ -1,12 +1,14 @@
 import { EventQuery } from '@ccp/api';
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
-import { type FormEvent, useState } from 'react';
+import type { FormEvent } from 'react';
 import { Link, useSearchParams } from 'react-router';
 import { api } from '../../api';
-import { ActionButton, ErrorText, Field, Loading, Section } from '../../components/ui';
+import { DataTable } from '../../components/data-table';
+import { Field, InputField } from '../../components/field';
+import { ActionButton, ErrorText, Loading, Section } from '../../components/ui';
 import { fromLocalInput, toLocalInput, when } from '../../format';
 import { useUsers } from '../../queries';
-import { type FieldErrors, validate } from '../../validation';
+import { useForm } from '../../use-form';
 
 const PAGE_SIZES = [10, 50, 100, 500] as const;
 const DEFAULT_PAGE = 50;
@@ -28,7 +30,14 @@ export function Events() {
     queryFn: () => api.admin.events(query),
     placeholderData: keepPreviousData,
   });
-  const [draft, setDraft] = useState(() => ({
+  const {
+    values: draft,
+    setValues: setDraft,
+    set,
+    bind,
+    errors,
+    check,
+  } = useForm(EventQuery, () => ({
     type: params.get('type') ?? '',
     user_id: params.get('user_id') ?? '',
     host_id: params.get('host_id') ?? '',
@@ -36,7 +45,6 @@ export function Events() {
     until: toLocalInput(params.get('until')),
     limit: String(pageSize),
   }));
-  const [errors, setErrors] = useState<FieldErrors>({});
   const apply = (event: FormEvent) => {
     event.preventDefault();
     const filters: Record<string, string> = {};
@@ -46,11 +54,10 @@ export function Events() {
     const until = fromLocalInput(draft.until);
     if (since) filters.since = since;
     if (until) filters.until = until;
-    const found = validate(EventQuery, filters);
-    setErrors(found);
+    const valid = check(filters);
     // A new filter starts again at the newest page.
     if (draft.limit !== String(DEFAULT_PAGE)) filters.limit = draft.limit;
-    if (Object.keys(found).length === 0) setParams(new URLSearchParams(filters));
+    if (valid) setParams(new URLSearchParams(filters));
   };
   const page = (nextOffset: number) => {
     const next = new URLSearchParams(params);
@@ -63,22 +70,10 @@ export function Events() {
       <h1>Events</h1>
       <Section title="Filters">
         <form className="form-grid" onSubmit={apply} noValidate aria-label="Event filters">
-          <Field label="Type" error={errors.type} hint="Exact name, e.g. host.started">
-            {(id) => (
-              <input
-                id={id}
-                value={draft.type}
-                onChange={(e) => setDraft({ ...draft, type: e.target.value })}
-              />
-            )}
-          </Field>
+          <InputField label="Type" {...bind('type')} hint="Exact name, e.g. host.started" />
           <Field label="User" error={errors.user_id}>
             {(id) => (
-              <select
-                id={id}
-                value={draft.user_id}
-                onChange={(e) => setDraft({ ...draft, user_id: e.target.value })}
-              >
+              <select id={id} value={draft.user_id} onChange={(e) => set('user_id', e.target.value)}>
                 <option value="">any</option>
                 {users.data?.users.map((u) => (
                   <option key={u.id} value={u.id}>
@@ -88,42 +83,12 @@ export function Events() {
               </select>
             )}
           </Field>
-          <Field label="Host id" error={errors.host_id}>
-            {(id) => (
-              <input
-                id={id}
-                value={draft.host_id}
-                onChange={(e) => setDraft({ ...draft, host_id: e.target.value })}
-              />
-            )}
-          </Field>
-          <Field label="Since" error={errors.since}>
-            {(id) => (
-              <input
-                id={id}
-                type="datetime-local"
-                value={draft.since}
-                onChange={(e) => setDraft({ ...draft, since: e.target.value })}
-              />
-            )}
-          </Field>
-          <Field label="Until" error={errors.until}>
-            {(id) => (
-              <input
-                id={id}
-                type="datetime-local"
-                value={draft.until}
-                onChange={(e) => setDraft({ ...draft, until: e.target.value })}
-              />
-            )}
-          </Field>
+          <InputField label="Host id" {...bind('host_id')} />
+          <InputField label="Since" {...bind('since')} type="datetime-local" />
+          <InputField label="Until" {...bind('until')} type="datetime-local" />
           <Field label="Per page">
             {(id) => (
-              <select
-                id={id}
-                value={draft.limit}
-                onChange={(e) => setDraft({ ...draft, limit: e.target.value })}
-              >
+              <select id={id} value={draft.limit} onChange={(e) => set('limit', e.target.value)}>
                 {PAGE_SIZES.map((size) => (
                   <option key={size}>{size}</option>
                 ))}
@@ -176,36 +141,26 @@ export function Events() {
         <ErrorText error={events.error && data ? events.error : null} />
         {data && data.events.length === 0 ? <p className="hint">No events match these filters.</p> : null}
         {data && data.events.length > 0 ? (
-          <div className="table-wrap">
-            <table data-testid="events-table">
-              <thead>
-                <tr>
-                  <th>When</th>
-                  <th>Level</th>
-                  <th>Type</th>
-                  <th>Message</th>
-                  <th>Actor</th>
-                </tr>
-              </thead>
-              <tbody>
-                {data.events.map((e) => (
-                  <tr key={e.id}>
-                    <td title={e.created_at}>{when(e.created_at)}</td>
-                    <td>
-                      <span className={`level level-${e.level}`}>{e.level}</span>
-                    </td>
-                    <td>
-                      <code>{e.type}</code>
-                    </td>
-                    <td>
-                      {e.message} {e.host_id ? <Link to={`/admin/hosts/${e.host_id}`}>host</Link> : null}
-                    </td>
-                    <td>{e.actor.username ?? e.actor.kind}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <DataTable
+            testId="events-table"
+            columns={['When', 'Level', 'Type', 'Message', 'Actor']}
+            rows={data.events}
+            row={(e) => (
+              <>
+                <td title={e.created_at}>{when(e.created_at)}</td>
+                <td>
+                  <span className={`level level-${e.level}`}>{e.level}</span>
+                </td>
+                <td>
+                  <code>{e.type}</code>
+                </td>
+                <td>
+                  {e.message} {e.host_id ? <Link to={`/admin/hosts/${e.host_id}`}>host</Link> : null}
+                </td>
+                <td>{e.actor.username ?? e.actor.kind}</td>
+              </>
+            )}
+          />
         ) : null}
         {data ? null : <Loading error={events.error} />}
       </Section>

@@ -3,18 +3,11 @@ import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
 import { api } from '../../api';
+import { Field } from '../../components/field';
 import { HostAccess } from '../../components/host-access';
 import { HostDesktop } from '../../components/host-desktop';
 import { HostTask } from '../../components/host-task';
-import {
-  ActionButton,
-  ConfirmButton,
-  ErrorText,
-  Field,
-  Loading,
-  Section,
-  StatusBadge,
-} from '../../components/ui';
+import { ActionButton, ConfirmButton, ErrorText, Loading, Section, StatusBadge } from '../../components/ui';
 import { when } from '../../format';
 import { useAdminHost, useEgressIps } from '../../queries';
 

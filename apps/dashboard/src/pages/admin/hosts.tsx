@@ -4,18 +4,13 @@ import { type FormEvent, useState } from 'react';
 import { Link, useSearchParams } from 'react-router';
 import type { Static } from 'typebox';
 import { api } from '../../api';
-import {
-  ActionButton,
-  ErrorText,
-  Field,
-  Loading,
-  OnceSecret,
-  Section,
-  StatusBadge,
-} from '../../components/ui';
+import { DataTable } from '../../components/data-table';
+import { Field } from '../../components/field';
+import { ActionButton, ErrorText, Loading, OnceSecret, Section, StatusBadge } from '../../components/ui';
 import { when } from '../../format';
 import { useAdminHosts, useEgressIps, useUsers } from '../../queries';
-import { apiFieldErrors, type FieldErrors, validate } from '../../validation';
+import { useFieldErrors } from '../../use-form';
+import { apiFieldErrors } from '../../validation';
 
 function CreateHostForm({ onCreated }: { onCreated: (host: CreatedHost) => void }) {
   const [params] = useSearchParams();
@@ -24,7 +19,7 @@ function CreateHostForm({ onCreated }: { onCreated: (host: CreatedHost) => void 
   const client = useQueryClient();
   const [userId, setUserId] = useState(params.get('user') ?? '');
   const [egressIpId, setEgressIpId] = useState('');
-  const [errors, setErrors] = useState<FieldErrors>({});
+  const { errors, setErrors, check } = useFieldErrors(CreateHostRequest);
   const create = useMutation({
     mutationFn: (body: Static<typeof CreateHostRequest>) => api.admin.hosts.create(body),
     onSuccess: (host) => {
@@ -39,10 +34,7 @@ function CreateHostForm({ onCreated }: { onCreated: (host: CreatedHost) => void 
       user_id: userId,
       ...(egressIpId ? { egress_ip_id: egressIpId } : {}),
     };
-    const found = validate(CreateHostRequest, body);
-    if (!userId) found.user_id = 'Choose the user the host is for';
-    setErrors(found);
-    if (Object.keys(found).length === 0) create.mutate(body);
+    if (check(body, userId ? {} : { user_id: 'Choose the user the host is for' })) create.mutate(body);
   };
   return (
     <form className="form-grid" onSubmit={submit} noValidate aria-label="Create host">
@@ -110,34 +102,23 @@ export function Hosts() {
       </Section>
       <Section title="All hosts">
         {hosts.data ? (
-          <div className="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th>Host</th>
-                  <th>User</th>
-                  <th>Status</th>
-                  <th>Egress</th>
-                  <th>Started</th>
-                </tr>
-              </thead>
-              <tbody>
-                {hosts.data.hosts.map((h) => (
-                  <tr key={h.id}>
-                    <td>
-                      <Link to={`/admin/hosts/${h.id}`}>{h.short_id}</Link>
-                    </td>
-                    <td>{h.username}</td>
-                    <td>
-                      <StatusBadge status={h.status} />
-                    </td>
-                    <td>{h.bindings.find((b) => b.active)?.label ?? h.bindings[0]?.label ?? '—'}</td>
-                    <td>{when(h.started_at)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <DataTable
+            columns={['Host', 'User', 'Status', 'Egress', 'Started']}
+            rows={hosts.data.hosts}
+            row={(h) => (
+              <>
+                <td>
+                  <Link to={`/admin/hosts/${h.id}`}>{h.short_id}</Link>
+                </td>
+                <td>{h.username}</td>
+                <td>
+                  <StatusBadge status={h.status} />
+                </td>
+                <td>{h.bindings.find((b) => b.active)?.label ?? h.bindings[0]?.label ?? '—'}</td>
+                <td>{when(h.started_at)}</td>
+              </>
+            )}
+          />
         ) : (
           <Loading error={hosts.error} />
         )}

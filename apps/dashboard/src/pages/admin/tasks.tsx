@@ -2,6 +2,7 @@ import type { TaskStatus } from '@ccp/api';
 import { useQuery } from '@tanstack/react-query';
 import { Link, useSearchParams } from 'react-router';
 import { api } from '../../api';
+import { DataTable } from '../../components/data-table';
 import { Loading, Section, StatusBadge } from '../../components/ui';
 import { when } from '../../format';
 
@@ -45,46 +46,29 @@ export function Tasks() {
           </p>
         ) : null}
         {tasks.data ? (
-          <div className="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th>Kind</th>
-                  <th>Status</th>
-                  <th>Progress</th>
-                  <th>Host</th>
-                  <th>By</th>
-                  <th>Created</th>
-                  <th>Outcome</th>
-                </tr>
-              </thead>
-              <tbody>
-                {tasks.data.tasks.map((t) => (
-                  <tr key={t.id}>
-                    <td>{t.kind}</td>
-                    <td>
-                      <StatusBadge status={t.status} />
-                    </td>
-                    <td>
-                      <progress max={100} value={t.progress} /> {t.stage}
-                    </td>
-                    <td>
-                      {t.host_id ? (
-                        <Link to={`/admin/hosts/${t.host_id}`}>{t.host_id.slice(0, 8)}</Link>
-                      ) : (
-                        '—'
-                      )}
-                    </td>
-                    <td>{t.requested_by}</td>
-                    <td>{when(t.created_at)}</td>
-                    <td className={t.error ? 'error-inline' : ''}>
-                      {t.error ? `${t.error.code}: ${t.error.message}` : t.message}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <DataTable
+            columns={['Kind', 'Status', 'Progress', 'Host', 'By', 'Created', 'Outcome']}
+            rows={tasks.data.tasks}
+            row={(t) => (
+              <>
+                <td>{t.kind}</td>
+                <td>
+                  <StatusBadge status={t.status} />
+                </td>
+                <td>
+                  <progress max={100} value={t.progress} /> {t.stage}
+                </td>
+                <td>
+                  {t.host_id ? <Link to={`/admin/hosts/${t.host_id}`}>{t.host_id.slice(0, 8)}</Link> : '—'}
+                </td>
+                <td>{t.requested_by}</td>
+                <td>{when(t.created_at)}</td>
+                <td className={t.error ? 'error-inline' : ''}>
+                  {t.error ? `${t.error.code}: ${t.error.message}` : t.message}
+                </td>
+              </>
+            )}
+          />
         ) : (
           <Loading error={tasks.error} />
         )}

@@ -3,12 +3,12 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
 import { api } from '../../api';
+import { InputField } from '../../components/field';
 import { KeysPanel } from '../../components/keys-panel';
 import {
   ActionButton,
   ConfirmButton,
   ErrorText,
-  Field,
   Loading,
   OnceSecret,
   Section,
@@ -119,16 +119,14 @@ export function UserDetail() {
           </div>
           <ErrorText error={setStatus.error ?? rotate.error ?? regenerate.error} />
           <div className="spaced" />
-          <Field label="Expires" error={expiryError ?? saveExpiry.error?.message} hint="Empty: never expires">
-            {(id) => (
-              <input
-                id={id}
-                type="datetime-local"
-                value={expiryValue}
-                onChange={(e) => setExpiry(e.target.value)}
-              />
-            )}
-          </Field>
+          <InputField
+            label="Expires"
+            error={expiryError ?? saveExpiry.error?.message}
+            hint="Empty: never expires"
+            type="datetime-local"
+            value={expiryValue}
+            onChange={setExpiry}
+          />
           <div className="row wrap">
             <ActionButton
               kind="primary"

@@ -3,31 +3,23 @@ import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { Link } from 'react-router';
 import { api } from '../../api';
-import {
-  ActionButton,
-  ErrorText,
-  Field,
-  Loading,
-  OnceSecret,
-  Section,
-  StatusBadge,
-} from '../../components/ui';
+import { DataTable } from '../../components/data-table';
+import { InputField } from '../../components/field';
+import { ActionButton, ErrorText, Loading, OnceSecret, Section, StatusBadge } from '../../components/ui';
 import { fromLocalInput, when } from '../../format';
 import { useUsers } from '../../queries';
-import { apiFieldErrors, type FieldErrors, validate } from '../../validation';
+import { useForm } from '../../use-form';
+import { apiFieldErrors } from '../../validation';
+
+const EMPTY_USER = { username: '', password: '', expires: '' };
 
 export function CreateUserForm({ onCreated }: { onCreated: (user: CreatedUser) => void }) {
   const client = useQueryClient();
-  const [username, setUsername] = useState('');
-  const [password, setPassword] = useState('');
-  const [expires, setExpires] = useState('');
-  const [errors, setErrors] = useState<FieldErrors>({});
+  const { values, setValues, bind, setErrors, check } = useForm(CreateUserRequest, EMPTY_USER);
   const create = useMutation({
     mutationFn: (body: CreateUserRequest) => api.admin.users.create(body),
     onSuccess: (user) => {
-      setUsername('');
-      setPassword('');
-      setExpires('');
+      setValues(EMPTY_USER);
       void client.invalidateQueries({ queryKey: ['users'] });
       void client.invalidateQueries({ queryKey: ['stats'] });
       onCreated(user);
@@ -36,34 +28,23 @@ export function CreateUserForm({ onCreated }: { onCreated: (user: CreatedUser) =
   });
   const submit = (event: FormEvent) => {
     event.preventDefault();
-    const body: CreateUserRequest = { username, password, expires_at: fromLocalInput(expires) };
-    const found = validate(CreateUserRequest, body);
-    setErrors(found);
-    if (Object.keys(found).length === 0) create.mutate(body);
+    const body: CreateUserRequest = {
+      username: values.username,
+      password: values.password,
+      expires_at: fromLocalInput(values.expires),
+    };
+    if (check(body)) create.mutate(body);
   };
   return (
     <form className="form-grid" onSubmit={submit} noValidate aria-label="Create user">
-      <Field label="Username" error={errors.username}>
-        {(id) => (
-          <input id={id} value={username} onChange={(e) => setUsername(e.target.value)} autoComplete="off" />
-        )}
-      </Field>
-      <Field label="Password" error={errors.password}>
-        {(id) => (
-          <input
-            id={id}
-            type="password"
-            value={password}
-            onChange={(e) => setPassword(e.target.value)}
-            autoComplete="new-password"
-          />
-        )}
-      </Field>
-      <Field label="Expires (optional)" error={errors.expires_at} hint="Empty: never expires">
-        {(id) => (
-          <input id={id} type="datetime-local" value={expires} onChange={(e) => setExpires(e.target.value)} />
-        )}
-      </Field>
+      <InputField label="Username" {...bind('username')} autoComplete="off" />
+      <InputField label="Password" {...bind('password')} type="password" autoComplete="new-password" />
+      <InputField
+        label="Expires (optional)"
+        {...bind('expires', 'expires_at')}
+        hint="Empty: never expires"
+        type="datetime-local"
+      />
       <div className="form-actions">
         <ActionButton type="submit" kind="primary" pending={create.isPending}>
           Create user
@@ -97,34 +78,23 @@ export function Users() {
       </Section>
       <Section title="All users">
         {users.data ? (
-          <div className="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th>Username</th>
-                  <th>Role</th>
-                  <th>Status</th>
-                  <th>Expires</th>
-                  <th>Created</th>
-                </tr>
-              </thead>
-              <tbody>
-                {users.data.users.map((user) => (
-                  <tr key={user.id}>
-                    <td>
-                      <Link to={`/admin/users/${user.id}`}>{user.username}</Link>
-                    </td>
-                    <td>{user.role}</td>
-                    <td>
-                      <StatusBadge status={user.expired ? 'expired' : user.status} />
-                    </td>
-                    <td>{user.expires_at ? when(user.expires_at) : 'never'}</td>
-                    <td>{when(user.created_at)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <DataTable
+            columns={['Username', 'Role', 'Status', 'Expires', 'Created']}
+            rows={users.data.users}
+            row={(user) => (
+              <>
+                <td>
+                  <Link to={`/admin/users/${user.id}`}>{user.username}</Link>
+                </td>
+                <td>{user.role}</td>
+                <td>
+                  <StatusBadge status={user.expired ? 'expired' : user.status} />
+                </td>
+                <td>{user.expires_at ? when(user.expires_at) : 'never'}</td>
+                <td>{when(user.created_at)}</td>
+              </>
+            )}
+          />
         ) : (
           <Loading error={users.error} />
         )}

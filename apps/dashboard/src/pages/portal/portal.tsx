@@ -1,16 +1,18 @@
 import { ChangePasswordRequest } from '@ccp/api';
 import { useMutation, useQuery } from '@tanstack/react-query';
-import { type FormEvent, useState } from 'react';
+import type { FormEvent } from 'react';
 import { Link, useNavigate, useParams, useSearchParams } from 'react-router';
 import type { Static } from 'typebox';
 import { api } from '../../api';
+import { InputField } from '../../components/field';
 import { HostAccess } from '../../components/host-access';
 import { HostDesktop, OpenDesktopButton } from '../../components/host-desktop';
 import { HostTask } from '../../components/host-task';
 import { KeysPanel } from '../../components/keys-panel';
-import { ActionButton, ErrorText, Field, Loading, Section, StatusBadge } from '../../components/ui';
+import { ActionButton, ErrorText, Loading, Section, StatusBadge } from '../../components/ui';
 import { when } from '../../format';
-import { apiFieldErrors, type FieldErrors, validate } from '../../validation';
+import { useForm } from '../../use-form';
+import { apiFieldErrors } from '../../validation';
 
 export function PortalHosts() {
   const hosts = useQuery({ queryKey: ['hosts', 'own'], queryFn: api.user.hosts.list });
@@ -96,9 +98,10 @@ export function PortalKeys() {
 
 export function PortalAccount() {
   const navigate = useNavigate();
-  const [oldPassword, setOldPassword] = useState('');
-  const [newPassword, setNewPassword] = useState('');
-  const [errors, setErrors] = useState<FieldErrors>({});
+  const { values, bind, setErrors, check } = useForm(ChangePasswordRequest, {
+    old_password: '',
+    new_password: '',
+  });
   const change = useMutation({
     mutationFn: (body: Static<typeof ChangePasswordRequest>) => api.user.changePassword(body),
     onSuccess: () => {
@@ -109,38 +112,25 @@ export function PortalAccount() {
   });
   const submit = (event: FormEvent) => {
     event.preventDefault();
-    const body = { old_password: oldPassword, new_password: newPassword };
-    const found = validate(ChangePasswordRequest, body);
-    setErrors(found);
-    if (Object.keys(found).length === 0) change.mutate(body);
+    if (check(values)) change.mutate(values);
   };
   return (
     <>
       <h1>Change password</h1>
       <Section title="Password">
         <form className="narrow" onSubmit={submit} noValidate aria-label="Change password">
-          <Field label="Current password" error={errors.old_password}>
-            {(id) => (
-              <input
-                id={id}
-                type="password"
-                autoComplete="current-password"
-                value={oldPassword}
-                onChange={(e) => setOldPassword(e.target.value)}
-              />
-            )}
-          </Field>
-          <Field label="New password" error={errors.new_password}>
-            {(id) => (
-              <input
-                id={id}
-                type="password"
-                autoComplete="new-password"
-                value={newPassword}
-                onChange={(e) => setNewPassword(e.target.value)}
-              />
-            )}
-          </Field>
+          <InputField
+            label="Current password"
+            {...bind('old_password')}
+            type="password"
+            autoComplete="current-password"
+          />
+          <InputField
+            label="New password"
+            {...bind('new_password')}
+            type="password"
+            autoComplete="new-password"
+          />
           <ActionButton type="submit" kind="primary" pending={change.isPending}>
             Change password
           </ActionButton>
