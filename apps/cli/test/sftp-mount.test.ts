@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import {
   existsSync,
   mkdirSync,
@@ -9,14 +9,13 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import ssh2 from 'ssh2';
 import { KnownHosts } from '../src/known-hosts.js';
 import { mountFolder } from '../src/mount.js';
 import { connectSsh, execCollect } from '../src/ssh-connection.js';
+import { startLocalSshd } from './helpers/local-sshd.js';
 
 // Reverse sshfs against a real sshfs and FUSE on this machine: a small SSH server runs each exec request as
 // a local shell command, as the workspace's sshd would.
@@ -31,41 +30,22 @@ describe('reverse sshfs: the local folder served over SFTP, mounted by sshfs -o 
   const work = mkdtempSync(path.join(tmpdir(), 'ccp-cli-sftp-'));
   const local = path.join(work, 'local');
   const mountpoint = path.join(work, 'mnt');
-  let server: ssh2.Server;
+  let sshd: Awaited<ReturnType<typeof startLocalSshd>>;
   let port = 0;
 
   before(async () => {
     mkdirSync(local);
     mkdirSync(mountpoint);
-    const hostKey = ssh2.utils.generateKeyPairSync('ed25519').private;
-    server = new ssh2.Server({ hostKeys: [hostKey] }, (connection) => {
-      connection.on('authentication', (context) => context.accept());
-      connection.on('ready', () => {
-        connection.on('session', (accept) => {
-          accept().on('exec', (acceptExec, _reject, info) => {
-            const channel = acceptExec();
-            // follow_symlinks makes sshfs ask the server to resolve links, so the server's refusal is tested.
-            const command = info.command.replace('-o passive,', '-o passive,follow_symlinks,');
-            const child = spawn('sh', ['-c', command], { stdio: 'pipe' });
-            channel.pipe(child.stdin);
-            child.stdout.pipe(channel, { end: false });
-            child.stderr.pipe(channel.stderr, { end: false });
-            child.on('close', (code) => {
-              channel.exit(code ?? 1);
-              channel.end();
-            });
-            channel.on('close', () => child.kill());
-          });
-        });
-      });
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    port = (server.address() as AddressInfo).port;
+    // follow_symlinks makes sshfs ask the server to resolve links, so the server's refusal is tested.
+    sshd = await startLocalSshd(process.env, (command) =>
+      command.replace('-o passive,', '-o passive,follow_symlinks,'),
+    );
+    port = sshd.port;
   });
 
   after(async () => {
     spawnSync('fusermount3', ['-u', '-z', mountpoint]);
-    server.close();
+    sshd.close();
     rmSync(work, { recursive: true, force: true });
   });
 
