@@ -32,6 +32,15 @@ const BACKGROUND = [0x3a, 0x6e, 0xa5] as const;
 const PHONE = { width: 390, height: 844 };
 const DESKTOP = { width: 1280, height: 800 };
 
+/** Waits until `check` holds: a page keeps showing the previous data until its new query lands. */
+async function until(what: string, check: () => Promise<boolean>, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
 async function shot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: `${SHOTS}${name}.png`, fullPage: true });
 }
@@ -294,15 +303,15 @@ describe('dashboard journeys in Chromium', { skip, timeout: 900_000 }, () => {
     );
     assert.ok(total > 10, `${total} events: too few to page through`);
     await page.getByText('1–10', { exact: true }).waitFor();
-    assert.equal(await rows.count(), 10);
+    await until('a page of 10 rows', async () => (await rows.count()) === 10);
     const newest = await rows.first().textContent();
     await page.getByRole('button', { name: 'Older' }).click();
     await page.waitForURL(/offset=10/);
     await page.getByText(`11–${Math.min(20, total)}`, { exact: true }).waitFor();
-    assert.notEqual(await rows.first().textContent(), newest);
+    await until('the older page', async () => (await rows.first().textContent()) !== newest);
     await page.getByRole('button', { name: 'Newer' }).click();
     await page.getByText('1–10', { exact: true }).waitFor();
-    assert.equal(await rows.first().textContent(), newest);
+    await until('the newest page again', async () => (await rows.first().textContent()) === newest);
     await filters.getByLabel('Type').fill('host.started');
     await filters.getByLabel('User').selectOption({ label: 'walker' });
     await filters.getByLabel('Host id').fill(hostId);
@@ -310,7 +319,7 @@ describe('dashboard journeys in Chromium', { skip, timeout: 900_000 }, () => {
     await filters.getByRole('button', { name: 'Apply filters' }).click();
     await page.waitForURL(/type=host\.started&user_id=.*&host_id=.*&since=/);
     await table.getByText('host.started').waitFor();
-    assert.equal(await rows.count(), 1);
+    await until('only the matching event', async () => (await rows.count()) === 1);
     await shotBoth(page, '09-events');
     await filters.getByLabel('Until').fill('2020-01-02T00:00');
     await filters.getByRole('button', { name: 'Apply filters' }).click();
