@@ -15,11 +15,11 @@ import {
   DockerWorkspaceRuntime,
   HOST_LABEL,
 } from '../../apps/gateway/dist/runtime/docker-workspace-runtime.js';
-import { expectedImageTag } from '../../apps/gateway/dist/runtime/image-inputs.js';
 import { labEgressEnv, labEgressSettings } from '../../apps/gateway/test/helpers/lab-egress.js';
 import { ensureLab, type LabDescription } from '../../test/lab/lab.js';
 import { removeLabelled } from '../start/containers.js';
 import { type Child, onCleanup, startNode } from './children.js';
+import { builtImages } from './images.js';
 import { freePort, login, waitForHttp, waitForPort } from './net.js';
 
 const GATEWAY_MAIN = path.resolve(import.meta.dirname, '../../apps/gateway/dist/main.js');
@@ -235,18 +235,7 @@ export async function setUpBenchHost(
   docker: Docker,
   options: Pick<GatewayOptions, 'limits' | 'nodeFlags'>,
 ): Promise<BenchSetup> {
-  const images = {
-    workspace: await expectedImageTag('workspace', 'test'),
-    egressGateway: await expectedImageTag('egress-gateway'),
-  };
-  for (const tag of Object.values(images)) {
-    await docker
-      .getImage(tag)
-      .inspect()
-      .catch(() => {
-        throw new Error(`the image ${tag} is not built: run \`image/build.sh --variant test all\``);
-      });
-  }
+  const images = await builtImages(docker, 'test');
   const lab = await ensureLab();
   const dataDir = mkdtempSync(path.join(tmpdir(), `ccp-bench-${name}-data-`));
   const workDir = mkdtempSync(path.join(tmpdir(), `ccp-bench-${name}-`));

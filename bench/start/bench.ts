@@ -12,10 +12,11 @@ import {
   DockerWorkspaceRuntime,
   HOST_LABEL,
 } from '../../apps/gateway/dist/runtime/docker-workspace-runtime.js';
-import { expectedImageTag } from '../../apps/gateway/dist/runtime/image-inputs.js';
 import type { UpstreamSpec, WorkspaceSpec } from '../../apps/gateway/dist/runtime/workspace-runtime.js';
+import { labEgressSettings } from '../../apps/gateway/test/helpers/lab-egress.js';
 import { ensureLab, type VariantName, variant } from '../../test/lab/lab.js';
 import { onCleanup, runBench, startProcess } from '../lib/children.js';
+import { builtImages } from '../lib/images.js';
 import { fixed, percentile, printTable } from '../lib/report.js';
 import {
   type ContainerMemory,
@@ -128,35 +129,13 @@ await runBench('start bench', 30 * 60_000, async () => {
     await removeLabelled(docker, HOST_LABEL, RUN);
   }, 60_000);
 
-  const images = {
-    workspace: await expectedImageTag('workspace', IMAGE_VARIANT),
-    egressGateway: await expectedImageTag('egress-gateway'),
-  };
-  for (const tag of Object.values(images)) {
-    await docker
-      .getImage(tag)
-      .inspect()
-      .catch(() => {
-        throw new Error(
-          `the image ${tag} is not built: run \`image/build.sh --variant ${IMAGE_VARIANT} all\``,
-        );
-      });
-  }
+  const images = await builtImages(docker, IMAGE_VARIANT);
   const lab = await ensureLab();
   const runtime = new DockerWorkspaceRuntime({
     docker,
     images,
     dataDir,
-    // config.egress pointed at the lab, as in apps/gateway/test/runtime/docker-workspace-runtime.test.ts.
-    egress: {
-      probeUrl: lab.internet.httpUrl,
-      dnsZone: lab.internet.zone,
-      dnsServer: lab.internet.dns,
-      dohUrl: lab.internet.dohUrl,
-      probeToken: lab.internet.dnsLogToken,
-      caFile: lab.caCert,
-      v2rayCommand: 'v2ray',
-    },
+    egress: labEgressSettings(lab),
   });
   const authorizedKey = ssh2.utils.generateKeyPairSync('ed25519').public;
   const spec = (hostId: string): WorkspaceSpec => ({
