@@ -19,7 +19,8 @@ import { FailureRateLimiter } from '../domain/rate-limiter.js';
 import type { SecretBox } from '../domain/secret-box.js';
 import { SHORT_ID_PATTERN } from '../domain/secrets.js';
 import { fingerprintOf } from '../domain/ssh-public-key.js';
-import type { EventBus } from '../events/event-bus.js';
+import { BackgroundEvents } from '../events/background-events.js';
+import type { EventBus, EventInput } from '../events/event-bus.js';
 import type { Endpoint, WorkspaceRuntime } from '../runtime/workspace-runtime.js';
 import type { HostsRepository, HostWithOwner } from '../store/hosts-repository.js';
 import type { SshKeysRepository } from '../store/ssh-keys-repository.js';
@@ -98,11 +99,12 @@ export class SshProxy {
   private readonly server: Server;
   private readonly live = new Map<string, LiveSession>();
   private readonly pending = new Set<Connection>();
-  private readonly emits = new Set<Promise<void>>();
+  private readonly events: BackgroundEvents;
   private readonly timing: SshProxyTiming;
   private recheck: NodeJS.Timeout | null = null;
 
   constructor(private readonly options: SshProxyOptions) {
+    this.events = new BackgroundEvents(options.bus, options.log);
     this.timing = { ...DEFAULT_TIMING, ...options.timing };
     this.server = new ssh2.Server(
       {
@@ -154,7 +156,7 @@ export class SshProxy {
     for (const connection of this.pending) connection.end();
     this.closeWhere(() => true, 'gateway_stopped');
     await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 5_000).unref())]);
-    await Promise.all(this.emits);
+    await this.events.settled();
   }
 
   private accept(connection: Connection, info: ClientInfo): void {
@@ -440,16 +442,8 @@ export class SshProxy {
     }
   }
 
-  /** Events are written in the background; close() waits for those still under way. */
-  private emit(input: Parameters<EventBus['emit']>[0]): Promise<void> {
-    const written = this.options.bus
-      .emit(input)
-      .catch((error: unknown) =>
-        this.options.log.error({ err: error, event: input.type }, 'event not written'),
-      )
-      .finally(() => this.emits.delete(written));
-    this.emits.add(written);
-    return written;
+  private emit(input: EventInput): Promise<void> {
+    return this.events.emit(input);
   }
 }
 

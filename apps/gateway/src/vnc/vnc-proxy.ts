@@ -6,7 +6,8 @@ import { type AccessRevocation, sessionEndReason } from '../domain/access-revoca
 import type { AuthService } from '../domain/auth-service.js';
 import { errors } from '../domain/errors.js';
 import { actorOf, type Principal } from '../domain/principal.js';
-import type { EventBus } from '../events/event-bus.js';
+import { BackgroundEvents } from '../events/background-events.js';
+import type { EventBus, EventInput } from '../events/event-bus.js';
 import type { WorkspaceRuntime } from '../runtime/workspace-runtime.js';
 import type { HostsRepository, HostWithOwner } from '../store/hosts-repository.js';
 import type { UsersRepository } from '../store/users-repository.js';
@@ -87,10 +88,11 @@ interface LiveSession {
  */
 export class VncProxy {
   private readonly live = new Map<string, LiveSession>();
-  private readonly emits = new Set<Promise<void>>();
+  private readonly events: BackgroundEvents;
   private readonly recheck: NodeJS.Timeout;
 
   constructor(private readonly options: VncProxyOptions) {
+    this.events = new BackgroundEvents(options.bus, options.log);
     options.revocation.register((userId, reason) => {
       this.closeWhere(
         (s) => s.access.principal.id === userId || s.access.host.user_id === userId,
@@ -235,7 +237,7 @@ export class VncProxy {
   async close(): Promise<void> {
     clearInterval(this.recheck);
     this.closeWhere(() => true, 'gateway_stopped');
-    await Promise.all(this.emits);
+    await this.events.settled();
   }
 
   private async desktopEndpoint(host: HostWithOwner): Promise<{ host: string; port: number }> {
@@ -297,15 +299,8 @@ export class VncProxy {
     });
   }
 
-  /** Events are written in the background; close() waits for those still under way. */
-  private emit(input: Parameters<EventBus['emit']>[0]): void {
-    const written = this.options.bus
-      .emit(input)
-      .catch((error: unknown) =>
-        this.options.log.error({ err: error, event: input.type }, 'event not written'),
-      )
-      .finally(() => this.emits.delete(written));
-    this.emits.add(written);
+  private emit(input: EventInput): void {
+    void this.events.emit(input);
   }
 }
 
