@@ -16,6 +16,7 @@ say "type check of every package, the tests, the lab and the benchmarks"
 npm run --silent typecheck
 
 bash scripts/docker.sh ensure
+bash scripts/folder-mounts.sh ensure
 say "workspace and egress gateway images (test variant; built once per recipe change)"
 bash image/build.sh --variant test all
 bash scripts/postgres.sh ensure ccp_test ccp_test

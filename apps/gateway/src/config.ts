@@ -41,6 +41,8 @@ export interface Config {
   metricsBind: { host: string; port: number } | null;
   /** Addresses or CIDR ranges of reverse proxies whose X-Forwarded-For is believed (TRUST_PROXY); empty: none. */
   trustProxy: string[];
+  /** Folder mounts (the CLI's reverse sshfs): where they are made on this machine, and the user sshfs runs as. */
+  folderMounts: { dir: string; user: string };
 }
 
 /** Endpoints of the egress probe (an operator-run server, or the test lab). Unset means the test cannot run. */
@@ -212,6 +214,10 @@ export function loadConfig(env: Env): Config {
     problems.push('WORKSPACE_IMAGE_VARIANT must be full or test');
   }
 
+  const mountUser = env.MOUNT_USER || 'ccp-mount';
+  if (!/^[a-z_][a-z0-9_-]{0,31}$/.test(mountUser))
+    problems.push(`MOUNT_USER must be a Linux user name (got "${mountUser}")`);
+
   const config: Config = {
     httpHost,
     httpPort,
@@ -238,6 +244,10 @@ export function loadConfig(env: Env): Config {
     egressHealthSeconds: wholeNumber('EGRESS_HEALTH_SECONDS', 60),
     metricsBind: parseMetricsBind(env.METRICS_BIND, problems),
     trustProxy: parseTrustProxy(env.TRUST_PROXY, problems),
+    folderMounts: {
+      dir: path.resolve(env.MOUNTS_DIR || '/run/cloud-cli-proxy/mounts'),
+      user: mountUser,
+    },
     workspaceLimits: {
       memoryMb: positive('WORKSPACE_MEMORY_MB', 2048),
       cpus: positiveNumber('WORKSPACE_CPUS', 1),

@@ -1,4 +1,5 @@
 import type { Server } from 'node:http';
+import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import { AccessRevocation } from './domain/access-revocation.js';
@@ -22,6 +23,7 @@ import { TasksService } from './domain/tasks-service.js';
 import { UsersService } from './domain/users-service.js';
 import { egressTesterFor } from './egress/egress-tester.js';
 import { v2rayEngine } from './egress/v2ray-engine.js';
+import { BackgroundEvents } from './events/background-events.js';
 import { EventBus } from './events/event-bus.js';
 import { SseHub } from './events/sse-hub.js';
 import type { Api } from './http/api.js';
@@ -29,9 +31,14 @@ import { buildEntryApp, buildHttpApp } from './http/app.js';
 import { listenDashboardPort } from './http/plugins/dashboard.js';
 import { GatewayMetrics } from './http/plugins/metrics.js';
 import { type ContainerEngine, DockerEngine } from './runtime/container-engine.js';
-import { DockerWorkspaceRuntime } from './runtime/docker-workspace-runtime.js';
+import {
+  DockerWorkspaceRuntime,
+  gatewayInstanceId,
+  WORKSPACE_UID,
+} from './runtime/docker-workspace-runtime.js';
 import { expectedImageTag } from './runtime/image-inputs.js';
 import type { WorkspaceRuntime } from './runtime/workspace-runtime.js';
+import { FolderMounts } from './ssh/folder-mounts.js';
 import { SshProxy } from './ssh/ssh-proxy.js';
 import { type Database, openDatabase } from './store/database.js';
 import { MetricsRepository } from './store/metrics-repository.js';
@@ -79,6 +86,11 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
   const box = SecretBox.openInDirectory(config.dataDir);
   const docker = new DockerEngine(config.dockerSocket);
   const engine = options.engine ?? docker;
+  // Per gateway: several gateways may share the machine (and MOUNTS_DIR), each sweeping only its own.
+  const mountsRoot = path.join(
+    config.folderMounts.dir,
+    gatewayInstanceId(path.join(config.dataDir, 'runtime')),
+  );
   const runtime =
     options.runtime ??
     new DockerWorkspaceRuntime({
@@ -89,6 +101,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       },
       dataDir: config.dataDir,
       egress: config.egress,
+      folderMountsDir: mountsRoot,
     });
   const sse = new SseHub({ heartbeatMs: config.sseHeartbeatSeconds * 1000 });
   const bus = new EventBus(repositories.events, sse, logger.child({ component: 'events' }));
@@ -119,6 +132,13 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     tickets,
     bus,
     runtime,
+    folderMounts: new FolderMounts({
+      runtime,
+      events: new BackgroundEvents(bus, logger),
+      user: config.folderMounts.user,
+      workspaceUid: WORKSPACE_UID,
+      log: logger.child({ component: 'folder-mounts' }),
+    }),
     revocation,
     log: logger.child({ component: 'ssh' }),
   });
@@ -291,6 +311,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
             .runtimeNotice(notice)
             .catch((error: unknown) => logger.warn({ err: error }, 'logging an engine notice failed')),
       );
+      await FolderMounts.sweep(mountsRoot, logger);
       await lifecycle.reconcile();
       const checkImages = () =>
         images.check().catch((error: unknown) => logger.warn({ err: error }, 'image check failed'));

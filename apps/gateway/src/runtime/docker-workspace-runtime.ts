@@ -13,6 +13,7 @@ import {
   WORKSPACE_LINK,
   WORKSPACE_PORTS,
 } from './egress-gateway-files.js';
+import { MOUNTS_IN_WORKSPACE, makeTraversableDir, propagatesToContainers } from './folder-mount-points.js';
 import { CommandError, linkWorkspace, listensOnTcp, workspaceLinked } from './netns.js';
 import { type PathProbeSettings, verifyEgressPath } from './path-check.js';
 import {
@@ -38,7 +39,7 @@ const SPEC_LABEL = 'cloud-cli-proxy.spec';
 /** The shared uplink bridge of every egress gateway (not any one host's, so it carries no host label). */
 export const UPLINK_NETWORK = 'ccp-uplink';
 
-const WORKSPACE_UID = 1000;
+export const WORKSPACE_UID = 1000;
 const CA_IN_GATEWAY = '/usr/local/share/ccp-egress/ca.pem';
 
 type Role = 'workspace' | 'egress-gateway';
@@ -53,6 +54,11 @@ export interface DockerWorkspaceRuntimeOptions {
   egress: EgressSettings;
   /** Node.js run inside a workspace's namespace for the path check; the gateway's own by default. */
   nodeCommand?: string;
+  /**
+   * This gateway's part of config.folderMounts.dir: a directory per host under it is bound into the workspace,
+   * so that mounts made there appear inside. Absent, or where mounts do not propagate, hosts go without.
+   */
+  folderMountsDir?: string;
   /** Limits of each egress gateway container. */
   gatewayLimits?: { memoryMb: number; pids: number };
   timeouts?: Partial<Timeouts>;
@@ -231,6 +237,16 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
     return this.guard(async () => {
       const gateway = await this.find(hostId, 'egress-gateway');
       return gateway?.running && gateway.uplinkAddress ? endpointsAt(gateway.uplinkAddress) : null;
+    });
+  }
+
+  async folderMountDir(hostId: string): Promise<string | null> {
+    checkHostId(hostId);
+    return this.guard(async () => {
+      const workspace = await this.find(hostId, 'workspace');
+      if (!workspace?.running) return null;
+      const info = await this.docker.getContainer(workspace.id).inspect();
+      return info.Mounts.find((mount) => mount.Destination === MOUNTS_IN_WORKSPACE)?.Source ?? null;
     });
   }
 
@@ -530,8 +546,9 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
   private async prepareWorkspace(spec: WorkspaceSpec): Promise<string> {
     await this.ensureVolumes(spec.hostId);
     const resolvConf = await this.ensureResolvConf();
+    const mountsDir = await this.prepareFolderMountsDir(spec.hostId);
     const specHash = createHash('sha256')
-      .update(JSON.stringify([spec.linuxUser, spec.authorizedKey, spec.limits]))
+      .update(JSON.stringify([spec.linuxUser, spec.authorizedKey, spec.limits, mountsDir]))
       .digest('hex');
     const existing = await this.find(spec.hostId, 'workspace');
     if (existing?.labels[SPEC_LABEL] === specHash && existing.labels[OWNER_LABEL] === this.owner)
@@ -592,10 +609,22 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
           { Type: 'volume', Source: hostKeysVolume(spec.hostId), Target: '/etc/ssh/hostkeys' },
           { Type: 'bind', Source: resolvConf, Target: '/etc/resolv.conf', ReadOnly: true },
         ],
+        // Read-only: only the gateway makes mount points there. Binds (not Mounts) so that dockerd recreates a
+        // missing directory when it restarts the container on its own (it lives under /run by default).
+        Binds: mountsDir ? [`${mountsDir}:${MOUNTS_IN_WORKSPACE}:ro,rslave`] : [],
         RestartPolicy: { Name: 'unless-stopped' },
       },
     });
     return container.id;
+  }
+
+  /** The host's directory for folder mounts, or null when mounts made there would not reach the workspace. */
+  private async prepareFolderMountsDir(hostId: string): Promise<string | null> {
+    const root = this.options.folderMountsDir;
+    if (!root) return null;
+    const dir = path.join(root, hostId);
+    await makeTraversableDir(dir);
+    return propagatesToContainers(dir) ? dir : null;
   }
 
   private async startContainer(id: string): Promise<ContainerFacts> {
@@ -998,7 +1027,7 @@ function asRuntimeError(error: unknown): RuntimeError {
 }
 
 /** This gateway's id for OWNER_LABEL: made once, kept in its runtime directory. */
-function gatewayInstanceId(runtimeDir: string): string {
+export function gatewayInstanceId(runtimeDir: string): string {
   const file = path.join(runtimeDir, 'instance-id');
   try {
     return readFileSync(file, 'utf8').trim();

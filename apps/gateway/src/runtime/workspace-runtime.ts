@@ -87,6 +87,11 @@ export interface WorkspaceRuntime {
    * null when that container is not running. Fails with `exec_timeout` after `timeoutMs`.
    */
   exec(hostId: string, command: string[], timeoutMs: number): Promise<ExecResult | null>;
+  /**
+   * The directory on this machine whose sub-mounts the running workspace sees under MOUNTS_IN_WORKSPACE
+   * (folder-mount-points.ts); null when the host is not running or its container was made without one.
+   */
+  folderMountDir(hostId: string): Promise<string | null>;
   /** Ids of every host the engine holds something for (by label). */
   hostIds(): Promise<string[]>;
   /** The workspace image a new container would use. */

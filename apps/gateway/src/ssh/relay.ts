@@ -41,8 +41,14 @@ type Start = { kind: 'shell' } | { kind: 'exec'; command: string } | { kind: 'su
  * One session channel: the requests that prepare it (pty, env, agent) are collected until the client asks for
  * the shell, command or subsystem, which is then opened on the workspace with the same preparation; after
  * that, window changes and signals are passed on and the exit status comes back before the channel closes.
+ * Subsystems in `ownSubsystems` are served by the gateway itself.
  */
-export function relaySession(session: Session, upstream: Client, traffic: Traffic): void {
+export function relaySession(
+  session: Session,
+  upstream: Client,
+  traffic: Traffic,
+  ownSubsystems: Record<string, (channel: ServerChannel) => void> = {},
+): void {
   let pty: PseudoTtyInfo | null = null;
   const env: Record<string, string> = {};
   let agent = false;
@@ -101,7 +107,11 @@ export function relaySession(session: Session, upstream: Client, traffic: Traffi
   };
   session.on('shell', (accept) => start({ kind: 'shell' }, accept));
   session.on('exec', (accept, _reject, info) => start({ kind: 'exec', command: info.command }, accept));
-  session.on('subsystem', (accept, _reject, info) => start({ kind: 'subsystem', name: info.name }, accept));
+  session.on('subsystem', (accept, _reject, info) => {
+    const own = Object.hasOwn(ownSubsystems, info.name) ? ownSubsystems[info.name] : undefined;
+    if (own) own(accept());
+    else start({ kind: 'subsystem', name: info.name }, accept);
+  });
 }
 
 function joinSession(client: ServerChannel, workspace: ClientChannel, traffic: Traffic): void {

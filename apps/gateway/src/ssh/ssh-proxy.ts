@@ -9,6 +9,7 @@ import ssh2, {
   type ClientInfo,
   type Connection,
   type Server,
+  type ServerChannel,
 } from 'ssh2';
 import { type AccessRevocation, sessionEndReason } from '../domain/access-revocation.js';
 import { AccessTickets, type TicketGrant } from '../domain/access-tickets.js';
@@ -25,6 +26,7 @@ import type { Endpoint, WorkspaceRuntime } from '../runtime/workspace-runtime.js
 import type { HostsRepository, HostWithOwner } from '../store/hosts-repository.js';
 import type { SshKeysRepository } from '../store/ssh-keys-repository.js';
 import type { UserRow, UsersRepository } from '../store/users-repository.js';
+import { FOLDER_MOUNT_SUBSYSTEM, type FolderMounts } from './folder-mounts.js';
 import { loadOrCreateHostKey } from './host-key.js';
 import { relayLocalForwards, relayRemoteForwards, relaySession, type Traffic } from './relay.js';
 import { openAgentChannel, sendAuthBanner } from './ssh2-internals.js';
@@ -43,6 +45,8 @@ export interface SshProxyOptions {
   tickets: AccessTickets;
   bus: EventBus;
   runtime: WorkspaceRuntime;
+  /** Serves the CLI's folder mounts; without it the subsystem goes to the workspace (which refuses it). */
+  folderMounts?: FolderMounts;
   revocation: AccessRevocation;
   log: Logger;
   timing?: Partial<SshProxyTiming>;
@@ -156,6 +160,7 @@ export class SshProxy {
     for (const connection of this.pending) connection.end();
     this.closeWhere(() => true, 'gateway_stopped');
     await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 5_000).unref())]);
+    await this.options.folderMounts?.closeAll();
     await this.events.settled();
   }
 
@@ -387,7 +392,22 @@ export class SshProxy {
     };
     const { user, host, upstream, traffic } = session;
     this.live.set(session.id, session);
-    connection.on('session', (accept) => relaySession(accept(), upstream, traffic));
+    const { folderMounts } = this.options;
+    const own: Record<string, (channel: ServerChannel) => void> = folderMounts
+      ? {
+          [FOLDER_MOUNT_SUBSYSTEM]: (channel: ServerChannel) =>
+            folderMounts.handle(channel, {
+              hostId: host.id,
+              shortId: host.short_id,
+              linuxUser: linuxUserFor(user.username),
+              user,
+              actor: actorOf(user),
+              clientAddress,
+              traffic,
+            }),
+        }
+      : {};
+    connection.on('session', (accept) => relaySession(accept(), upstream, traffic, own));
     relayLocalForwards(connection, upstream, traffic);
     relayRemoteForwards(connection, upstream, traffic);
     upstream.on('close', () => {

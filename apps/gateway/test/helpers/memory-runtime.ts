@@ -94,6 +94,10 @@ export class MemoryRuntime implements WorkspaceRuntime {
     return { exitCode: 0, stdout: `${JSON.stringify(report)}\n`, stderr: '' };
   }
 
+  async folderMountDir(): Promise<string | null> {
+    return null;
+  }
+
   async hostIds(): Promise<string[]> {
     return [...this.hosts.keys()];
   }
