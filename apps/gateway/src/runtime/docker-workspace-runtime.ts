@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { lookup } from 'node:dns/promises';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, rm, rmdir, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -179,6 +179,9 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
           await this.docker.getVolume(volume.Name).remove().catch(ignoreStatus(404));
         }
         await rm(this.gatewayDir(hostId), { recursive: true, force: true });
+        // rmdir, never a recursive removal: a live folder mount there holds the user's own files.
+        const mounts = this.options.folderMountsDir;
+        if (mounts) await rmdir(path.join(mounts, hostId)).catch(() => {});
       }),
     );
   }
