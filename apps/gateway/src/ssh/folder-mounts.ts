@@ -18,7 +18,7 @@ export const FOLDER_MOUNT_SUBSYSTEM = 'ccp-mount@cloud-cli-proxy';
 /**
  * What the client says first on the channel, as one JSON line. After it the channel carries SFTP: the client
  * serves its folder, sshfs on the gateway reads it. `link`: the folder's own path in the workspace becomes a
- * symbolic link to the mount; `directory`: a directory the client fills itself (its hot copy).
+ * symbolic link to the mount; `directory`: a link to a directory the client fills itself (its hot copy).
  */
 interface MountRequest {
   path: string;
@@ -85,33 +85,45 @@ export function invalidMountPath(target: string): string | null {
   return null;
 }
 
-/** Places the folder at its path in the workspace, run as root there: $1 layout, $2 path, $3 mount, $4 user. */
+/**
+ * Places the folder at its path in the workspace, run as root there ($1 layout, $2 path, $3 mount, $4 user,
+ * $5 mount id): the path becomes a link to the mount (`link`) or to the user's copy in ~/.ccp/hot/<id>
+ * (`directory`), replacing only an empty folder or an earlier link of ours. Prints where the link leads.
+ */
 const PLACE = `
 set -eu
-layout=$1 target=$2 source=$3 user=$4
+layout=$1 target=$2 source=$3 user=$4 id=$5
 fail() { echo "$*" >&2; exit 3; }
+home=$(getent passwd "$user" | cut -d: -f6)
+[ -n "$home" ] || fail "the workspace has no user $user"
+if [ "$layout" = directory ]; then
+  dest=$home/.ccp/hot/$id
+  for dir in "$home/.ccp" "$home/.ccp/hot" "$dest"; do
+    [ -d "$dir" ] || { mkdir "$dir"; chown "$user:" "$dir"; }
+  done
+else
+  dest=$source
+fi
+if [ -L "$target" ]; then
+  case $(readlink "$target") in
+    "$(dirname "$source")"/* | "$home/.ccp/hot"/*) rm -f "$target" ;;
+    *) fail "$target is a symbolic link of your own" ;;
+  esac
+fi
 missing=$target
 while [ ! -e "$(dirname "$missing")" ] && [ ! -L "$(dirname "$missing")" ]; do missing=$(dirname "$missing"); done
-if [ -L "$target" ]; then
-  case $(readlink "$target") in "$(dirname "$source")"/*) rm -f "$target" ;; *) fail "$target is a symbolic link of your own" ;; esac
+if [ "$missing" != "$target" ]; then
+  mkdir -p "$(dirname "$target")"
+  chown -R "$user:" "$missing"
 fi
-parent=$(dirname "$target")
-if [ ! -e "$target" ] && [ ! -d "$parent" ]; then
-  mkdir -p "$parent"
-  [ "$missing" = "$target" ] || chown -R "$user:" "$missing"
-fi
-if [ "$layout" = link ]; then
-  if [ -d "$target" ]; then rmdir "$target" 2>/dev/null || fail "$target already exists in the workspace and is not empty"; fi
-  [ ! -e "$target" ] || fail "$target already exists in the workspace and is not a folder"
-  ln -s "$source" "$target"
-  chown -h "$user:" "$target"
-else
-  [ -d "$target" ] || { [ ! -e "$target" ] || fail "$target already exists in the workspace and is not a folder"; }
-  [ -d "$target" ] || { mkdir "$target"; chown "$user:" "$target"; }
-fi
+if [ -d "$target" ]; then rmdir "$target" 2>/dev/null || fail "$target already exists in the workspace and is not empty"; fi
+[ ! -e "$target" ] || fail "$target already exists in the workspace and is not a folder"
+ln -s "$dest" "$target"
+chown -h "$user:" "$target"
+echo "$dest"
 `;
 
-/** Removes the link when it still points at this mount ($1 path, $2 mount). */
+/** Removes the link when it still points at this mount ($1 path, $2 mount); a link to the copy stays. */
 const UNPLACE = `[ "$(readlink "$1")" = "$2" ] && rm -f "$1"; true`;
 
 /**
@@ -271,11 +283,12 @@ export class FolderMounts {
     await waitForMount(mountPoint, closed, this.readyMs, () => stderr);
     const placed = await this.options.runtime.exec(
       hostId,
-      ['sh', '-c', PLACE, 'sh', request.layout, request.path, source, linuxUser],
+      ['sh', '-c', PLACE, 'sh', request.layout, request.path, source, linuxUser, id],
       this.readyMs,
     );
     if (!placed || placed.exitCode !== 0) throw new Error(placed?.stderr.trim() || 'the workspace stopped');
-    channel.stderr.write(`mounted ${source}\n`);
+    // The mount, then where the folder's path leads (the mount itself, or the copy the client fills).
+    channel.stderr.write(`mounted ${source} ${placed.stdout.trim()}\n`);
     return ended;
   }
 
