@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the benchmarks and prints their tables: bench/run.sh api|sse|egress|start|vnc|ssh|all   (see bench/README.md)
+# Runs the benchmarks and prints their tables: bench/run.sh api|sse|egress|start|vnc|ssh|hot-sync|all   (see bench/README.md)
 source "$(dirname "$0")/../scripts/lib.sh"
 cd "$(dirname "$0")/.."
 
@@ -11,8 +11,9 @@ case "$which" in
   start) benches=(start) ;;
   vnc) benches=(vnc) ;;
   ssh) benches=(ssh) ;;
-  all) benches=(api sse egress start vnc ssh) ;;
-  *) die "usage: bench/run.sh api|sse|egress|start|vnc|ssh|all" ;;
+  hot-sync) benches=(hot-sync) ;;
+  all) benches=(api sse egress start vnc ssh hot-sync) ;;
+  *) die "usage: bench/run.sh api|sse|egress|start|vnc|ssh|hot-sync|all" ;;
 esac
 
 # The egress, start, vnc and ssh benches need root (the network lab, nsenter, Docker); `all` skips them without it.
@@ -21,7 +22,7 @@ if [ "$(id -u)" -ne 0 ]; then
     egress | start | vnc | ssh) die "the $which bench needs root" ;;
     all)
       warn "not root: skipping the egress, start, vnc and ssh benches"
-      benches=(api sse)
+      benches=(api sse hot-sync)
       ;;
   esac
 fi

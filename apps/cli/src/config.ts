@@ -18,6 +18,8 @@ export interface Config {
   /** Absent means the default `["git"]`; an explicit `[]` turns the command proxy off. */
   proxy_commands: string[];
   hot_sync_max_file_mb: number;
+  /** Folder names that `full` mode links to sshfs instead of copying; `[]` copies every folder. */
+  hot_sync_ignore: string[];
 }
 
 export const DEFAULTS = {
@@ -25,6 +27,7 @@ export const DEFAULTS = {
   session_command: 'claude',
   proxy_commands: ['git'],
   hot_sync_max_file_mb: 50,
+  hot_sync_ignore: ['.git', 'node_modules'],
 } as const satisfies Partial<Config>;
 
 const KEYS = [
@@ -35,10 +38,12 @@ const KEYS = [
   'session_command',
   'proxy_commands',
   'hot_sync_max_file_mb',
+  'hot_sync_ignore',
 ] as const;
 
 const SHORT_ID = /^[a-hjkmnp-z2-9]{8}$/;
 const COMMAND_NAME = /^[A-Za-z0-9._+-]{1,64}$/;
+const FOLDER_NAME = /^(?!\.{1,2}$)[^/\0]{1,255}$/;
 
 /** `$CCP_CONFIG`, else `$XDG_CONFIG_HOME/ccp/config.yaml`, else `~/.config/ccp/config.yaml`. */
 export function configPath(env: NodeJS.ProcessEnv = process.env): string {
@@ -99,6 +104,11 @@ export function validateConfig(raw: unknown, file: string): Config {
   const maxMb = input.hot_sync_max_file_mb ?? DEFAULTS.hot_sync_max_file_mb;
   if (typeof maxMb !== 'number' || !Number.isInteger(maxMb) || maxMb < 1 || maxMb > 10_240)
     problems.push('hot_sync_max_file_mb: must be a whole number of megabytes from 1 to 10240');
+  const ignore = input.hot_sync_ignore ?? DEFAULTS.hot_sync_ignore;
+  if (!Array.isArray(ignore) || ignore.some((name) => typeof name !== 'string' || !FOLDER_NAME.test(name)))
+    problems.push(
+      'hot_sync_ignore: must be a list of folder names such as [.git, node_modules] (no slashes)',
+    );
   if (problems.length > 0) fail(file, problems);
   return {
     gateway: gateway as string,
@@ -108,6 +118,7 @@ export function validateConfig(raw: unknown, file: string): Config {
     session_command: (sessionCommand as string).trim(),
     proxy_commands: [...new Set(proxy as string[])],
     hot_sync_max_file_mb: maxMb as number,
+    hot_sync_ignore: [...new Set(ignore as string[])],
   };
 }
 

@@ -19,15 +19,18 @@ describe('the config file', () => {
     assert.equal(config.gateway, 'https://gw.example.com');
     assert.deepEqual(config.proxy_commands, ['git']);
     assert.equal(config.hot_sync_max_file_mb, 50);
+    assert.deepEqual(config.hot_sync_ignore, ['.git', 'node_modules']);
     assert.equal(config.mount_mode, 'auto');
     assert.equal(config.session_command, 'claude');
     write('gateway: https://gw.example.com\nshort_id: k3m9x2qa\nproxy_commands: []\n');
     assert.deepEqual(loadConfig(file).proxy_commands, []);
+    write('gateway: https://gw.example.com\nshort_id: k3m9x2qa\nhot_sync_ignore: [target, .venv]\n');
+    assert.deepEqual(loadConfig(file).hot_sync_ignore, ['target', '.venv']);
   });
 
   it('reports every problem at once, naming the key, as a configuration error (exit 4)', () => {
     write(
-      'gateway: ftp://x\nshort_id: nope\nproxy_commands: [git, "rm -rf"]\nhot_sync_max_file_mb: 0\ncolour: red\n',
+      'gateway: ftp://x\nshort_id: nope\nproxy_commands: [git, "rm -rf"]\nhot_sync_max_file_mb: 0\nhot_sync_ignore: [a/b]\ncolour: red\n',
     );
     assert.throws(
       () => loadConfig(file),
@@ -38,6 +41,7 @@ describe('the config file', () => {
           'short_id:',
           'proxy_commands:',
           'hot_sync_max_file_mb:',
+          'hot_sync_ignore:',
           'unknown key "colour"',
         ])
           assert.ok(error.message.includes(key), error.message);

@@ -1,18 +1,28 @@
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { type AddressInfo, createServer, type Server as NetServer } from 'node:net';
 import ssh2 from 'ssh2';
 
+/** Debian's openssh-sftp-server. */
+export const SFTP_SERVER = '/usr/lib/openssh/sftp-server';
+
 /**
- * A small SSH server for tests that runs each exec request as a local `sh -c` (with the given environment)
- * and serves remote forwards (-R) on this machine's loopback, as the workspace's sshd does in the workspace.
+ * A small SSH server for tests that runs each exec request as a local `sh -c` (with the given environment),
+ * serves remote forwards (-R) on this machine's loopback and the `sftp` subsystem, as the workspace's sshd
+ * does in the workspace.
  */
 export async function startLocalSshd(
   env: NodeJS.ProcessEnv,
   rewrite: (command: string) => string = (command) => command,
+  /** Announce the server as OpenSSH: ssh2 then swaps SFTP symlink arguments as OpenSSH's sftp-server wants. */
+  asOpenSsh = false,
 ): Promise<{ port: number; close: () => void }> {
   const listeners: NetServer[] = [];
   const server = new ssh2.Server(
-    { hostKeys: [ssh2.utils.generateKeyPairSync('ed25519').private] },
+    {
+      hostKeys: [ssh2.utils.generateKeyPairSync('ed25519').private],
+      ...(asOpenSsh ? { ident: 'OpenSSH_9.2p1' } : {}),
+    },
     (connection) => {
       connection.on('authentication', (context) => context.accept());
       connection.on('request', (accept, reject, name, info) => {
@@ -32,7 +42,17 @@ export async function startLocalSshd(
         listeners.push(listener);
       });
       connection.on('session', (acceptSession) => {
-        acceptSession().on('exec', (acceptExec, _reject, info) => {
+        const session = acceptSession();
+        // The `sftp` subsystem is OpenSSH's own sftp-server, as in the workspace.
+        session.on('subsystem', (acceptSubsystem, reject, info) => {
+          if (info.name !== 'sftp' || !existsSync(SFTP_SERVER)) return reject?.();
+          const channel = acceptSubsystem();
+          const child = spawn(SFTP_SERVER, [], { stdio: ['pipe', 'pipe', 'inherit'], env });
+          channel.pipe(child.stdin);
+          child.stdout.pipe(channel);
+          channel.on('close', () => child.kill());
+        });
+        session.on('exec', (acceptExec, _reject, info) => {
           const channel = acceptExec();
           const child = spawn('sh', ['-c', rewrite(info.command)], { stdio: 'pipe', env });
           channel.pipe(child.stdin);
