@@ -167,7 +167,7 @@ export class FolderMounts {
         request = asked;
         return this.mount(channel, rest, asked, session);
       })
-      .then((ended) => {
+      .then(({ ended }) => {
         const data = { path: request!.path, layout: request!.layout };
         void event('ssh.mount.opened', 'info', `Folder ${request!.path} mounted`, data);
         const openedAt = Date.now();
@@ -202,13 +202,14 @@ export class FolderMounts {
     }
   }
 
-  /** Mounts and places the folder; resolves once it is in place with a promise of its end. */
+  /** Mounts and places the folder; resolves once it is in place, with a promise of its end (wrapped: a
+   * promise returned from an async function would be waited for). */
   private async mount(
     channel: ServerChannel,
     rest: Buffer,
     request: MountRequest,
     { hostId, linuxUser, traffic }: MountSession,
-  ): Promise<Promise<void>> {
+  ): Promise<{ ended: Promise<void> }> {
     const hostDir = await this.options.runtime.folderMountDir(hostId);
     if (!hostDir)
       throw new Error(
@@ -289,7 +290,7 @@ export class FolderMounts {
     if (!placed || placed.exitCode !== 0) throw new Error(placed?.stderr.trim() || 'the workspace stopped');
     // The mount, then where the folder's path leads (the mount itself, or the copy the client fills).
     channel.stderr.write(`mounted ${source} ${placed.stdout.trim()}\n`);
-    return ended;
+    return { ended };
   }
 
   private async end(mount: LiveMount): Promise<void> {
