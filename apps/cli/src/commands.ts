@@ -12,7 +12,6 @@ import {
 } from './config.js';
 import { connectWorkspace } from './connect.js';
 import { ConfigError } from './errors.js';
-import { FULL_UNAVAILABLE } from './mount.js';
 import { runSession } from './session-runner.js';
 import { execCollect } from './ssh-connection.js';
 import { readSecret } from './terminal.js';
@@ -50,7 +49,6 @@ export async function runAttach(args: string[], flags: AttachFlags): Promise<num
   if (flags.session !== undefined && !validSessionName(flags.session))
     throw new ConfigError('--session: a name of letters, digits, _ and - (at most 64)');
   const mountMode = config.mount_mode;
-  if (mountMode === 'full') throw new ConfigError(`mount mode ${FULL_UNAVAILABLE}; use auto or sshfs-only`);
   const cwd = process.cwd();
   const wait = waitSeconds(flags.wait);
   const connected = await connectWorkspace(config, wait);
@@ -159,7 +157,13 @@ export async function runInit(flags: {
 /** Keeps the optional keys the user wrote, and only those, so defaults stay defaults. */
 function pickExplicit(current: Record<string, unknown>): Partial<Config> {
   const kept: Record<string, unknown> = {};
-  for (const key of ['mount_mode', 'session_command', 'proxy_commands', 'hot_sync_max_file_mb'])
+  for (const key of [
+    'mount_mode',
+    'session_command',
+    'proxy_commands',
+    'hot_sync_max_file_mb',
+    'hot_sync_ignore',
+  ])
     if (current[key] !== undefined) kept[key] = current[key];
   return kept as Partial<Config>;
 }

@@ -1,98 +1,171 @@
-import type { Client, ClientChannel } from 'ssh2';
-import type { MountMode } from './config.js';
+import type { Client, ClientChannel, SFTPWrapper } from 'ssh2';
+import type { Config, MountMode } from './config.js';
 import { ConfigError } from './errors.js';
+import { HotSync } from './hot-sync.js';
 import { FolderSftpServer } from './sftp-server.js';
-import { execCollect, shellQuote } from './ssh-connection.js';
+import { expectOpenSshSftpServer } from './ssh2-internals.js';
+import { yellow } from './terminal.js';
+
+/** Served by the gateway itself (not the workspace): it runs sshfs on our SFTP and places the folder. */
+export const FOLDER_MOUNT_SUBSYSTEM = 'ccp-mount@cloud-cli-proxy';
 
 export interface MountOutcome {
-  /** What the folder in the workspace is: a live mount, or only an empty folder at the same path. */
-  mode: 'sshfs-only' | 'none';
+  /** What the folder in the workspace is now. */
+  mode: 'full' | 'sshfs-only' | 'none';
   reason: string;
 }
 
-/** `full` (a synced local copy for small files) is not offered by this version; `auto` says so and uses sshfs. */
-export const FULL_UNAVAILABLE = 'full (a synced copy of small files) is not available in this ccp version';
-
-/** What the workspace lacks for reverse sshfs: the sshfs program and a /dev/fuse the user may open. */
-async function workspaceLacks(client: Client): Promise<string[]> {
-  const probe = await execCollect(
-    client,
-    'command -v sshfs >/dev/null 2>&1 || echo "sshfs is not installed"; [ -r /dev/fuse ] && [ -w /dev/fuse ] || echo "/dev/fuse is not available"',
-  );
-  return probe.stdout.split('\n').filter(Boolean);
+/** A live mount: the channel carrying it (closing it ends the mount) and where it is in the workspace. */
+export interface FolderMount {
+  channel: ClientChannel;
+  /** The mount's own path in the workspace (links of the `full` mode point into it). */
+  source: string;
+  /** Where the folder's path in the workspace leads: the mount, or the copy `full` fills. */
+  dest: string;
 }
 
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
 /**
- * Reverse sshfs: `sshfs -o passive` in the workspace speaks SFTP on its stdin and stdout, which is an exec
- * channel whose other end is our SFTP server on the local folder. Resolves once the mount is visible, with
- * the channel (closing it ends the mount).
+ * Asks the gateway to mount `localRoot` (served from here over SFTP) in the workspace. `link`: the folder's
+ * own path there leads to the mount; `directory`: to a directory we fill (the `full` mode), and the mount stays
+ * at `source`. The gateway reports on the channel's stderr: `mounted <source> <dest>` or `error <why>`.
  */
-export async function mountFolder(
+export async function openFolderMount(
   client: Client,
   localRoot: string,
-  remotePath: string,
-): Promise<ClientChannel> {
-  const where = shellQuote(remotePath);
-  // A mount left by a dead connection answers "Transport endpoint is not connected" until it is removed.
-  await execCollect(
-    client,
-    `fusermount3 -u -z ${where} 2>/dev/null || fusermount -u -z ${where} 2>/dev/null; true`,
-  );
-  const command = `exec sshfs -f -o passive,dir_cache=no,uid="$(id -u)",gid="$(id -g)" ${shellQuote(`:${localRoot}`)} ${where}`;
+  layout: 'link' | 'directory',
+  timeoutMs = 30_000,
+): Promise<FolderMount> {
   const channel = await new Promise<ClientChannel>((resolve, reject) =>
-    client.exec(command, (error, opened) => (error ? reject(error) : resolve(opened))),
+    client.subsys(FOLDER_MOUNT_SUBSYSTEM, (error, opened) =>
+      error
+        ? reject(new Error('the gateway does not offer folder mounts (an older version?)'))
+        : resolve(opened),
+    ),
   );
-  let stderr = '';
-  channel.stderr.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString('utf8');
+  channel.write(`${JSON.stringify({ path: localRoot, layout })}\n`);
+  return new Promise<FolderMount>((resolve, reject) => {
+    let text = '';
+    let settled = false;
+    const settle = (error: Error | null, paths?: string) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      if (error) {
+        channel.close();
+        reject(error);
+      } else {
+        const [source = '', dest = source] = paths!.split(' ');
+        resolve({ channel, source, dest });
+      }
+    };
+    const timer = setTimeout(
+      () => settle(new Error(`the gateway did not mount the folder within ${timeoutMs / 1000} s`)),
+      timeoutMs,
+    );
+    const sftp = new FolderSftpServer(localRoot).attach(client, channel, (chunk) => {
+      text += chunk.toString('utf8');
+      for (let end = text.indexOf('\n'); end >= 0; end = text.indexOf('\n')) {
+        const line = text.slice(0, end);
+        text = text.slice(end + 1);
+        if (line.startsWith('mounted ')) settle(null, line.slice('mounted '.length));
+        else if (line.startsWith('error ')) settle(new Error(line.slice('error '.length)));
+      }
+    });
+    sftp.once('close', () => settle(new Error('the gateway ended the mount before it was ready')));
   });
-  const ended = new Promise<never>((_, reject) =>
-    channel.once('close', () => reject(new Error(`sshfs ended: ${stderr.trim() || 'no message'}`))),
-  );
-  new FolderSftpServer(localRoot).attach(client, channel);
-  // The mount is up when the folder's device differs from its parent's.
-  const check = `for i in $(seq 1 100); do mountpoint -q ${where} 2>/dev/null || [ "$(stat -c %d ${where})" != "$(stat -c %d ${where}/..)" ] && exit 0; sleep 0.1; done; exit 1`;
-  const mounted = await Promise.race([execCollect(client, check), ended]);
-  if (mounted.code !== 0) {
-    channel.close();
-    throw new Error(`sshfs did not mount ${remotePath}: ${stderr.trim() || 'timed out'}`);
-  }
-  return channel;
 }
 
 /**
- * Prepares the folder at the same absolute path in the workspace and mounts the local folder there, in the
- * best mode available. An explicitly asked mode that cannot be had is an error (exit 4); `auto` falls back
- * and says why.
+ * The folder in the workspace for one run of the CLI, set up again on every connection: `sshfs-only` is the
+ * mount itself at the same path; `full` keeps a synced copy of small files there (HotSync, which lives across
+ * reconnects) with links into the mount for the rest; `auto` tries `full`, then `sshfs-only`, and says why.
+ * An explicitly asked mode that cannot be had is an error (exit 4).
  */
-export async function prepareMount(
-  client: Client,
-  requested: Exclude<MountMode, 'full'>,
-  cwd: string,
-): Promise<{ outcome: MountOutcome; channel: ClientChannel | null }> {
-  const dir = shellQuote(cwd);
-  const made = await execCollect(
-    client,
-    `mkdir -p ${dir} 2>/dev/null || sudo -n install -d -o "$(id -u)" -g "$(id -g)" ${dir}`,
-  );
-  const fallback = requested === 'auto' ? `${FULL_UNAVAILABLE}; ` : '';
-  const none = (why: string) => {
-    if (requested === 'sshfs-only') throw new ConfigError(`mount mode sshfs-only is not available: ${why}`);
-    return {
-      outcome: { mode: 'none' as const, reason: `${fallback}sshfs-only is not available: ${why}` },
-      channel: null,
-    };
-  };
-  if (made.code !== 0) return none(`the workspace cannot create ${cwd}: ${made.stderr.trim()}`);
-  const lacks = await workspaceLacks(client);
-  if (lacks.length > 0) return none(`in the workspace ${lacks.join(' and ')}`);
-  try {
-    const channel = await mountFolder(client, cwd, cwd);
-    return {
-      outcome: { mode: 'sshfs-only', reason: fallback ? `${fallback}using sshfs-only` : 'as asked' },
-      channel,
-    };
-  } catch (error) {
-    return none((error as Error).message);
+export class FolderMountKeeper {
+  private hotSync: HotSync | null = null;
+  private mount: FolderMount | null = null;
+  /** After `auto` fell back once, reconnects go straight to the mode it got. */
+  private settled: MountOutcome['mode'] | null = null;
+
+  constructor(
+    private readonly requested: MountMode,
+    private readonly cwd: string,
+    private readonly config: Config,
+  ) {}
+
+  async setUp(client: Client): Promise<MountOutcome> {
+    this.hotSync?.detach();
+    this.mount = null;
+    const order: Array<'full' | 'sshfs-only'> =
+      this.settled === 'full' || this.settled === 'sshfs-only'
+        ? [this.settled]
+        : this.requested === 'auto'
+          ? ['full', 'sshfs-only']
+          : [this.requested];
+    const failures: string[] = [];
+    for (const mode of order) {
+      try {
+        const outcome = await this.setUpMode(client, mode);
+        this.settled = mode;
+        const why = failures.length > 0 ? `${failures.join('; ')}; using ${mode}` : outcome;
+        return { mode, reason: why };
+      } catch (error) {
+        failures.push(`${mode} is not available: ${(error as Error).message}`);
+      }
+    }
+    if (this.requested !== 'auto') throw new ConfigError(`mount mode ${failures.join('; ')}`);
+    return { mode: 'none', reason: failures.join('; ') };
   }
+
+  /** A last two-way pass of the full mode's copy, then its end (the CLI is leaving). */
+  async close(): Promise<void> {
+    await this.hotSync?.flush().catch(() => {});
+    await this.hotSync?.stop();
+    this.mount?.channel.close();
+  }
+
+  private async setUpMode(client: Client, mode: 'full' | 'sshfs-only'): Promise<string> {
+    if (mode === 'sshfs-only') {
+      this.mount = await openFolderMount(client, this.cwd, 'link');
+      return 'as asked';
+    }
+    const mount = await openFolderMount(client, this.cwd, 'directory');
+    try {
+      const sftp = await openSftp(client);
+      if (!this.hotSync) {
+        this.hotSync = new HotSync({
+          localRoot: this.cwd,
+          remoteRoot: mount.dest,
+          coldRoot: mount.source,
+          maxFileBytes: this.config.hot_sync_max_file_mb * 1024 * 1024,
+          ignore: this.config.hot_sync_ignore,
+          onConflict: (rel, keptAs) =>
+            process.stderr.write(
+              yellow(`ccp: ${rel} changed on both sides; kept yours, the workspace's copy is ${keptAs}\r\n`),
+            ),
+          onNotice: (text) => process.stderr.write(yellow(`ccp: ${text}\r\n`)),
+        });
+      }
+      const summary = await this.hotSync.attach(sftp);
+      this.mount = mount;
+      return `${summary.filesCopied} files copied, ${summary.filesLinked} over ${this.config.hot_sync_max_file_mb} MB and ${summary.dirsLinked} folders served by sshfs`;
+    } catch (error) {
+      mount.channel.close();
+      // Give the gateway a moment to take the mount down before another mode asks for the same path.
+      await sleep(200);
+      throw error;
+    }
+  }
+}
+
+function openSftp(client: Client): Promise<SFTPWrapper> {
+  return new Promise((resolve, reject) =>
+    client.sftp((error, sftp) => {
+      if (error) return reject(error);
+      expectOpenSshSftpServer(sftp);
+      resolve(sftp);
+    }),
+  );
 }

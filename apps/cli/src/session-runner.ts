@@ -5,7 +5,7 @@ import type { Config, MountMode } from './config.js';
 import { CliError, NetworkError } from './errors.js';
 import { InputBuffer } from './input-buffer.js';
 import type { KnownHosts } from './known-hosts.js';
-import { type MountOutcome, prepareMount } from './mount.js';
+import { FolderMountKeeper, type MountOutcome } from './mount.js';
 import { connectSsh, execCollect, type SshTarget } from './ssh-connection.js';
 import { StatusLine, yellow } from './terminal.js';
 import { type AttachPlan, attachScript } from './tmux.js';
@@ -17,8 +17,7 @@ export interface RunOptions {
   target: SshTarget;
   knownHosts: KnownHosts;
   config: Config;
-  /** `full` is refused before connecting. */
-  mountMode: Exclude<MountMode, 'full'>;
+  mountMode: MountMode;
   plan: AttachPlan;
   cwd: string;
   /** The connection already opened. */
@@ -65,12 +64,13 @@ async function runOnce(
   options: RunOptions,
   proxy: CommandProxy,
   input: Input,
+  mounts: FolderMountKeeper,
   reportMount: (outcome: MountOutcome) => void,
 ): Promise<number | null> {
   const { client } = link;
   const closed = new Promise<null>((resolve) => client.once('close', () => resolve(null)));
   const setup = (async () => {
-    reportMount((await prepareMount(client, options.mountMode, options.cwd)).outcome);
+    reportMount(await mounts.setUp(client));
     const port = proxy.enabled ? await proxy.listen(client).catch(() => null) : null;
     if (proxy.enabled && port === null)
       process.stderr.write(
@@ -139,6 +139,7 @@ async function runOnce(
  */
 export async function runSession(options: RunOptions): Promise<number> {
   const proxy = new CommandProxy(options.config.proxy_commands, options.cwd);
+  const mounts = new FolderMountKeeper(options.mountMode, options.cwd, options.config);
   const input: Input = { buffer: new InputBuffer(), sink: null, unconfirmed: [] };
   const status = new StatusLine();
   const stdin = process.stdin;
@@ -158,15 +159,20 @@ export async function runSession(options: RunOptions): Promise<number> {
   try {
     stdin.resume();
     for (;;) {
-      const code = await runOnce(link, { ...options, plan }, proxy, input, reportMount);
-      if (code !== null) return code;
+      const code = await runOnce(link, { ...options, plan }, proxy, input, mounts, reportMount);
+      if (code !== null) {
+        await mounts.close();
+        return code;
+      }
       // The session exists now: later attaches join it and never take over again.
       plan = { ...plan, fresh: false, takeOver: false };
       const outageStart = link.lastHeard();
       const resend = input.unconfirmed.filter((sent) => sent.at > outageStart).map((sent) => sent.data);
       input.unconfirmed = [];
       input.buffer.prepend(Buffer.concat(resend));
-      link.client.end();
+      // Destroyed, not ended: a graceful end waits on the dead link, and so would every request still
+      // pending on it (the full mode's sync pass among them) instead of failing now.
+      link.client.destroy();
       try {
         link = await reconnect(options, outageStart, status);
       } finally {

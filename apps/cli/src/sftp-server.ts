@@ -61,8 +61,12 @@ export class FolderSftpServer {
 
   constructor(private readonly root: string) {}
 
-  attach(client: Parameters<typeof adoptChannelAsSftpServer>[0], channel: ClientChannel): SFTPWrapper {
-    const sftp = adoptChannelAsSftpServer(client, channel);
+  attach(
+    client: Parameters<typeof adoptChannelAsSftpServer>[0],
+    channel: ClientChannel,
+    onStderr?: (chunk: Buffer) => void,
+  ): SFTPWrapper {
+    const sftp = adoptChannelAsSftpServer(client, channel, onStderr);
     this.serve(sftp);
     sftp.on('close', () => this.closeAll());
     return sftp;

@@ -14,9 +14,13 @@ interface ClientInternals {
 /**
  * Turns an open exec channel into an SFTP *server* on our side: reverse sshfs needs the SFTP server where the
  * SSH client is, which ssh2 offers only for its own server. The channel's incoming data is handed to the
- * SFTP instance from now on (what ssh2's server does when it accepts a subsystem).
+ * SFTP instance from now on (what ssh2's server does when it accepts a subsystem); its stderr to `onStderr`.
  */
-export function adoptChannelAsSftpServer(client: Client, channel: ClientChannel): SFTPWrapper {
+export function adoptChannelAsSftpServer(
+  client: Client,
+  channel: ClientChannel,
+  onStderr: (chunk: Buffer) => void = () => {},
+): SFTPWrapper {
   const info = channel as unknown as ChannelInternals;
   const sftp = new SFTP(
     client,
@@ -24,5 +28,21 @@ export function adoptChannelAsSftpServer(client: Client, channel: ClientChannel)
     { server: true },
   );
   (client as unknown as ClientInternals)._chanMgr.update(info.incoming.id, sftp);
+  // ssh2 hands the channel's extended data to `stderr.push` of whatever holds the channel; SFTP drops it.
+  (sftp as unknown as { stderr: unknown }).stderr = {
+    push: (chunk: Buffer) => {
+      onStderr(chunk);
+      return true;
+    },
+  };
   return sftp;
+}
+
+/**
+ * The workspace's SFTP server is OpenSSH's, which takes SSH_FXP_SYMLINK's arguments in the reverse of the
+ * draft's order. ssh2 swaps them only when the SSH server announces itself as OpenSSH, and the gateway does
+ * not (it relays the subsystem to the workspace's sshd).
+ */
+export function expectOpenSshSftpServer(sftp: SFTPWrapper): void {
+  (sftp as unknown as { _isOpenSSH: boolean })._isOpenSSH = true;
 }

@@ -12,13 +12,15 @@ import {
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import type { Client, ClientChannel } from 'ssh2';
 import { KnownHosts } from '../src/known-hosts.js';
-import { mountFolder } from '../src/mount.js';
-import { connectSsh, execCollect } from '../src/ssh-connection.js';
+import { FolderSftpServer } from '../src/sftp-server.js';
+import { connectSsh, execCollect, shellQuote } from '../src/ssh-connection.js';
 import { startLocalSshd } from './helpers/local-sshd.js';
 
-// Reverse sshfs against a real sshfs and FUSE on this machine: a small SSH server runs each exec request as
-// a local shell command, as the workspace's sshd would.
+// The CLI's SFTP server against a real sshfs and FUSE on this machine: a small SSH server runs each exec
+// request as a local shell command, and `sshfs -o passive` reads our SFTP from it (the gateway does the same
+// with the subsystem channel; that path is tested against a real workspace in cli.test.ts).
 const usable =
   existsSync('/dev/fuse') &&
   spawnSync('sh', ['-c', 'command -v sshfs && command -v fusermount3']).status === 0;
@@ -36,10 +38,7 @@ describe('reverse sshfs: the local folder served over SFTP, mounted by sshfs -o 
   before(async () => {
     mkdirSync(local);
     mkdirSync(mountpoint);
-    // follow_symlinks makes sshfs ask the server to resolve links, so the server's refusal is tested.
-    sshd = await startLocalSshd(process.env, (command) =>
-      command.replace('-o passive,', '-o passive,follow_symlinks,'),
-    );
+    sshd = await startLocalSshd(process.env);
     port = sshd.port;
   });
 
@@ -55,7 +54,7 @@ describe('reverse sshfs: the local folder served over SFTP, mounted by sshfs -o 
     const knownHosts = new KnownHosts(path.join(work, 'known_hosts'));
     const client = await connectSsh({ host: '127.0.0.1', port, username: 'u', password: 'p' }, knownHosts);
     try {
-      const channel = await mountFolder(client, local, mountpoint);
+      const channel = await mountWithPassiveSshfs(client, local, mountpoint);
       const seen = await execCollect(client, `cat ${mountpoint}/from-laptop.txt; ls ${mountpoint}`);
       assert.equal(seen.stdout, 'written locally\nfrom-laptop.txt\nsub\n');
       const wrote = await execCollect(
@@ -83,3 +82,20 @@ describe('reverse sshfs: the local folder served over SFTP, mounted by sshfs -o 
     }
   });
 });
+
+/** `sshfs -o passive` on the exec channel, our SFTP server on the other end; resolves once mounted. */
+async function mountWithPassiveSshfs(
+  client: Client,
+  local: string,
+  mountpoint: string,
+): Promise<ClientChannel> {
+  // follow_symlinks makes sshfs ask the server to resolve links, so the server's refusal is tested.
+  const command = `exec sshfs -f -o passive,follow_symlinks,dir_cache=no ${shellQuote(`:${local}`)} ${shellQuote(mountpoint)}`;
+  const channel = await new Promise<ClientChannel>((resolve, reject) =>
+    client.exec(command, (error, opened) => (error ? reject(error) : resolve(opened))),
+  );
+  new FolderSftpServer(local).attach(client, channel);
+  const check = `for i in $(seq 1 100); do mountpoint -q ${shellQuote(mountpoint)} && exit 0; sleep 0.1; done; exit 1`;
+  assert.equal((await execCollect(client, check)).code, 0, 'sshfs did not mount');
+  return channel;
+}
