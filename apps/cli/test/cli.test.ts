@@ -331,6 +331,8 @@ describe('ccp, the command-line client, against a real workspace', { skip, timeo
     const a = client('cut');
     const session = ccp(a, '--session cut');
     await session.waitFor('ccp: session cut', 600_000);
+    // The default mode, auto, got the best one.
+    await session.waitFor(/ccp: mount: full \(/);
     await prove(session, 'BEFORE');
 
     relay.pause();
