@@ -321,46 +321,18 @@ export class HotSync {
     return this.remoteEntryOf(rel, attrs, target);
   }
 
-  /** Everything under `start` (and `start` itself unless it is the root) on this machine. */
-  private async scanLocal(start: string, tree: Tree): Promise<void> {
-    const first = start === '' ? undefined : await this.localEntry(start);
+  /**
+   * Everything under `start` (and `start` itself unless it is the root), breadth first: `entryOf` gives one
+   * entry, `list` a folder's entries; ignored folders are not entered.
+   */
+  private async walk(
+    start: string,
+    tree: Tree,
+    entryOf: (rel: string) => Promise<Entry | undefined>,
+    list: (dir: string) => Promise<Array<[string, Entry]>>,
+  ): Promise<void> {
     if (start !== '') {
-      if (!first) return;
-      tree.set(start, first);
-      if (first.type !== 'dir' || first.ignored) return;
-    }
-    let level = [start];
-    while (level.length > 0) {
-      const next: string[] = [];
-      for (const dir of level) {
-        const names = await fs.readdir(this.localPath(dir)).catch((error: NodeJS.ErrnoException) => {
-          if (error.code !== 'ENOENT') this.cannotList(dir, error);
-          return [] as string[];
-        });
-        await Promise.all(
-          names.map(async (name) => {
-            const rel = dir === '' ? name : `${dir}/${name}`;
-            if (this.skipName(name)) {
-              const stats = await fs.lstat(this.localPath(rel)).catch(() => null);
-              if (stats && !stats.isDirectory() && stats.mtimeMs < Date.now() - STALE_TEMP_MS)
-                this.staleTemps.push({ side: 'local', rel });
-              return;
-            }
-            const entry = await this.localEntry(rel).catch(() => undefined);
-            if (!entry) return;
-            tree.set(rel, entry);
-            if (entry.type === 'dir' && !entry.ignored) next.push(rel);
-          }),
-        );
-      }
-      level = next;
-    }
-  }
-
-  /** The same in the workspace, one directory listing per request, several at a time. */
-  private async scanRemote(remote: RemoteFs, start: string, tree: Tree): Promise<void> {
-    if (start !== '') {
-      const first = await this.remoteEntry(remote, start);
+      const first = await entryOf(start);
       if (!first) return;
       tree.set(start, first);
       if (first.type !== 'dir' || first.ignored) return;
@@ -369,36 +341,78 @@ export class HotSync {
     while (level.length > 0) {
       const next: string[] = [];
       await pool(level, CONCURRENCY, async (dir) => {
+        for (const [rel, entry] of await list(dir)) {
+          tree.set(rel, entry);
+          if (entry.type === 'dir' && !entry.ignored) next.push(rel);
+        }
+      });
+      level = next;
+    }
+  }
+
+  private scanLocal(start: string, tree: Tree): Promise<void> {
+    return this.walk(
+      start,
+      tree,
+      (rel) => this.localEntry(rel),
+      async (dir) => {
+        const names = await fs.readdir(this.localPath(dir)).catch((error: NodeJS.ErrnoException) => {
+          if (error.code !== 'ENOENT') this.cannotList(dir, error);
+          return [] as string[];
+        });
+        const entries = await Promise.all(
+          names.map(async (name): Promise<[string, Entry] | null> => {
+            const rel = dir === '' ? name : `${dir}/${name}`;
+            if (this.skipName(name)) {
+              const stats = await fs.lstat(this.localPath(rel)).catch(() => null);
+              if (stats && !stats.isDirectory() && stats.mtimeMs < Date.now() - STALE_TEMP_MS)
+                this.staleTemps.push({ side: 'local', rel });
+              return null;
+            }
+            const entry = await this.localEntry(rel).catch(() => undefined);
+            return entry ? [rel, entry] : null;
+          }),
+        );
+        return entries.filter((entry) => entry !== null);
+      },
+    );
+  }
+
+  /** The same in the workspace, one directory listing per request, several at a time. */
+  private scanRemote(remote: RemoteFs, start: string, tree: Tree): Promise<void> {
+    return this.walk(
+      start,
+      tree,
+      (rel) => this.remoteEntry(remote, rel),
+      async (dir) => {
         let listing: Awaited<ReturnType<RemoteFs['readdir']>>;
         try {
           listing = await remote.readdir(this.remotePath(dir));
         } catch (error) {
           if (this.remote !== remote) throw new Detached();
           if (!isMissing(error)) this.cannotList(dir, error as Error);
-          return;
+          return [];
         }
-        await Promise.all(
+        const entries = await Promise.all(
           listing
             .filter(({ name }) => name !== '.' && name !== '..')
-            .map(async ({ name, attrs }) => {
+            .map(async ({ name, attrs }): Promise<[string, Entry] | null> => {
               const rel = dir === '' ? name : `${dir}/${name}`;
               if (this.skipName(name)) {
                 if (!attrs.isDirectory() && attrs.mtime * 1000 < Date.now() - STALE_TEMP_MS)
                   this.staleTemps.push({ side: 'remote', rel });
-                return;
+                return null;
               }
               const target = attrs.isSymbolicLink()
                 ? await remote.readlink(this.remotePath(rel)).catch(() => undefined)
                 : undefined;
               const entry = this.remoteEntryOf(rel, attrs, target);
-              if (!entry) return;
-              tree.set(rel, entry);
-              if (entry.type === 'dir' && !entry.ignored) next.push(rel);
+              return entry ? [rel, entry] : null;
             }),
         );
-      });
-      level = next;
-    }
+        return entries.filter((entry) => entry !== null);
+      },
+    );
   }
 
   /** A folder that cannot be listed is not taken for empty: nothing under it is synced in this pass. */
@@ -623,6 +637,29 @@ export class HotSync {
     );
   }
 
+  /**
+   * The other side no longer has `rel`: removes this side's entry, unless it changed since the scan. Folders
+   * go after everything else, and only when empty (a file kept inside keeps its folder on both sides).
+   */
+  private async removeGone(
+    rel: string,
+    here: Entry | undefined,
+    stats: Pass,
+    stillAsSeen: () => Promise<void>,
+    side: { rmdir(): Promise<void>; unlink(): Promise<void>; gone(): Promise<boolean> },
+  ): Promise<void> {
+    if (here?.type === 'dir') {
+      stats.removals.push(async () => {
+        await side.rmdir().catch(() => {});
+        if (await side.gone()) this.base.delete(rel);
+      });
+    } else if (here) {
+      await stillAsSeen();
+      await side.unlink();
+      this.base.delete(rel);
+    }
+  }
+
   /** Makes the workspace show the local entry `l` (or nothing). `r` is what the scan saw there. */
   private async push(
     remote: RemoteFs,
@@ -652,18 +689,12 @@ export class HotSync {
     };
     let written: string;
     if (!l) {
-      if (r?.type === 'dir')
-        stats.removals.push(async () => {
-          // Not empty when a file inside was kept: the folder then stays on both sides.
-          await remote.rmdir(where).catch(() => {});
-          if (!(await remote.lstat(where).catch(() => true))) this.base.delete(rel);
-        });
-      else if (r) {
-        await stillAsSeen();
-        await remote.unlink(where);
-        this.base.delete(rel);
-      }
-      return;
+      const gone = async () => !(await remote.lstat(where).catch(() => true));
+      return this.removeGone(rel, r, stats, stillAsSeen, {
+        rmdir: () => remote.rmdir(where),
+        unlink: () => remote.unlink(where),
+        gone,
+      });
     }
     if (l.type === 'dir' && !l.ignored) {
       if (r?.type !== 'dir') {
@@ -745,21 +776,23 @@ export class HotSync {
     const stillAsSeen = async () => {
       if (signature(await this.localEntry(rel)) !== expected) throw new Moved();
     };
-    const clear = async () => {
-      if (l?.type === 'dir') await fs.rmdir(where);
+    /** Moves a finished temporary entry into place, unless the place changed since the scan. */
+    const place = async (temp: string) => {
+      try {
+        await stillAsSeen();
+        if (l?.type === 'dir') await fs.rmdir(where);
+        await fs.rename(temp, where);
+      } catch (error) {
+        await fs.unlink(temp).catch(() => {});
+        throw error;
+      }
     };
     if (!r) {
-      if (l?.type === 'dir')
-        stats.removals.push(async () => {
-          await fs.rmdir(where).catch(() => {});
-          if (!(await this.localEntry(rel).catch(() => true))) this.base.delete(rel);
-        });
-      else if (l) {
-        await stillAsSeen();
-        await fs.unlink(where);
-        this.base.delete(rel);
-      }
-      return;
+      return this.removeGone(rel, l, stats, stillAsSeen, {
+        rmdir: () => fs.rmdir(where),
+        unlink: () => fs.unlink(where),
+        gone: async () => !(await this.localEntry(rel).catch(() => true)),
+      });
     }
     if (r.type === 'dir') {
       if (l?.type !== 'dir') {
@@ -775,26 +808,12 @@ export class HotSync {
     if (r.type === 'link' && !this.coldSource(rel, r)) {
       const temp = this.localPath(this.tempName(rel));
       await fs.symlink(r.target, temp);
-      try {
-        await stillAsSeen();
-        await clear();
-        await fs.rename(temp, where);
-      } catch (error) {
-        await fs.unlink(temp).catch(() => {});
-        throw error;
-      }
+      await place(temp);
       this.base.set(rel, { local: `l:${r.target}`, remote: `l:${r.target}` });
       return;
     }
     const { temp, size } = await this.fetch(remote, rel, r);
-    try {
-      await stillAsSeen();
-      await clear();
-      await fs.rename(temp, where);
-    } catch (error) {
-      await fs.unlink(temp).catch(() => {});
-      throw error;
-    }
+    await place(temp);
     stats.copied++;
     stats.bytes += size;
     const now = await this.localEntry(rel);
