@@ -125,8 +125,10 @@ export function Events() {
               <ActionButton disabled={offset === 0} onClick={() => page(Math.max(0, offset - pageSize))}>
                 Newer
               </ActionButton>
-              <span className="hint">
-                {data.total === 0 ? 0 : offset + 1}–{Math.min(offset + pageSize, data.total)}
+              {/* The range of the rows shown (the previous page's while the next one loads). */}
+              <span className="hint" aria-busy={events.isPlaceholderData}>
+                {data.total === 0 ? 0 : data.offset + 1}–{Math.min(data.offset + data.limit, data.total)}
+                {events.isPlaceholderData ? ' (loading…)' : ''}
               </span>
               <ActionButton
                 disabled={offset + pageSize >= data.total}
