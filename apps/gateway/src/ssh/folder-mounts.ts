@@ -183,7 +183,7 @@ export class FolderMounts {
           path: request?.path ?? null,
           reason: error.message,
         });
-        channel.stderr.write(`error ${error.message.replace(/\n/g, ' ')}\n`);
+        report(channel, `error ${error.message.replace(/\n/g, ' ')}\n`);
         channel.exit(1);
         channel.end();
       });
@@ -276,7 +276,7 @@ export class FolderMounts {
     });
     child.once('close', () => {
       if (!channel.destroyed) {
-        channel.stderr.write(`closed sshfs ended: ${stderr.trim() || 'no message'}\n`);
+        report(channel, `closed sshfs ended: ${stderr.trim() || 'no message'}\n`);
         channel.end();
       }
     });
@@ -288,8 +288,14 @@ export class FolderMounts {
       this.readyMs,
     );
     if (!placed || placed.exitCode !== 0) throw new Error(placed?.stderr.trim() || 'the workspace stopped');
+    if (finished) {
+      // The client left while the folder was being placed: the link made just now points at nothing.
+      await finished;
+      await this.options.runtime.exec(hostId, ['sh', '-c', UNPLACE, 'sh', request.path, source], 10_000);
+      throw new Error('the client left before the folder was in place');
+    }
     // The mount, then where the folder's path leads (the mount itself, or the copy the client fills).
-    channel.stderr.write(`mounted ${source} ${placed.stdout.trim()}\n`);
+    report(channel, `mounted ${source} ${placed.stdout.trim()}\n`);
     return { ended };
   }
 
@@ -301,6 +307,11 @@ export class FolderMounts {
       await lazyUnmount(mount.mountPoint).catch(() => {});
     await rmdir(mount.mountPoint).catch(() => {});
   }
+}
+
+/** One status line to the client, unless its channel has already gone (a late write would be an error). */
+function report(channel: ServerChannel, line: string): void {
+  if (channel.stderr.writable) channel.stderr.write(line);
 }
 
 /** The JSON line the client sends first, and whatever arrived after it. */
