@@ -27,7 +27,17 @@ own() {
   PATH=$p exec "$name" "$@"
 }
 read -r port token root 2>/dev/null <"$HOME/.ccp/proxy.conf" || own "$@"
-case "$PWD/" in "$root"/*) ;; *) own "$@" ;; esac
+# The folder's path is a link (to the mount, or to the full mode's copy): a caller that resolved it (a
+# program's getcwd) is under the link's target, and is told to the other side by the folder's own path.
+here=$PWD
+case "$here/" in
+  "$root"/*) ;;
+  *)
+    real=$(cd "$root" 2>/dev/null && pwd -P) && [ -n "$real" ] || own "$@"
+    phys=$(pwd -P)
+    case "$phys/" in "$real"/*) here=$root/$(realpath -s --relative-to="$real" "$phys") ;; *) own "$@" ;; esac
+    ;;
+esac
 if ! { exec 3<>"/dev/tcp/127.0.0.1/$port"; } 2>/dev/null; then
   echo "ccp: not connected to your machine; running the workspace's $name" >&2
   own "$@"
@@ -45,7 +55,7 @@ if [ ! -t 0 ]; then
   # A background job's stdin would be /dev/null without the explicit <&0.
   (exec 6<>"/dev/tcp/127.0.0.1/$port" && printf 'ccp1 %s %s in\n' "$token" "$id" >&6 && exec cat >&6) <&0 & in=$!
 fi
-{ printf 'ccp1 %s %s run %s %s\n' "$token" "$id" "$#" "$stdin"; printf '%s\0' "$PWD" "$name" "$@"; } >&3
+{ printf 'ccp1 %s %s run %s %s\n' "$token" "$id" "$#" "$stdin"; printf '%s\0' "$here" "$name" "$@"; } >&3
 read -r word code <&3
 wait "$out" "$err"
 [ -n "$in" ] && kill "$in" 2>/dev/null
@@ -78,6 +88,11 @@ export class CommandProxy {
   constructor(
     private readonly names: readonly string[],
     private readonly root: string,
+    /**
+     * Brings both sides of the folder in step (the full mode's copy): run before a command, so that it sees
+     * what the workspace wrote, and after it, so that the workspace sees what it changed.
+     */
+    private readonly sync: () => Promise<void> = async () => {},
   ) {}
 
   get enabled(): boolean {
@@ -191,6 +206,12 @@ export class CommandProxy {
       this.refuse(id, ctl, `${name} is not in proxy_commands; it does not run on your machine`, 126);
       return;
     }
+    void this.sync()
+      .catch(() => {})
+      .then(() => this.start(id, ctl, cwd, name, args, stdin));
+  }
+
+  private start(id: string, ctl: Duplex, cwd: string, name: string, args: string[], stdin: boolean): void {
     let local: string;
     try {
       local = realpathSync(cwd);
@@ -265,7 +286,7 @@ export class CommandProxy {
       if (!entry.out || !entry.err) return;
       clearInterval(waitFor);
       this.connect(id);
-      void Promise.all([ended(entry.out), ended(entry.err)]).then(done);
+      void Promise.all([ended(entry.out), ended(entry.err), this.sync().catch(() => {})]).then(done);
     }, 20);
   }
 }

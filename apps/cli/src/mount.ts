@@ -119,6 +119,11 @@ export class FolderMountKeeper {
     return { mode: 'none', reason: failures.join('; ') };
   }
 
+  /** A two-way pass of the full mode's copy now (nothing in the other modes, or while disconnected). */
+  async flush(): Promise<void> {
+    if (this.settled === 'full') await this.hotSync?.flush();
+  }
+
   /** A last two-way pass of the full mode's copy, then its end (the CLI is leaving). */
   async close(): Promise<void> {
     await this.hotSync?.flush().catch(() => {});

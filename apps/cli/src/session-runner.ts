@@ -138,8 +138,8 @@ async function runOnce(
  * RECONNECT_WINDOW_MS counted from when the server was last heard.
  */
 export async function runSession(options: RunOptions): Promise<number> {
-  const proxy = new CommandProxy(options.config.proxy_commands, options.cwd);
   const mounts = new FolderMountKeeper(options.mountMode, options.cwd, options.config);
+  const proxy = new CommandProxy(options.config.proxy_commands, options.cwd, () => mounts.flush());
   const input: Input = { buffer: new InputBuffer(), sink: null, unconfirmed: [] };
   const status = new StatusLine();
   const stdin = process.stdin;

@@ -295,6 +295,21 @@ describe('ccp, the command-line client, against a real workspace', { skip, timeo
     session.type(`cd '${project}' && git log --format=%s; echo "RC=$?"\r`);
     await session.waitFor(/RC=\d+/);
     assert.match(session.screen, new RegExp(`local-commit-${suffix}\\s+RC=0`));
+    // Also from the folder's resolved path (a program's getcwd), and from a folder inside it.
+    session.type(
+      `mkdir -p sub && cd -P sub && pwd -P && git log --format=%s; echo "RCP=$?"; cd '${project}'\r`,
+    );
+    await session.waitFor(/RCP=\d+/);
+    assert.match(session.screen, /\.ccp\/hot\/[0-9a-f]+\/sub/);
+    assert.match(session.screen, new RegExp(`local-commit-${suffix}\\s+RCP=0`));
+    // In the full mode both sides are brought in step around each command: git sees the edit just made in
+    // the workspace, and the workspace sees at once what git changed here.
+    session.type(
+      'echo edited >> README.md && git diff --stat; git checkout -- README.md; cat README.md; echo "RCS=$?"\r',
+    );
+    await session.waitFor(/RCS=\d+/);
+    assert.match(session.screen, /README\.md \| 1 \+/);
+    assert.match(session.screen, /local only\s+RCS=0/);
     // stdin is streamed, and the status comes back.
     session.type(
       'printf hello | git hash-object --stdin; git show no-such-ref >/dev/null 2>&1; echo "RC2=$?"\r',
