@@ -1,10 +1,17 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { PassThrough } from 'node:stream';
 import { describe, it } from 'node:test';
+import pino from 'pino';
+import type { ServerChannel } from 'ssh2';
+import type { BackgroundEvents } from '../../src/events/background-events.js';
+import type { EventInput } from '../../src/events/event-bus.js';
 import { mountsUnder, propagatesToContainers, readMountInfo } from '../../src/runtime/folder-mount-points.js';
-import { invalidMountPath } from '../../src/ssh/folder-mounts.js';
+import type { WorkspaceRuntime } from '../../src/runtime/workspace-runtime.js';
+import { FolderMounts, invalidMountPath } from '../../src/ssh/folder-mounts.js';
 
 // The mount's path comes from the client: everything else is refused before anything is made.
 describe('folder mounts: which paths a client may ask for', () => {
@@ -62,5 +69,75 @@ describe('folder mounts: reading the mount table', () => {
     assert.equal(propagatesToContainers('/run/ccp/mounts/h1', mounts), true);
     assert.equal(propagatesToContainers('/private/mounts', mounts), false);
     rmSync(dir, { recursive: true, force: true });
+  });
+});
+
+describe('folder mounts: what a gateway leaves behind and what it refuses', () => {
+  it('unmounts and removes, at start-up, the mounts a previous run left under its directory', async () => {
+    const root = mkdtempSync(path.join(tmpdir(), 'ccp-sweep-'));
+    const point = path.join(root, 'host-1', 'a1b2');
+    mkdirSync(point, { recursive: true });
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'ccp-sweep-test', point]);
+    try {
+      assert.deepEqual(mountsUnder(root), [point]);
+      await FolderMounts.sweep(root, pino({ level: 'silent' }));
+      assert.deepEqual(mountsUnder(root), []);
+      assert.equal(existsSync(point), false);
+      assert.equal(existsSync(path.join(root, 'host-1')), true, 'only mount points are removed');
+    } finally {
+      spawnSync('umount', ['-l', point]);
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it('tells the client, and logs, when the workspace cannot have mounts', async () => {
+    const emitted: EventInput[] = [];
+    const mounts = new FolderMounts({
+      runtime: { folderMountDir: async () => null } as unknown as WorkspaceRuntime,
+      events: { emit: async (input: EventInput) => void emitted.push(input) } as unknown as BackgroundEvents,
+      user: 'ccp-mount',
+      workspaceUid: 1000,
+      log: pino({ level: 'silent' }),
+    });
+    const channel = Object.assign(new PassThrough(), {
+      stderr: new PassThrough(),
+      exit: () => {},
+    });
+    let said = '';
+    channel.stderr.on('data', (chunk: Buffer) => {
+      said += chunk.toString();
+    });
+    mounts.handle(channel as unknown as ServerChannel, {
+      hostId: 'h1',
+      shortId: 'abcdefgh',
+      linuxUser: 'ana',
+      user: { id: 'u1', username: 'ana' },
+      actor: { kind: 'user', id: 'u1', username: 'ana' },
+      clientAddress: '127.0.0.1',
+      traffic: { toWorkspace: 0, toClient: 0 },
+    });
+    channel.write(`${JSON.stringify({ path: '/home/ana/project', layout: 'link' })}\n`);
+    for (let i = 0; i < 50 && !said.includes('\n'); i++) await new Promise((r) => setTimeout(r, 10));
+    assert.match(said, /^error this workspace has no folder mount support/);
+    assert.equal(emitted[0]?.type, 'ssh.mount.failed');
+    assert.equal(emitted[0]?.data?.path, '/home/ana/project');
+
+    const bad = Object.assign(new PassThrough(), { stderr: new PassThrough(), exit: () => {} });
+    let badSaid = '';
+    bad.stderr.on('data', (chunk: Buffer) => {
+      badSaid += chunk.toString();
+    });
+    mounts.handle(bad as unknown as ServerChannel, {
+      hostId: 'h1',
+      shortId: 'abcdefgh',
+      linuxUser: 'ana',
+      user: { id: 'u1', username: 'ana' },
+      actor: { kind: 'user', id: 'u1', username: 'ana' },
+      clientAddress: '127.0.0.1',
+      traffic: { toWorkspace: 0, toClient: 0 },
+    });
+    bad.write(`${JSON.stringify({ path: '/etc/cron.d', layout: 'link' })}\n`);
+    for (let i = 0; i < 50 && !badSaid.includes('\n'); i++) await new Promise((r) => setTimeout(r, 10));
+    assert.match(badSaid, /^error \/etc\/cron\.d is a system folder of the workspace/);
   });
 });
