@@ -9,7 +9,7 @@ import { onCleanup, rssMiB, runBench } from '../lib/children.js';
 import { fixed, percentile, printTable } from '../lib/report.js';
 import { containerMemory } from '../start/containers.js';
 import { openMaster, type SshTarget } from './openssh.js';
-import { measureUsage, type Usage } from './process-usage.js';
+import { measureMachine, measureUsage, type Usage } from './process-usage.js';
 import { connect, execTrue, type Login, openShell, type Shell } from './ssh2-client.js';
 
 const bounded = (name: string, fallback: number, min: number, max: number) =>
@@ -133,6 +133,10 @@ await runBench('ssh bench', 30 * 60_000, async () => {
     download: { direct: [] as number[], proxy: [] as number[] },
   };
   const gatewayCpu = { upload: [] as number[], download: [] as number[] };
+  const machineBusy = {
+    upload: { direct: [] as number[], proxy: [] as number[] },
+    download: { direct: [] as number[], proxy: [] as number[] },
+  };
   // Untimed: the first transfer of each kind pays for page faults and the sessions' first processes.
   for (const master of [direct, proxy]) {
     await master.upload(64 * 2 ** 20);
@@ -145,13 +149,17 @@ await runBench('ssh bench', 30 * 60_000, async () => {
       for (const master of [direct, proxy]) {
         const label = master.target.label as 'direct' | 'proxy';
         const usage = measureUsage(gatewayPid);
+        const machine = measureMachine();
         const ms = await master[direction](bytes);
         const used = usage.stop();
+        const all = machine.stop();
         const rate = TRANSFER_MIB / (ms / 1000);
         rates[direction][label].push(rate);
+        machineBusy[direction][label].push(all.busyPercent);
         if (label === 'proxy') gatewayCpu[direction].push(used.cpuPercent);
         console.log(
-          `  run ${run} ${direction} ${label}: ${fixed(rate)} MiB/s (gateway CPU ${fixed(used.cpuPercent, 0)} %)`,
+          `  run ${run} ${direction} ${label}: ${fixed(rate)} MiB/s (gateway CPU ${fixed(used.cpuPercent, 0)} %; ` +
+            `machine ${fixed(all.busyPercent, 0)} % busy, ${fixed(all.stealPercent, 1)} % stolen)`,
         );
       }
     }
@@ -174,9 +182,22 @@ await runBench('ssh bench', 30 * 60_000, async () => {
       fixed(p),
       `${fixed((100 * p) / d, 0)} %`,
       fixed(median(gatewayCpu[direction]), 0),
+      fixed(median(machineBusy[direction].direct), 0),
+      fixed(median(machineBusy[direction].proxy), 0),
     ];
   });
-  printTable(['direction', 'direct MiB/s', 'proxy MiB/s', 'proxy/direct', 'gateway CPU %'], transferRows);
+  printTable(
+    [
+      'direction',
+      'direct MiB/s',
+      'proxy MiB/s',
+      'proxy/direct',
+      'gateway CPU %',
+      `machine busy % (${availableParallelism()} CPUs) direct`,
+      'proxy',
+    ],
+    transferRows,
+  );
   console.log(`load average ${loadAverage()}`);
 
   // ------------------------------------------------------------------ 2. exec round trips (ssh2)

@@ -44,3 +44,34 @@ export function measureUsage(pid: number): { stop(): Usage } {
     },
   };
 }
+
+/** The machine's CPU times so far from /proc/stat: busy, stolen by the hypervisor, and all, in ticks. */
+function machineTicks(): { busy: number; steal: number; total: number } {
+  const line = readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '';
+  // cpu  user nice system idle iowait irq softirq steal guest guest_nice
+  const [user, nice, system, idle, iowait, irq, softirq, steal] = line
+    .trim()
+    .split(/\s+/)
+    .slice(1)
+    .map(Number);
+  const busy = (user ?? 0) + (nice ?? 0) + (system ?? 0) + (irq ?? 0) + (softirq ?? 0);
+  return { busy, steal: steal ?? 0, total: busy + (idle ?? 0) + (iowait ?? 0) + (steal ?? 0) };
+}
+
+/**
+ * Starts measuring the whole machine; `stop()` gives the share of all its CPUs that was busy, and the share
+ * the hypervisor took (steal): a path that keeps every CPU busy slows down with any extra process.
+ */
+export function measureMachine(): { stop(): { busyPercent: number; stealPercent: number } } {
+  const start = machineTicks();
+  return {
+    stop() {
+      const end = machineTicks();
+      const total = Math.max(1, end.total - start.total);
+      return {
+        busyPercent: (100 * (end.busy - start.busy)) / total,
+        stealPercent: (100 * (end.steal - start.steal)) / total,
+      };
+    },
+  };
+}
