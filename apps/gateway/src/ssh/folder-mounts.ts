@@ -181,6 +181,7 @@ export class FolderMounts {
       .catch((error: Error) => {
         void event('ssh.mount.failed', 'warn', `Folder mount refused: ${error.message}`, {
           path: request?.path ?? null,
+          layout: request?.layout ?? null,
           reason: error.message,
         });
         report(channel, `error ${error.message.replace(/\n/g, ' ')}\n`);
