@@ -99,45 +99,33 @@ describe('folder mounts: what a gateway leaves behind and what it refuses', () =
       workspaceUid: 1000,
       log: pino({ level: 'silent' }),
     });
-    const channel = Object.assign(new PassThrough(), {
-      stderr: new PassThrough(),
-      exit: () => {},
-    });
-    let said = '';
-    channel.stderr.on('data', (chunk: Buffer) => {
-      said += chunk.toString();
-    });
-    mounts.handle(channel as unknown as ServerChannel, {
-      hostId: 'h1',
-      shortId: 'abcdefgh',
-      linuxUser: 'ana',
-      user: { id: 'u1', username: 'ana' },
-      actor: { kind: 'user', id: 'u1', username: 'ana' },
-      clientAddress: '127.0.0.1',
-      traffic: { toWorkspace: 0, toClient: 0 },
-    });
-    channel.write(`${JSON.stringify({ path: '/home/ana/project', layout: 'link' })}\n`);
-    for (let i = 0; i < 50 && !said.includes('\n'); i++) await new Promise((r) => setTimeout(r, 10));
-    assert.match(said, /^error this workspace has no folder mount support/);
+    /** Sends one mount request on a stand-in channel and returns the status line the client is told. */
+    const ask = async (request: { path: string; layout: string }) => {
+      const channel = Object.assign(new PassThrough(), { stderr: new PassThrough(), exit: () => {} });
+      let said = '';
+      channel.stderr.on('data', (chunk: Buffer) => {
+        said += chunk.toString();
+      });
+      mounts.handle(channel as unknown as ServerChannel, {
+        hostId: 'h1',
+        shortId: 'abcdefgh',
+        linuxUser: 'ana',
+        user: { id: 'u1', username: 'ana' },
+        actor: { kind: 'user', id: 'u1', username: 'ana' },
+        clientAddress: '127.0.0.1',
+        traffic: { toWorkspace: 0, toClient: 0 },
+      });
+      channel.write(`${JSON.stringify(request)}\n`);
+      for (let i = 0; i < 50 && !said.includes('\n'); i++) await new Promise((r) => setTimeout(r, 10));
+      return said;
+    };
+    assert.match(
+      await ask({ path: '/home/ana/project', layout: 'link' }),
+      /^error this workspace has no folder mount support/,
+    );
     assert.equal(emitted[0]?.type, 'ssh.mount.failed');
     assert.equal(emitted[0]?.data?.path, '/home/ana/project');
-
-    const bad = Object.assign(new PassThrough(), { stderr: new PassThrough(), exit: () => {} });
-    let badSaid = '';
-    bad.stderr.on('data', (chunk: Buffer) => {
-      badSaid += chunk.toString();
-    });
-    mounts.handle(bad as unknown as ServerChannel, {
-      hostId: 'h1',
-      shortId: 'abcdefgh',
-      linuxUser: 'ana',
-      user: { id: 'u1', username: 'ana' },
-      actor: { kind: 'user', id: 'u1', username: 'ana' },
-      clientAddress: '127.0.0.1',
-      traffic: { toWorkspace: 0, toClient: 0 },
-    });
-    bad.write(`${JSON.stringify({ path: '/etc/cron.d', layout: 'link' })}\n`);
-    for (let i = 0; i < 50 && !badSaid.includes('\n'); i++) await new Promise((r) => setTimeout(r, 10));
+    const badSaid = await ask({ path: '/etc/cron.d', layout: 'link' });
     assert.match(badSaid, /^error \/etc\/cron\.d is a system folder of the workspace/);
   });
 });
