@@ -292,24 +292,25 @@ describe('ccp, the command-line client, against a real workspace', { skip, timeo
     const session = ccp(a, '--session proxy');
     await session.waitFor('ccp: session proxy', 600_000);
     await prove(session, 'READY');
-    session.type(`cd '${project}' && git log --format=%s; echo "RC=$?"\r`);
-    await session.waitFor(/RC=\d+/);
-    assert.match(session.screen, new RegExp(`local-commit-${suffix}\\s+RC=0`));
+    // Output and status on one line: tmux may redraw its status bar between two lines of the screen.
+    session.type(`cd '${project}' && out=$(git log --format=%s); echo "RC=$?:$out"\r`);
+    await session.waitFor(/RC=\d+:/);
+    assert.match(session.screen, new RegExp(`RC=0:local-commit-${suffix}`));
     // Also from the folder's resolved path (a program's getcwd), and from a folder inside it.
     session.type(
-      `mkdir -p sub && cd -P sub && pwd -P && git log --format=%s; echo "RCP=$?"; cd '${project}'\r`,
+      `mkdir -p sub && cd -P sub && pwd -P && out=$(git log --format=%s); echo "RCP=$?:$out"; cd '${project}'\r`,
     );
-    await session.waitFor(/RCP=\d+/);
+    await session.waitFor(/RCP=\d+:/);
     assert.match(session.screen, /\.ccp\/hot\/[0-9a-f]+\/sub/);
-    assert.match(session.screen, new RegExp(`local-commit-${suffix}\\s+RCP=0`));
+    assert.match(session.screen, new RegExp(`RCP=0:local-commit-${suffix}`));
     // In the full mode both sides are brought in step around each command: git sees the edit just made in
     // the workspace, and the workspace sees at once what git changed here.
     session.type(
-      'echo edited >> README.md && git diff --stat; git checkout -- README.md; cat README.md; echo "RCS=$?"\r',
+      'echo edited >> README.md && git diff --stat; git checkout -- README.md; out=$(cat README.md); echo "RCS=$?:$out"\r',
     );
-    await session.waitFor(/RCS=\d+/);
+    await session.waitFor(/RCS=\d+:/);
     assert.match(session.screen, /README\.md \| 1 \+/);
-    assert.match(session.screen, /local only\s+RCS=0/);
+    assert.match(session.screen, /RCS=0:local only/);
     // stdin is streamed, and the status comes back.
     session.type(
       'printf hello | git hash-object --stdin; git show no-such-ref >/dev/null 2>&1; echo "RC2=$?"\r',
@@ -365,14 +366,14 @@ describe('ccp, the command-line client, against a real workspace', { skip, timeo
     relay.resume();
     await session.waitFor('TWENTY-42', 40_000);
     assert.match(session.screen, /reconnected after \d+ s/);
-    session.type(`cd '${project}' && git log --format=%s; echo "RC=$?"\r`);
-    await session.waitFor(new RegExp(`local-commit-${suffix}\\s+RC=0`));
+    session.type(`cd '${project}' && out=$(git log --format=%s); echo "RC=$?:$out"\r`);
+    await session.waitFor(new RegExp(`RC=0:local-commit-${suffix}`));
     // The folder came back with the connection: what was written here meanwhile shows inside.
     session.type(
-      'for i in $(seq 1 100); do [ -f during-cut.txt ] && break; sleep 0.2; done; cat during-cut.txt; echo "RC4=$?"\r',
+      'for i in $(seq 1 100); do [ -f during-cut.txt ] && break; sleep 0.2; done; out=$(cat during-cut.txt); echo "RC4=$?:$out"\r',
     );
-    await session.waitFor(/RC4=\d+/);
-    assert.match(session.screen, /written during the outage\s+RC4=0/);
+    await session.waitFor(/RC4=\d+:/);
+    assert.match(session.screen, /RC4=0:written during the outage/);
     rmSync(path.join(project, 'during-cut.txt'));
 
     const started = Date.now();
