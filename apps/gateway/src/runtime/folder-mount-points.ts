@@ -45,6 +45,11 @@ export function mountsUnder(root: string, mounts = readMountInfo()): string[] {
     .sort((a, b) => b.length - a.length);
 }
 
+/** Whether something is mounted at `point` itself. */
+export function isMountPoint(point: string, mounts = readMountInfo()): boolean {
+  return mounts.some((mount) => mount.mountPoint === point);
+}
+
 /**
  * Whether mounts made under `dir` reach containers that bind it with `rslave`: the mount holding it must be
  * shared (systemd makes `/` shared; a machine without systemd needs `mount --make-rshared /`).

@@ -8,7 +8,7 @@ import type { Actor } from '@ccp/api';
 import type { Logger } from 'pino';
 import type { ServerChannel } from 'ssh2';
 import type { BackgroundEvents } from '../events/background-events.js';
-import { MOUNTS_IN_WORKSPACE, mountsUnder, readMountInfo } from '../runtime/folder-mount-points.js';
+import { isMountPoint, MOUNTS_IN_WORKSPACE, mountsUnder } from '../runtime/folder-mount-points.js';
 import type { WorkspaceRuntime } from '../runtime/workspace-runtime.js';
 import type { Traffic } from './relay.js';
 
@@ -226,7 +226,7 @@ export class FolderMounts {
     const id = createHash('sha256').update(request.path).digest('hex').slice(0, 16);
     const mountPoint = path.join(hostDir, id);
     const source = `${MOUNTS_IN_WORKSPACE}/${id}`;
-    if (mountsUnder(hostDir).includes(mountPoint)) await lazyUnmount(mountPoint);
+    if (isMountPoint(mountPoint)) await lazyUnmount(mountPoint);
     await mkdir(mountPoint, { recursive: true });
     await chown(mountPoint, owner.uid, owner.gid);
 
@@ -304,8 +304,7 @@ export class FolderMounts {
     if (this.live.get(mount.key) === mount) this.live.delete(mount.key);
     if (mount.child.exitCode === null && mount.child.signalCode === null) mount.child.kill('SIGTERM');
     await Promise.race([mount.closed, new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
-    if (mountsUnder(path.dirname(mount.mountPoint)).includes(mount.mountPoint))
-      await lazyUnmount(mount.mountPoint).catch(() => {});
+    if (isMountPoint(mount.mountPoint)) await lazyUnmount(mount.mountPoint).catch(() => {});
     await rmdir(mount.mountPoint).catch(() => {});
   }
 }
@@ -376,7 +375,7 @@ async function waitForMount(
   });
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    if (readMountInfo().some((mount) => mount.mountPoint === mountPoint)) return;
+    if (isMountPoint(mountPoint)) return;
     if (ended) throw new Error(`sshfs could not mount: ${stderr().trim() || 'it ended'}`);
     if (Date.now() > deadline) throw new Error(`sshfs did not mount within ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 50));
