@@ -3,6 +3,7 @@ import { constants, type FSWatcher, watch } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import path from 'node:path';
 import type { SFTPWrapper, Stats } from 'ssh2';
+import { newHistoryId, readHistoryFile, SyncHistory, writeHistoryFile } from './hot-sync-history.js';
 import { isMissing, RemoteFs } from './remote-fs.js';
 
 /** Directories that are never copied: each becomes one link to the sshfs layer. */
@@ -21,6 +22,12 @@ export interface HotSyncOptions {
   ignore?: readonly string[];
   /** How often the workspace side is polled for changes (and the local side rescanned). */
   pollMs?: number;
+  /**
+   * A local file where what was last synced is kept between runs, so that a file deleted on one side while
+   * ccp was not running is deleted on the other too rather than brought back. Without it, each run starts
+   * by comparing both sides' content.
+   */
+  historyFile?: string;
   /** Both sides changed `rel`; the workspace's version was saved locally as `keptAs` (both relative). */
   onConflict?: (rel: string, keptAs: string) => void;
   /** Something the user should know (a kept file, a paused deletion, an entry that could not be synced). */
@@ -47,15 +54,14 @@ type Entry =
   | { type: 'dir'; ignored: boolean; mode: number }
   | { type: 'link'; target: string };
 
-/** The state both sides agreed on after the last sync of a path, as each side's signature. */
-interface Base {
-  local: string;
-  remote: string;
-}
-
 type Tree = Map<string, Entry>;
 
 const TEMP_PREFIX = '.ccp-tmp-';
+/**
+ * Beside the workspace copy, a link whose target is the id of the history file that describes the copy: a
+ * copy made afresh, or last synced by another machine, does not match, and the history is not used.
+ */
+const SYNC_ID_SUFFIX = '.ccp-sync-id';
 /** Requests in flight at once: enough to hide the round trip of a distant workspace. */
 const CONCURRENCY = 16;
 /** A temporary file this old was left by an interrupted transfer. */
@@ -109,10 +115,15 @@ interface Pass {
  * version and saves the workspace's next to it, so nothing is lost silently.
  */
 export class HotSync {
-  private readonly options: Required<Omit<HotSyncOptions, 'onConflict' | 'onNotice'>> &
-    Pick<HotSyncOptions, 'onConflict' | 'onNotice'>;
+  private readonly options: Required<Omit<HotSyncOptions, 'onConflict' | 'onNotice' | 'historyFile'>> &
+    Pick<HotSyncOptions, 'onConflict' | 'onNotice' | 'historyFile'>;
   private readonly ignore: Set<string>;
-  private readonly base = new Map<string, Base>();
+  private readonly base = new SyncHistory();
+  /** The id shared by the history file and the workspace copy (null until one is written or matched). */
+  private historyId: string | null = null;
+  /** What the saved history reflects: the history's change count and how many paths were held. */
+  private savedChanges = -1;
+  private savedHeld = 0;
   private remote: RemoteFs | null = null;
   private sftp: SFTPWrapper | null = null;
   private realLocalRoot = '';
@@ -127,6 +138,9 @@ export class HotSync {
   private attachedOnce = false;
   /** Set by the mass-delete guard: deletions in the workspace are no longer applied locally. */
   private deletionsHeld = false;
+  /** Paths whose deletion in the workspace was held back: left out of the saved history, so that the next
+   * run finds them on this side only and copies them to the workspace again. */
+  private readonly held = new Set<string>();
   /** The last error said about a path (cleared when it syncs), and situations already reported once. */
   private readonly lastProblem = new Map<string, string>();
   private readonly reported = new Map<string, string>();
@@ -163,6 +177,7 @@ export class HotSync {
     });
     this.realLocalRoot = await fs.realpath(this.options.localRoot);
     this.realRemoteRoot = await this.remote.realpath(this.options.remoteRoot);
+    if (!this.attachedOnce) await this.restoreHistory(this.remote);
     const summary = await this.enqueue(() => this.fullPass());
     if (!this.attachedOnce) {
       this.attachedOnce = true;
@@ -437,6 +452,7 @@ export class HotSync {
     try {
       await Promise.all([this.scanLocal('', local), this.scanRemote(remote, '', workspace)]);
       const stats = await this.reconcile(remote, local, workspace, true);
+      await this.keepHistory(remote);
       for (const { side, rel } of this.staleTemps)
         await (side === 'local' ? fs.unlink(this.localPath(rel)) : remote.unlink(this.remotePath(rel))).catch(
           () => {},
@@ -475,9 +491,65 @@ export class HotSync {
       const scope = new Set(rels);
       for (const rel of [...local.keys(), ...workspace.keys()]) scope.add(rel);
       await this.reconcile(remote, local, workspace, false, scope);
+      await this.keepHistory(remote);
     } catch (error) {
       for (const rel of rels) this.dirty.add(rel);
       throw error;
+    }
+  }
+
+  // ---- history between runs -----------------------------------------------------------------------------
+
+  private syncIdPath(): string {
+    return `${this.options.remoteRoot}${SYNC_ID_SUFFIX}`;
+  }
+
+  /** Takes up the saved history when the workspace copy is the one it describes; otherwise starts afresh. */
+  private async restoreHistory(remote: RemoteFs): Promise<void> {
+    const file = this.options.historyFile;
+    if (!file) return;
+    const stored = await readHistoryFile(file, this.options.localRoot, this.options.remoteRoot);
+    if (!stored) return;
+    const copyId = await remote.readlink(this.syncIdPath()).catch(() => null);
+    if (copyId !== stored.id) return;
+    // An emptied copy (wiped, or made again) is not "everything deleted in the workspace".
+    const listing = await remote.readdir(this.options.remoteRoot).catch(() => []);
+    if (stored.paths.length > 0 && !listing.some(({ name }) => name !== '.' && name !== '..')) return;
+    this.base.replaceWith(stored.paths);
+    this.historyId = stored.id;
+    this.savedChanges = this.base.changes;
+  }
+
+  /**
+   * Saves the history when it changed. A new history first gets its id written into the workspace copy; a
+   * failure on the way leaves ids that do not match, and the next run compares content instead.
+   */
+  private async keepHistory(remote: RemoteFs): Promise<void> {
+    const file = this.options.historyFile;
+    if (!file || (this.base.changes === this.savedChanges && this.held.size === this.savedHeld)) return;
+    const [changes, held] = [this.base.changes, this.held.size];
+    try {
+      if (!this.historyId) {
+        const id = newHistoryId();
+        await remote.unlink(this.syncIdPath()).catch(() => {});
+        await remote.symlink(id, this.syncIdPath());
+        this.historyId = id;
+      }
+      const paths = [...this.base.entries()].filter(([rel]) => !this.held.has(rel));
+      await writeHistoryFile(file, {
+        id: this.historyId,
+        localRoot: this.options.localRoot,
+        remoteRoot: this.options.remoteRoot,
+        paths,
+      });
+      this.savedChanges = changes;
+      this.savedHeld = held;
+    } catch (error) {
+      if (this.remote !== remote) throw new Detached();
+      this.problemOnce(
+        SYNC_ID_SUFFIX,
+        `cannot keep the sync history in ${file}: ${(error as Error).message}`,
+      );
     }
   }
 
@@ -600,7 +672,10 @@ export class HotSync {
     if (!localChanged && !remoteChanged) return;
     if (base && localChanged && !remoteChanged) return this.push(remote, rel, l, r, stats);
     if (base && remoteChanged && !localChanged) {
-      if (!r && this.deletionsHeld) return;
+      if (!r && this.deletionsHeld) {
+        this.held.add(rel);
+        return;
+      }
       return this.pull(remote, rel, l, r, stats);
     }
     // Both sides changed since the last sync, or this path was never synced.

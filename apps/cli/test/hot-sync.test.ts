@@ -71,20 +71,25 @@ describe('hot sync: a two-way copy of small files, links to sshfs for the rest',
     symlinkSync(local, cold);
     const conflicts: Array<[string, string]> = [];
     const notices: string[] = [];
-    const engine = new HotSync({
-      localRoot: local,
-      remoteRoot: remote,
-      coldRoot: cold,
-      maxFileBytes: LIMIT,
-      pollMs: 60_000,
-      onConflict: (rel, keptAs) => conflicts.push([rel, keptAs]),
-      onNotice: (text) => notices.push(text),
-      ...extra,
-    });
-    engines.push(engine);
     const L = (rel: string) => path.join(local, rel);
     const R = (rel: string) => path.join(remote, rel);
-    return { local, remote, cold, engine, conflicts, notices, L, R };
+    /** An engine on these folders; called again, the next run of ccp (the earlier one stopped first). */
+    const rerun = () => {
+      const next = new HotSync({
+        localRoot: local,
+        remoteRoot: remote,
+        coldRoot: cold,
+        maxFileBytes: LIMIT,
+        pollMs: 60_000,
+        onConflict: (rel, keptAs) => conflicts.push([rel, keptAs]),
+        onNotice: (text) => notices.push(text),
+        ...extra,
+      });
+      engines.push(next);
+      return next;
+    };
+    const engine = rerun();
+    return { local, remote, cold, engine, conflicts, notices, L, R, rerun };
   };
 
   before(async () => {
@@ -260,7 +265,7 @@ describe('hot sync: a two-way copy of small files, links to sshfs for the rest',
   });
 
   it('a poll that finds most files gone in the workspace deletes nothing locally', async () => {
-    const { engine, notices, L, R, cold } = setup();
+    const { engine, notices, L, R, rerun } = setup({ historyFile: path.join(work, 'history', 'guard.json') });
     for (let i = 0; i < 12; i++) writeFileSync(L(`f${i}.txt`), `${i}\n`);
     const { sftp } = await openSftp();
     await engine.attach(sftp);
@@ -277,18 +282,23 @@ describe('hot sync: a two-way copy of small files, links to sshfs for the rest',
     await engine.flush();
     assert.ok(existsSync(L('f8.txt')));
     assert.equal(readFileSync(L('f9.txt'), 'utf8'), 'still synced\n');
-    // A new run (no history) copies the files still here back to the workspace.
+    // The next run copies the files still here back to the workspace: the history it reads leaves out the
+    // paths whose deletion was held.
     await engine.stop();
-    const restarted = new HotSync({
-      localRoot: L('.'),
-      remoteRoot: R('.'),
-      coldRoot: cold,
-      maxFileBytes: LIMIT,
-    });
-    engines.push(restarted);
-    await restarted.attach((await openSftp()).sftp);
+    await rerun().attach((await openSftp()).sftp);
     for (let i = 0; i < 12; i++)
       assert.equal(readFileSync(R(`f${i}.txt`), 'utf8'), i === 9 ? 'still synced\n' : `${i}\n`);
+  });
+
+  it('files whose deletion was held back are copied to the workspace again by the next run', async () => {
+    const { engine, L, R, rerun } = setup({ historyFile: path.join(work, 'history', 'held.json') });
+    for (let i = 0; i < 12; i++) writeFileSync(L(`f${i}.txt`), `${i}\n`);
+    await engine.attach((await openSftp()).sftp);
+    for (let i = 0; i < 7; i++) unlinkSync(R(`f${i}.txt`));
+    await engine.flush();
+    await engine.stop();
+    await rerun().attach((await openSftp()).sftp);
+    for (let i = 0; i < 12; i++) assert.equal(readFileSync(R(`f${i}.txt`), 'utf8'), `${i}\n`);
   });
 
   it('a small file growing over the limit becomes a link, and a copy again when it shrinks', async () => {
@@ -354,6 +364,58 @@ describe('hot sync: a two-way copy of small files, links to sshfs for the rest',
     assert.equal(existsSync(L('d.txt')), false);
     assert.equal(summary.filesCopied, 4);
     assert.deepEqual(conflicts, []);
+  });
+
+  it('remembers what was synced across runs: deletions made while ccp was not running are carried out', async () => {
+    const historyFile = path.join(work, 'history', 'across-runs.json');
+    const { engine, conflicts, L, R, rerun } = setup({ historyFile });
+    for (const name of ['a.txt', 'b.txt', 'c.txt', 'd.txt', 'e.txt']) writeFileSync(L(name), `${name} v1\n`);
+    await engine.attach((await openSftp()).sftp);
+    await engine.stop();
+    assert.equal(statSync(historyFile).mode & 0o777, 0o600);
+
+    unlinkSync(L('a.txt'));
+    unlinkSync(R('b.txt'));
+    writeFileSync(L('c.txt'), 'c.txt changed here while ccp was not running\n');
+    writeFileSync(R('d.txt'), 'd.txt changed in the workspace while ccp was not running\n');
+    const summary = await rerun().attach((await openSftp()).sftp);
+    assert.equal(existsSync(R('a.txt')), false);
+    assert.equal(existsSync(L('a.txt')), false);
+    assert.equal(existsSync(L('b.txt')), false);
+    assert.equal(readFileSync(R('c.txt'), 'utf8'), 'c.txt changed here while ccp was not running\n');
+    assert.equal(
+      readFileSync(L('d.txt'), 'utf8'),
+      'd.txt changed in the workspace while ccp was not running\n',
+    );
+    assert.equal(readFileSync(R('e.txt'), 'utf8'), 'e.txt v1\n');
+    assert.equal(summary.filesCopied, 2);
+    assert.deepEqual(conflicts, []);
+  });
+
+  it('uses a history only with the workspace copy it describes', async () => {
+    const historyFile = path.join(work, 'history', 'other-copy.json');
+    const { engine, remote, L, R, rerun } = setup({ historyFile });
+    for (const name of ['a.txt', 'b.txt']) writeFileSync(L(name), `${name} v1\n`);
+    await engine.attach((await openSftp()).sftp);
+    await engine.stop();
+
+    // A copy last synced by another run (another machine, or a history that was lost): nothing is taken
+    // for deleted, so the file deleted here comes back from the workspace.
+    unlinkSync(`${remote}.ccp-sync-id`);
+    symlinkSync('another-run', `${remote}.ccp-sync-id`);
+    unlinkSync(L('a.txt'));
+    const second = rerun();
+    await second.attach((await openSftp()).sftp);
+    await second.stop();
+    assert.equal(readFileSync(L('a.txt'), 'utf8'), 'a.txt v1\n');
+    assert.notEqual(readlinkSync(`${remote}.ccp-sync-id`), 'another-run');
+
+    // An emptied copy (wiped, or made again) is filled from this side, not emptied here.
+    for (const name of readdirSync(remote)) rmSync(R(name));
+    await rerun().attach((await openSftp()).sftp);
+    assert.equal(readFileSync(L('b.txt'), 'utf8'), 'b.txt v1\n');
+    assert.equal(readFileSync(R('a.txt'), 'utf8'), 'a.txt v1\n');
+    assert.equal(readFileSync(R('b.txt'), 'utf8'), 'b.txt v1\n');
   });
 
   it('sends local changes as they happen (no poll, no flush) and polls the workspace', async () => {
