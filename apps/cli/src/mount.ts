@@ -1,5 +1,7 @@
+import { createHash } from 'node:crypto';
+import path from 'node:path';
 import type { Client, ClientChannel, SFTPWrapper } from 'ssh2';
-import type { Config, MountMode } from './config.js';
+import { type Config, configDir, type MountMode } from './config.js';
 import { ConfigError } from './errors.js';
 import { HotSync } from './hot-sync.js';
 import { FolderSftpServer } from './sftp-server.js';
@@ -146,6 +148,7 @@ export class FolderMountKeeper {
           coldRoot: mount.source,
           maxFileBytes: this.config.hot_sync_max_file_mb * 1024 * 1024,
           ignore: this.config.hot_sync_ignore,
+          historyFile: this.historyFile(),
           onConflict: (rel, keptAs) =>
             process.stderr.write(
               yellow(`ccp: ${rel} changed on both sides; kept yours, the workspace's copy is ${keptAs}\r\n`),
@@ -162,6 +165,15 @@ export class FolderMountKeeper {
       await sleep(200);
       throw error;
     }
+  }
+
+  /** One history per gateway, host and local folder, kept with the configuration. */
+  private historyFile(): string {
+    const key = createHash('sha256')
+      .update([this.config.gateway, this.config.short_id, this.cwd].join('\0'))
+      .digest('hex')
+      .slice(0, 32);
+    return path.join(configDir(), 'hot-sync', `${key}.json`);
   }
 }
 

@@ -1,7 +1,16 @@
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -283,6 +292,18 @@ describe('ccp, the command-line client, against a real workspace', { skip, timeo
     assert.match(changed, /changed locally/);
     full.type('exit\r');
     assert.equal(await full.exitCode(30_000), 0, full.screen);
+
+    // The next run remembers what was synced: a file deleted here meanwhile goes in the workspace too.
+    assert.equal(readdirSync(path.join(b, 'ccp', 'hot-sync')).length, 1);
+    rmSync(path.join(project, 'inside2.txt'));
+    const again = ccp(b, '--session mount3');
+    await again.waitFor(/ccp: mount: full/, 600_000);
+    const listed = await shell(again, 'F3', `cd '${project}' && ls`);
+    assert.match(listed, /small\.txt/);
+    assert.doesNotMatch(listed, /inside2\.txt/);
+    assert.equal(existsSync(path.join(project, 'inside2.txt')), false);
+    again.type('exit\r');
+    assert.equal(await again.exitCode(30_000), 0, again.screen);
     for (const name of ['small.txt', 'big.bin', 'inside2.txt'])
       rmSync(path.join(project, name), { force: true });
   });
