@@ -1,5 +1,5 @@
 // ccp's hot sync (`full` mount mode) over loopback: the initial copy of a tree of small files, an idle poll,
-// a restart against the copy already there, and one edit. The workspace side is a folder on this machine
+// restarts against the copy already there (without and with a history), and one edit. The workspace side is a folder on this machine
 // reached through an SSH connection (an in-process ssh2 server) and OpenSSH's sftp-server.
 // Run: node --conditions=source --import tsx bench/hot-sync/bench.ts   (BENCH_HOT_SYNC_FILES, BENCH_HOT_SYNC_FILE_BYTES)
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -50,7 +50,8 @@ await runBench('hot-sync bench', 10 * 60_000, async () => {
       client.sftp((error, sftp) => (error ? reject(error) : resolve(sftp))),
     );
   };
-  const engineOn = () =>
+  const historyFile = path.join(work, 'history.json');
+  const engineOn = (withHistory = true) =>
     new HotSync({
       localRoot: local,
       remoteRoot: remote,
@@ -58,6 +59,7 @@ await runBench('hot-sync bench', 10 * 60_000, async () => {
       maxFileBytes: 50 * 1024 * 1024,
       pollMs: 600_000,
       onNotice: (text) => console.error(`notice: ${text}`),
+      ...(withHistory ? { historyFile } : {}),
     });
   const timed = async (work: () => Promise<unknown>) => {
     const start = performance.now();
@@ -75,12 +77,21 @@ await runBench('hot-sync bench', 10 * 60_000, async () => {
   rows.push(['full pass after one local edit', fixed(await timed(() => first.flush()), 0)]);
   await first.stop();
 
-  const second = engineOn();
+  const second = engineOn(false);
   onCleanup(() => second.stop());
   const again = await openSftp();
   rows.push([
-    'restart: first sync against the copy already there (content compared)',
+    'restart without a history: first sync against the copy already there (content compared)',
     fixed(await timed(() => second.attach(again)), 0),
+  ]);
+  await second.stop();
+
+  const third = engineOn();
+  onCleanup(() => third.stop());
+  const onceMore = await openSftp();
+  rows.push([
+    "restart with the last run's history (signatures compared)",
+    fixed(await timed(() => third.attach(onceMore)), 0),
   ]);
   console.log(
     `\nhot sync, ${FILES} files of ${FILE_BYTES} bytes in ${Math.ceil(FILES / PER_DIR)} folders, loopback`,
