@@ -288,7 +288,7 @@ export class FolderMounts {
       ['sh', '-c', PLACE, 'sh', request.layout, request.path, source, linuxUser, id],
       this.readyMs,
     );
-    if (!placed || placed.exitCode !== 0) throw new Error(placed?.stderr.trim() || 'the workspace stopped');
+    if (placed?.exitCode !== 0) throw new Error(placed?.stderr.trim() || 'the workspace stopped');
     if (finished) {
       // The client left while the folder was being placed: the link made just now points at nothing.
       await finished;
