@@ -410,6 +410,15 @@ describe('hot sync: a two-way copy of small files, links to sshfs for the rest',
     assert.equal(readFileSync(L('a.txt'), 'utf8'), 'a.txt v1\n');
     assert.notEqual(readlinkSync(`${remote}.ccp-sync-id`), 'another-run');
 
+    // An unreadable history (cut short, edited by hand) is no history: the run merges and writes a new one.
+    writeFileSync(historyFile, '{"format":1,"id":');
+    unlinkSync(L('a.txt'));
+    const third = rerun();
+    await third.attach((await openSftp()).sftp);
+    await third.stop();
+    assert.equal(readFileSync(L('a.txt'), 'utf8'), 'a.txt v1\n');
+    assert.equal(JSON.parse(readFileSync(historyFile, 'utf8')).format, 1);
+
     // An emptied copy (wiped, or made again) is filled from this side, not emptied here.
     for (const name of readdirSync(remote)) rmSync(R(name));
     await rerun().attach((await openSftp()).sftp);
