@@ -1,6 +1,6 @@
 import type { EventQuery, EventRecord } from '@ccp/api';
 import type { EventRow, EventsRepository } from '../store/events-repository.js';
-import { isoOut, toIso } from './clock.js';
+import { toIso } from './clock.js';
 import { errors } from './errors.js';
 
 const eventView = (row: EventRow): EventRecord => ({
@@ -13,7 +13,9 @@ const eventView = (row: EventRow): EventRecord => ({
   host_id: row.host_id,
   task_id: row.task_id,
   data: JSON.parse(row.data) as Record<string, unknown>,
-  created_at: isoOut(row.created_at),
+  // Shown as stored, fixed-width with milliseconds: event times sort as text (without `.000`, a whole second
+  // would sort after the rest of that second).
+  created_at: row.created_at,
 });
 
 /** Reads the event log; writing goes through the event bus. */

@@ -103,5 +103,24 @@ for (const kind of DATABASES) {
       assert.deepEqual(after.body.hosts, { total: 0, running: 0, stopped: 0, failed: 0 });
       assert.deepEqual(after.body.sessions, { ssh: 0, vnc: 0 });
     });
+
+    it('keeps the milliseconds of an event made on a whole second (times sort as text)', async (ctx) => {
+      const onTheSecond = '2030-01-02T03:04:05.000Z';
+      ctx.mock.timers.enable({ apis: ['Date'], now: Date.parse(onTheSecond) });
+      try {
+        await t.gateway.bus.emit({
+          type: 'host.started',
+          message: 'on the second',
+          actor: { kind: 'system', id: null, username: null },
+        });
+      } finally {
+        ctx.mock.timers.reset();
+      }
+      const found = await events(`?since=${onTheSecond}&until=${onTheSecond}`);
+      assert.deepEqual(
+        found.body.events.map((e: any) => [e.message, e.created_at]),
+        [['on the second', onTheSecond]],
+      );
+    });
   });
 }
