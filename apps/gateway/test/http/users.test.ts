@@ -226,7 +226,7 @@ for (const kind of DATABASES) {
       assert.equal(disabled.status, 200);
       assert.deepEqual(Object.keys(disabled.body).sort(), USER_KEYS);
       assert.equal(disabled.body.status, 'disabled');
-      assert.ok(disabled.body.updated_at >= disabled.body.created_at);
+      assert.ok(Date.parse(disabled.body.updated_at) >= Date.parse(disabled.body.created_at));
       assert.equal((await t.request('GET', `/v1/admin/users/${u.id}`)).body.status, 'disabled');
       assert.equal(await loginStatus('patchy', u.password), 403);
       const enabled = await t.request('PATCH', `/v1/admin/users/${u.id}`, { body: { status: 'active' } });
