@@ -198,6 +198,12 @@ await runBench('ssh bench', 30 * 60_000, async () => {
     ],
     transferRows,
   );
+  // The machine's speed drifts between runs: each proxy transfer against the direct one made just before it.
+  const perRun = (direction: 'upload' | 'download') =>
+    rates[direction].proxy
+      .map((proxyRate, i) => `${fixed((100 * proxyRate) / (rates[direction].direct[i] ?? Number.NaN), 0)} %`)
+      .join(', ');
+  console.log(`proxy/direct per run: upload ${perRun('upload')}; download ${perRun('download')}`);
   console.log(`load average ${loadAverage()}`);
 
   // ------------------------------------------------------------------ 2. exec round trips (ssh2)
