@@ -24,6 +24,9 @@ interface StoredHistory {
  */
 export class SyncHistory {
   private readonly paths = new Map<string, Base>();
+  /** Paths whose deletion in the workspace was held back: kept here, left out of what is saved, so that the
+   * next run finds them on this side only and copies them to the workspace again. */
+  private readonly held = new Set<string>();
   changes = 0;
 
   get(rel: string): Base | undefined {
@@ -41,12 +44,19 @@ export class SyncHistory {
     if (this.paths.delete(rel)) this.changes++;
   }
 
+  hold(rel: string): void {
+    if (this.held.has(rel)) return;
+    this.held.add(rel);
+    this.changes++;
+  }
+
   keys(): IterableIterator<string> {
     return this.paths.keys();
   }
 
-  entries(): IterableIterator<[string, Base]> {
-    return this.paths.entries();
+  /** What a saved history holds: every path but the held ones. */
+  toSave(): Array<[string, Base]> {
+    return [...this.paths].filter(([rel]) => !this.held.has(rel));
   }
 
   replaceWith(entries: Iterable<[string, Base]>): void {

@@ -121,9 +121,8 @@ export class HotSync {
   private readonly base = new SyncHistory();
   /** The id shared by the history file and the workspace copy (null until one is written or matched). */
   private historyId: string | null = null;
-  /** What the saved history reflects: the history's change count and how many paths were held. */
+  /** The history's change count when it was last saved. */
   private savedChanges = -1;
-  private savedHeld = 0;
   private remote: RemoteFs | null = null;
   private sftp: SFTPWrapper | null = null;
   private realLocalRoot = '';
@@ -138,9 +137,6 @@ export class HotSync {
   private attachedOnce = false;
   /** Set by the mass-delete guard: deletions in the workspace are no longer applied locally. */
   private deletionsHeld = false;
-  /** Paths whose deletion in the workspace was held back: left out of the saved history, so that the next
-   * run finds them on this side only and copies them to the workspace again. */
-  private readonly held = new Set<string>();
   /** The last error said about a path (cleared when it syncs), and situations already reported once. */
   private readonly lastProblem = new Map<string, string>();
   private readonly reported = new Map<string, string>();
@@ -526,8 +522,8 @@ export class HotSync {
    */
   private async keepHistory(remote: RemoteFs): Promise<void> {
     const file = this.options.historyFile;
-    if (!file || (this.base.changes === this.savedChanges && this.held.size === this.savedHeld)) return;
-    const [changes, held] = [this.base.changes, this.held.size];
+    if (!file || this.base.changes === this.savedChanges) return;
+    const changes = this.base.changes;
     try {
       if (!this.historyId) {
         const id = newHistoryId();
@@ -535,15 +531,13 @@ export class HotSync {
         await remote.symlink(id, this.syncIdPath());
         this.historyId = id;
       }
-      const paths = [...this.base.entries()].filter(([rel]) => !this.held.has(rel));
       await writeHistoryFile(file, {
         id: this.historyId,
         localRoot: this.options.localRoot,
         remoteRoot: this.options.remoteRoot,
-        paths,
+        paths: this.base.toSave(),
       });
       this.savedChanges = changes;
-      this.savedHeld = held;
     } catch (error) {
       if (this.remote !== remote) throw new Detached();
       this.problemOnce(
@@ -673,7 +667,7 @@ export class HotSync {
     if (base && localChanged && !remoteChanged) return this.push(remote, rel, l, r, stats);
     if (base && remoteChanged && !localChanged) {
       if (!r && this.deletionsHeld) {
-        this.held.add(rel);
+        this.base.hold(rel);
         return;
       }
       return this.pull(remote, rel, l, r, stats);
