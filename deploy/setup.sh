@@ -58,7 +58,7 @@ pg_database=${BUILTIN_PG_DATABASE:-cloud_cli_proxy}
   die "BUILTIN_PG_ROLE and BUILTIN_PG_DATABASE must be lower-case SQL names"
 
 if [ "$install" -eq 1 ]; then
-  command -v node >/dev/null 2>&1 || apt_install nodejs npm
+  ensure_node
   bash scripts/docker.sh ensure || warn "the Docker engine is not available; the gateway starts and /healthz reports it"
   bash scripts/folder-mounts.sh ensure || warn "folder mounts (ccp's mount modes) will not be available; see docs/cli.md"
   npm_install

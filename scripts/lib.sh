@@ -23,11 +23,56 @@ apt_install() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
 }
 
-# npm_install installs the workspace's dependencies when package-lock.json is newer than node_modules.
+# Node.js: the oldest LTS line the project runs on (engines in package.json), and the one set-up installs.
+NODE_MIN_MAJOR=22
+NODE_MAJOR=24
+
+node_major() { node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
+
+# ensure_node makes `node` a Node.js $NODE_MIN_MAJOR or newer. Where the system's is older (Debian 12 ships 18) or
+# missing, it installs the official build that the npm registry carries as the package node-linux-<arch> (binary
+# and headers) under /usr/local/lib/nodejs-$NODE_MAJOR, linked from /usr/local/bin. npm builds native modules
+# against the headers of the node that runs them.
+ensure_node() {
+  local arch dest tmp tarball
+  if [ "$(node_major)" -lt "$NODE_MIN_MAJOR" ]; then
+    command -v npm >/dev/null 2>&1 || apt_install nodejs npm
+    case "$(uname -m)" in
+      x86_64) arch=x64 ;;
+      aarch64) arch=arm64 ;;
+      *) die "no Node.js $NODE_MAJOR build for $(uname -m) in the npm registry; install Node.js $NODE_MAJOR yourself" ;;
+    esac
+    [ "$(id -u)" -eq 0 ] || die "installing Node.js $NODE_MAJOR needs root (this machine has $(node -v 2>/dev/null || echo none))"
+    say "installing Node.js $NODE_MAJOR LTS (npm package node-linux-$arch; this machine has $(node -v 2>/dev/null || echo none))"
+    tmp=$(mktemp -d)
+    tarball=$(cd "$tmp" && npm pack --loglevel=http "node-linux-$arch@$NODE_MAJOR" | tail -n 1)
+    dest=/usr/local/lib/nodejs-$NODE_MAJOR
+    rm -rf "$dest.next"
+    mkdir -p "$dest.next"
+    tar -xzf "$tmp/$tarball" -C "$dest.next" --strip-components=1
+    rm -rf "$tmp" "$dest"
+    mv "$dest.next" "$dest"
+    ln -sf "$dest/bin/node" /usr/local/bin/node
+    hash -r
+    [ "$(node_major)" -ge "$NODE_MAJOR" ] ||
+      die "installed Node.js $NODE_MAJOR in $dest, but 'node' on PATH is still $(node -v); put /usr/local/bin first"
+    say "Node.js $(node -v) in $dest"
+  fi
+  # node-gyp builds native modules against the headers named by nodedir: those of the running node.
+  dest=$(dirname "$(dirname "$(readlink -f "$(command -v node)")")")
+  if [ -d "$dest/include/node" ]; then export npm_config_nodedir="$dest"; fi
+}
+
+# npm_install installs the workspace's dependencies exactly as package-lock.json pins them, when the lockfile is
+# newer than node_modules or node_modules was built by another Node.js.
 npm_install() {
-  if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-    say "npm install (native modules compile from source; this takes a minute or two)"
-    npm install --no-audit --no-fund --foreground-scripts --loglevel=http
+  ensure_node
+  local stamp=node_modules/.ccp-node-version
+  if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ] ||
+    [ "$(cat "$stamp" 2>/dev/null)" != "$(node -v)" ]; then
+    say "npm ci with Node.js $(node -v) (native modules compile from source; this takes a minute or two)"
+    npm ci --no-audit --no-fund --foreground-scripts --loglevel=http
+    node -v >"$stamp"
   fi
 }
 
