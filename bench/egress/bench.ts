@@ -4,6 +4,8 @@
 import { availableParallelism } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { TunnelEgressTester } from '../../apps/gateway/dist/egress/egress-tester.js';
+import { tunnelDns } from '../../apps/gateway/dist/egress/egress-verification.js';
+import { labEgressSettings } from '../../apps/gateway/test/helpers/lab-egress.js';
 import { v2rayEngine } from '../../apps/gateway/dist/egress/v2ray-engine.js';
 import { ensureLab, type LabDescription, type VariantName } from '../../test/lab/lab.js';
 import { killChildrenNamed, onCleanup, runBench, sampleRss, startProcess } from '../lib/children.js';
@@ -67,7 +69,7 @@ async function throughTunnel(
     upstream: { config: proxyConfig, serverIp: proxyConfig.server },
     probeInbound: { protocol: 'socks', port: socksPort },
     dnsPort,
-    dns: { dohUrl: lab.internet.dohUrl, tcpResolver: lab.internet.dns },
+    dns: tunnelDns(labEgressSettings(lab)),
   });
   const v2ray = startProcess(
     `v2ray (${proxyConfig.type})`,
@@ -105,16 +107,8 @@ await runBench('egress bench', 20 * 60_000, async () => {
   const exit = lab.exits[0]!;
   const tester = new TunnelEgressTester({
     engine: v2rayEngine,
-    // The settings the gateway gets from labEgressEnv (apps/gateway/test/egress/egress-test-lab.test.ts).
-    settings: {
-      probeUrl: `${lab.internet.httpUrl}/ip`,
-      dnsZone: lab.internet.zone,
-      dnsServer: lab.internet.dns,
-      dohUrl: lab.internet.dohUrl,
-      probeToken: lab.internet.dnsLogToken,
-      caFile: lab.caCert,
-      command: v2rayEngine.defaultCommand,
-    },
+    // The settings the gateway gets from labEgressEnv (the lab's own probe).
+    settings: labEgressSettings(lab),
   });
   const only = process.env.BENCH_EGRESS_VARIANTS?.split(',').filter(Boolean);
   const names = (Object.keys(exit.variants) as VariantName[]).filter((name) => !only || only.includes(name));

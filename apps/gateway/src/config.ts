@@ -45,16 +45,43 @@ export interface Config {
   folderMounts: { dir: string; user: string };
 }
 
-/** Endpoints of the egress probe (an operator-run server, or the test lab). Unset means the test cannot run. */
+/**
+ * How the tunnel resolves names and how a path is verified (docs/egress-probe.md). Every endpoint is a setting:
+ * the defaults are public ones, tests point them at the network lab's stand-ins.
+ */
 export interface EgressSettings {
-  probeUrl: string | null;
-  dnsZone: string | null;
-  dnsServer: { address: string; port: number } | null;
-  dohUrl: string | null;
-  probeToken: string | null;
+  /** The tunnel's resolver for A/AAAA: DNS-over-HTTPS through the upstream (EGRESS_DOH_URL). */
+  dohUrl: string;
+  /** The tunnel's resolver for every other record type, over TCP through the upstream (EGRESS_DNS_SERVER). */
+  dnsServer: { address: string; port: number };
+  /**
+   * A TXT name in class CH that `dnsServer` answers with the asker's address (EGRESS_DNS_WHOAMI): proves the
+   * tunnel's DNS leaves from the exit. Null turns that check off.
+   */
+  dnsWhoami: string | null;
+  /** IP echo endpoints asked through the tunnel; every one must see the declared exit (EGRESS_EXIT_IP_URLS). */
+  exitIpUrls: string[];
+  /** The operator's own egress probe (EGRESS_PROBE_*): the strongest verification. Null: public endpoints only. */
+  probe: EgressProbe | null;
   caFile: string | null;
   v2rayCommand: string;
 }
+
+/** A self-hosted egress probe (apps/egress-probe): its IP echo, its zone, its DoH and the token of its DNS log. */
+export interface EgressProbe {
+  url: string;
+  dnsZone: string;
+  dohUrl: string;
+  token: string | null;
+}
+
+/** The public defaults (docs/egress-probe.md says what each proves). */
+export const EGRESS_DEFAULTS = {
+  dohUrl: 'https://1.1.1.1/dns-query',
+  dnsServer: '1.1.1.1:53',
+  dnsWhoami: 'whoami.cloudflare',
+  exitIpUrls: ['https://1.1.1.1/cdn-cgi/trace', 'https://checkip.amazonaws.com/'],
+} as const;
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -289,36 +316,116 @@ function parseMetricsBind(text: string | undefined, problems: string[]): Config[
   return { host: match[1]!.replace(/^\[(.*)\]$/, '$1'), port };
 }
 
+/** The egress settings alone, from variables as an operator sets them (tests and benches use this too). */
+export function egressSettingsFrom(env: Env): EgressSettings {
+  const problems: string[] = [];
+  const settings = parseEgressSettings(env, problems);
+  if (problems.length > 0) throw new ConfigError(problems);
+  return settings;
+}
+
 function parseEgressSettings(env: Env, problems: string[]): EgressSettings {
+  if (env.EGRESS_PROBE_DNS_SERVER) {
+    problems.push(
+      'EGRESS_PROBE_DNS_SERVER is no longer used: the probe answers its zone through EGRESS_PROBE_DOH_URL, and ' +
+        'EGRESS_DNS_SERVER names the recursive resolver for other record types (docs/egress-probe.md)',
+    );
+  }
+  const dohUrl = env.EGRESS_DOH_URL || EGRESS_DEFAULTS.dohUrl;
+  checkDohUrl('EGRESS_DOH_URL', dohUrl, problems);
+
+  const dnsText = env.EGRESS_DNS_SERVER || EGRESS_DEFAULTS.dnsServer;
+  const dnsMatch = /^(\d{1,3}(?:\.\d{1,3}){3})(?::(\d{1,5}))?$/.exec(dnsText);
+  const dnsPort = Number(dnsMatch?.[2] ?? 53);
+  if (!dnsMatch || !isIPv4(dnsMatch[1]!) || dnsPort < 1 || dnsPort > 65535)
+    problems.push(`EGRESS_DNS_SERVER must be an IPv4 address with an optional :port (got "${dnsText}")`);
+  const dnsServer = { address: dnsMatch?.[1] ?? '0.0.0.0', port: dnsPort };
+
+  const whoamiText = env.EGRESS_DNS_WHOAMI ?? EGRESS_DEFAULTS.dnsWhoami;
+  const dnsWhoami = whoamiText === '' || whoamiText === 'off' ? null : whoamiText.replace(/\.$/, '');
+  if (dnsWhoami !== null && !DNS_NAME.test(dnsWhoami))
+    problems.push(`EGRESS_DNS_WHOAMI must be a DNS name, or "off" (got "${whoamiText}")`);
+
+  let probe: EgressProbe | null = null;
   const probeUrl = env.EGRESS_PROBE_URL || null;
   if (probeUrl) {
-    try {
-      const url = new URL(probeUrl);
-      if (url.protocol !== 'http:' || !isIPv4(url.hostname)) throw new Error('not an IPv4 http URL');
-    } catch {
+    if (!isEchoUrl(probeUrl, true))
       // The exit-IP check must dial an IPv4 literal: a name could resolve to IPv6 and leave from another address.
       problems.push(
         `EGRESS_PROBE_URL must be an http:// URL whose host is an IPv4 address (got "${probeUrl}")`,
       );
-    }
+    const dnsZone = env.EGRESS_PROBE_DNS_ZONE?.replace(/\.$/, '') ?? '';
+    if (!DNS_NAME.test(dnsZone))
+      problems.push("EGRESS_PROBE_DNS_ZONE must name the probe's zone when EGRESS_PROBE_URL is set");
+    const probeDoh = env.EGRESS_PROBE_DOH_URL ?? '';
+    if (!probeDoh)
+      problems.push("EGRESS_PROBE_DOH_URL must name the probe's DoH endpoint when EGRESS_PROBE_URL is set");
+    else checkDohUrl('EGRESS_PROBE_DOH_URL', probeDoh, problems);
+    probe = {
+      url: probeUrl,
+      dnsZone: dnsZone.toLowerCase(),
+      dohUrl: probeDoh,
+      token: env.EGRESS_PROBE_TOKEN || null,
+    };
+  } else {
+    const stray = ['EGRESS_PROBE_DNS_ZONE', 'EGRESS_PROBE_DOH_URL', 'EGRESS_PROBE_TOKEN'].filter(
+      (name) => env[name],
+    );
+    if (stray.length > 0)
+      problems.push(`${stray.join(', ')} only apply with EGRESS_PROBE_URL (the probe's IP echo)`);
   }
-  let dnsServer: EgressSettings['dnsServer'] = null;
-  const dnsText = env.EGRESS_PROBE_DNS_SERVER;
-  if (dnsText) {
-    const match = /^(\d{1,3}(?:\.\d{1,3}){3})(?::(\d{1,5}))?$/.exec(dnsText);
-    if (!match || !isIPv4(match[1]!))
-      problems.push(`EGRESS_PROBE_DNS_SERVER must be an IPv4 address with an optional :port`);
-    else dnsServer = { address: match[1]!, port: Number(match[2] ?? 53) };
-  }
-  const dohUrl = env.EGRESS_DOH_URL || null;
-  if (dohUrl && !dohUrl.startsWith('https://')) problems.push('EGRESS_DOH_URL must be an https:// URL');
+
+  const urlsText = env.EGRESS_EXIT_IP_URLS;
+  const exitIpUrls = urlsText
+    ? urlsText
+        .split(',')
+        .map((entry) => entry.trim())
+        .filter(Boolean)
+    : probe
+      ? []
+      : [...EGRESS_DEFAULTS.exitIpUrls];
+  const badUrls = exitIpUrls.filter((entry) => !isEchoUrl(entry, false));
+  if (badUrls.length > 0)
+    problems.push(
+      `EGRESS_EXIT_IP_URLS must list http:// or https:// URLs separated by commas (not: ${badUrls.join(', ')})`,
+    );
+  if (probe) exitIpUrls.unshift(probe.url);
+  if (exitIpUrls.length === 0) problems.push('EGRESS_EXIT_IP_URLS must name at least one IP echo');
+
+  const caFile = env.EGRESS_TLS_CA_FILE || null;
+  if (caFile && !existsSync(caFile)) problems.push(`EGRESS_TLS_CA_FILE: no such file: ${caFile}`);
   return {
-    probeUrl,
-    dnsZone: env.EGRESS_PROBE_DNS_ZONE?.replace(/\.$/, '') || null,
-    dnsServer,
     dohUrl,
-    probeToken: env.EGRESS_PROBE_TOKEN || null,
-    caFile: env.EGRESS_TLS_CA_FILE || null,
+    dnsServer,
+    dnsWhoami,
+    exitIpUrls,
+    probe,
+    caFile,
     v2rayCommand: env.V2RAY_BIN || 'v2ray',
   };
+}
+
+const DNS_NAME = /^[A-Za-z0-9_]([A-Za-z0-9_-]{0,62})(\.[A-Za-z0-9_]([A-Za-z0-9_-]{0,62}))*$/;
+
+/** An IP echo: http(s) with a host that is an IPv4 literal or a name (resolved through the tunnel, IPv4 only). */
+function isEchoUrl(text: string, literalOnly: boolean): boolean {
+  try {
+    const url = new URL(text);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') return false;
+    if (literalOnly) return url.protocol === 'http:' && isIPv4(url.hostname);
+    return isIPv4(url.hostname) || (!url.hostname.startsWith('[') && DNS_NAME.test(url.hostname));
+  } catch {
+    return false;
+  }
+}
+
+/** v2ray would resolve a DoH host name with its own resolver, which is the tunnel: only IP literals work. */
+function checkDohUrl(name: string, text: string, problems: string[]): void {
+  try {
+    const url = new URL(text);
+    if (url.protocol === 'https:' && isIP(url.hostname.replace(/^\[|\]$/g, '')) !== 0) return;
+  } catch {
+    // reported below
+  }
+  problems.push(`${name} must be an https:// URL whose host is an IP address (got "${text}")`);
 }

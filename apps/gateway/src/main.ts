@@ -1,4 +1,5 @@
 import { ConfigError, loadConfig, readEnvironment } from './config.js';
+import { describeVerification } from './egress/egress-verification.js';
 import { createGateway } from './gateway.js';
 import { createLogger } from './logger.js';
 
@@ -20,6 +21,7 @@ async function main(): Promise<void> {
     { api: config.publicApiUrl, database: config.database.kind, dataDir: config.dataDir },
     `gateway listening on ${config.httpHost}:${config.httpPort}`,
   );
+  logger.info(describeVerification(config.egress));
 
   let stopping = false;
   const stop = (signal: string) => {

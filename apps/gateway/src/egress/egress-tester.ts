@@ -1,36 +1,34 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import dgram from 'node:dgram';
 import { lookup } from 'node:dns/promises';
 import http from 'node:http';
 import net from 'node:net';
+import tls from 'node:tls';
 import type { EgressTestResult, ProxyConfig } from '@ccp/api';
-import dnsPacket from 'dns-packet';
 import type { EgressSettings } from '../config.js';
 import type { EgressTester } from '../domain/egress-ips-service.js';
-import type { SocketAddress, TestConfigParams, TunnelEngine } from './tunnel-engine.js';
-
-/** Where the egress test probes: all settings, so tests point them at the lab and operators at their probe. */
-export interface EgressProbeSettings {
-  /** IP echo over HTTP; its host must be an IPv4 literal so an exit with IPv6 cannot answer from another address. */
-  probeUrl: string;
-  /** Zone the probe's DNS server is authoritative for. */
-  dnsZone: string;
-  /** The probe's authoritative DNS server (asked over TCP through the tunnel for non-address queries). */
-  dnsServer: SocketAddress;
-  /** DNS-over-HTTPS endpoint the tunnel resolves names with. */
-  dohUrl: string;
-  /** Bearer token for the probe's `/dns-log`. */
-  probeToken: string | null;
-  /** Extra CA certificates the tunnel engine trusts (a lab or private CA). */
-  caFile: string | null;
-  /** The tunnel engine's executable. */
-  command: string;
-}
+import {
+  CheckError,
+  decodeReply,
+  type EchoOutcome,
+  encodeQuery,
+  exitVerdict,
+  firstIPv4,
+  observedExit,
+  probeLeakName,
+  probeLogVerdict,
+  readProbeLog,
+  tunnelDns,
+  txtText,
+  type VerificationPlan,
+  verificationPlan,
+  whoamiVerdict,
+} from './egress-verification.js';
+import type { TestConfigParams, TunnelEngine } from './tunnel-engine.js';
 
 export interface EgressTesterOptions {
   engine: TunnelEngine;
-  settings: EgressProbeSettings;
+  settings: EgressSettings;
   /** Whole-test budget (the API promises 30 s). */
   totalTimeoutMs?: number;
   connectTimeoutMs?: number;
@@ -51,19 +49,41 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-const sameAddress = (a: string, b: string) =>
-  a.replace(/^::ffff:/, '').toLowerCase() === b.replace(/^::ffff:/, '').toLowerCase();
+/** The last few KiB the engine printed: its warnings name the hop that failed. */
+class EngineLog {
+  private text = '';
+  append(chunk: Buffer): void {
+    this.text = (this.text + chunk.toString()).slice(-8192);
+  }
+  /** What went wrong between the engine and the upstream, in words, when its log says. */
+  upstreamFailure(server: string): string | null {
+    const text = this.text;
+    if (/connection refused/i.test(text)) return `the upstream ${server} refused the connection`;
+    if (/no route to host|network is unreachable/i.test(text)) return `no route to the upstream ${server}`;
+    if (/x509|certificate|tls: /i.test(text)) {
+      const line = /(?:x509|tls): [^\n]*/i.exec(text)?.[0] ?? 'TLS error';
+      return `the TLS handshake with the upstream ${server} failed (${line.trim()})`;
+    }
+    if (/i\/o timeout|deadline exceeded|dial tcp[^\n]*timed out/i.test(text))
+      return `the upstream ${server} did not answer in time`;
+    if (/connection reset|unexpected EOF|\bEOF\b|closed/i.test(text))
+      return `the upstream ${server} closed the connection (a wrong password, UUID or method looks like this)`;
+    return null;
+  }
+}
 
 /** Runs the three checks of `POST /v1/admin/egress-ips/{id}/test` through a short-lived tunnel process. */
 export class TunnelEgressTester implements EgressTester {
   private readonly totalTimeoutMs: number;
   private readonly connectTimeoutMs: number;
   private readonly dnsTimeoutMs: number;
+  private readonly plan: VerificationPlan;
 
   constructor(private readonly options: EgressTesterOptions) {
     this.totalTimeoutMs = options.totalTimeoutMs ?? 28_000;
     this.connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
     this.dnsTimeoutMs = options.dnsTimeoutMs ?? 8_000;
+    this.plan = verificationPlan(options.settings);
   }
 
   async test(proxyConfig: ProxyConfig, declaredIp: string): Promise<EgressTestResult> {
@@ -75,22 +95,27 @@ export class TunnelEgressTester implements EgressTester {
       dns_leak: { ok: false, resolver_ip: null, error: null },
     };
     let child: ChildProcess | null = null;
+    const log = new EngineLog();
     try {
       const serverIp = await this.resolveUpstream(proxyConfig.server);
       const [proxyPort, dnsPort] = [await freePort(), await freePort()];
+      const { settings } = this.options;
       const params: TestConfigParams = {
         upstream: { config: proxyConfig, serverIp },
         probeInbound: { protocol: 'http', port: proxyPort },
         dnsPort,
-        dns: { dohUrl: this.options.settings.dohUrl, tcpResolver: this.options.settings.dnsServer },
+        dns: tunnelDns(settings),
       };
       let config = this.options.engine.renderTestConfig(params);
       if (this.options.alterConfig) config = this.options.alterConfig(config);
-      child = this.spawnEngine(config);
+      child = await this.spawnEngine(config, log);
       await this.waitForPort(child, proxyPort, Math.min(ends, Date.now() + 5000));
 
-      await this.connectivityAndExit(checks, proxyPort, declaredIp, ends);
-      await this.dnsLeak(checks, dnsPort, declaredIp, ends);
+      const upstream = `${proxyConfig.server}:${proxyConfig.server_port}`;
+      await this.connectivityAndExit(checks, { proxyPort, dnsPort }, declaredIp, ends, () =>
+        log.upstreamFailure(upstream),
+      );
+      await this.dnsPath(checks, dnsPort, declaredIp, ends);
     } catch (error) {
       // A failure before the checks (upstream not resolvable, engine would not start) fails all of them.
       const message = error instanceof Error ? error.message : String(error);
@@ -115,16 +140,31 @@ export class TunnelEgressTester implements EgressTester {
     }
   }
 
-  private spawnEngine(config: string): ChildProcess {
+  /** Starts the engine, telling "not installed" apart from every other way it can fail to start. */
+  private async spawnEngine(config: string, log: EngineLog): Promise<ChildProcess> {
     const { settings, engine } = this.options;
-    const child = spawn(settings.command || engine.defaultCommand, [...engine.runArgs], {
-      stdio: ['pipe', 'ignore', 'pipe'],
+    const command = settings.v2rayCommand || engine.defaultCommand;
+    const child = spawn(command, [...engine.runArgs], {
+      stdio: ['pipe', 'pipe', 'pipe'],
       env: {
         PATH: process.env.PATH ?? '/usr/bin:/bin',
         ...(settings.caFile ? { SSL_CERT_FILE: settings.caFile } : {}),
       },
     });
-    child.stderr?.resume();
+    child.stdout?.on('data', (chunk: Buffer) => log.append(chunk));
+    child.stderr?.on('data', (chunk: Buffer) => log.append(chunk));
+    await new Promise<void>((resolve, reject) => {
+      child.once('spawn', resolve);
+      child.once('error', (error: NodeJS.ErrnoException) =>
+        reject(
+          new CheckFailure(
+            error.code === 'ENOENT'
+              ? `the tunnel engine ${command} is not installed on the gateway's machine (deploy/setup.sh installs it; V2RAY_BIN names another)`
+              : `the tunnel engine ${command} cannot be started: ${error.message}`,
+          ),
+        ),
+      );
+    });
     child.on('error', () => {});
     // The config (with the upstream's secrets) goes through stdin, never to disk.
     child.stdin?.end(config);
@@ -134,7 +174,9 @@ export class TunnelEgressTester implements EgressTester {
   private async waitForPort(child: ChildProcess, port: number, until: number): Promise<void> {
     while (Date.now() < until) {
       if (child.exitCode !== null || child.signalCode !== null)
-        throw new CheckFailure('the tunnel engine exited at start');
+        throw new CheckFailure(
+          `the tunnel engine exited at start (status ${child.exitCode ?? child.signalCode})`,
+        );
       const open = await new Promise<boolean>((resolve) => {
         const socket = net.connect(port, '127.0.0.1');
         socket.once('connect', () => {
@@ -146,34 +188,78 @@ export class TunnelEgressTester implements EgressTester {
       if (open) return;
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
-    throw new CheckFailure('the tunnel engine did not start in time');
+    throw new CheckFailure('the tunnel engine did not open its port within 5 seconds');
   }
 
-  private async connectivityAndExit(checks: Checks, proxyPort: number, declaredIp: string, ends: number) {
-    const target = new URL(this.options.settings.probeUrl);
-    const began = Date.now();
-    try {
-      const body = await this.getThroughProxy(
-        proxyPort,
-        target,
-        Math.min(this.connectTimeoutMs, ends - Date.now()),
-      );
-      checks.connectivity = { ok: true, latency_ms: Date.now() - began, error: null };
-      const observed = body.trim();
-      checks.exit_ip.observed = observed;
-      checks.exit_ip.ok = sameAddress(observed, declaredIp);
-      checks.exit_ip.error = checks.exit_ip.ok
-        ? null
-        : `the exit IP is ${observed}, not the declared ${declaredIp}`;
-    } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      checks.connectivity.error = message;
-      checks.exit_ip.error = 'no answer from the probe (connectivity failed)';
+  /**
+   * Every IP echo through the tunnel: connectivity is the first one answering at all, the exit IP check wants
+   * all of them to see the declared address.
+   */
+  private async connectivityAndExit(
+    checks: Checks,
+    ports: { proxyPort: number; dnsPort: number },
+    declaredIp: string,
+    ends: number,
+    upstreamFailure: () => string | null,
+  ) {
+    const outcomes: EchoOutcome[] = [];
+    for (const [index, url] of this.plan.exitIpUrls.entries()) {
+      const began = Date.now();
+      const budget = Math.min(this.connectTimeoutMs, ends - Date.now());
+      try {
+        const body = await this.echo(ports, new URL(url), budget);
+        outcomes.push({ url, status: 200, body });
+        if (index === 0) checks.connectivity = { ok: true, latency_ms: Date.now() - began, error: null };
+      } catch (error) {
+        const message = error instanceof Error ? error.message : String(error);
+        outcomes.push({ url, error: message });
+        if (index === 0) {
+          // The engine's own log says which hop failed when the HTTP side only saw a timeout or a 503.
+          const hop = upstreamFailure();
+          checks.connectivity.error = message === 'timeout' && hop === null ? 'timeout' : (hop ?? message);
+          checks.exit_ip.error = 'no answer through the upstream (connectivity failed)';
+          return;
+        }
+      }
     }
+    checks.exit_ip.observed = observedExit(outcomes, declaredIp);
+    const verdict = exitVerdict(outcomes, declaredIp);
+    checks.exit_ip.ok = verdict === null;
+    checks.exit_ip.error = verdict?.message ?? null;
   }
 
-  /** HTTP through the tunnel's loopback HTTP proxy, closing the connection so half-close is never waited on. */
-  private getThroughProxy(proxyPort: number, target: URL, timeoutMs: number): Promise<string> {
+  /** One IP echo through the tunnel's HTTP proxy; a host name is resolved through the tunnel first. */
+  private async echo(
+    ports: { proxyPort: number; dnsPort: number },
+    url: URL,
+    timeoutMs: number,
+  ): Promise<string> {
+    let address = url.hostname;
+    if (!net.isIPv4(address)) {
+      const reply = decodeReply(
+        await this.queryUdp(ports.dnsPort, encodeQuery(address, 'A'), timeoutMs).catch(() => undefined),
+        'timeout',
+        `the lookup of ${address} through the tunnel`,
+      );
+      const resolved = reply.ok ? firstIPv4(reply.packet) : null;
+      if (resolved === null)
+        throw new CheckFailure(reply.ok ? `${address} has no IPv4 address through the tunnel` : reply.error);
+      address = resolved;
+    }
+    const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+    return url.protocol === 'https:'
+      ? this.getOverConnect(ports.proxyPort, url, address, port, timeoutMs)
+      : this.getThroughProxy(ports.proxyPort, url, address, port, timeoutMs);
+  }
+
+  /** Plain HTTP through the proxy, closing the connection so half-close is never waited on. */
+  private getThroughProxy(
+    proxyPort: number,
+    url: URL,
+    address: string,
+    port: number,
+    timeoutMs: number,
+  ): Promise<string> {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(
         () => {
@@ -187,79 +273,139 @@ export class TunnelEgressTester implements EgressTester {
           host: '127.0.0.1',
           port: proxyPort,
           method: 'GET',
-          path: target.toString(),
-          headers: { host: target.host, connection: 'close' },
+          path: `http://${address}:${port}${url.pathname}${url.search}`,
+          headers: { host: url.host, connection: 'close', 'user-agent': USER_AGENT },
           agent: false,
         },
         (response) => {
-          let body = '';
-          response.setEncoding('utf8');
-          response.on('data', (chunk: string) => {
-            if (body.length < 4096) body += chunk;
-          });
-          response.on('end', () => {
+          readBody(response).then((body) => {
             clearTimeout(timer);
             if (response.statusCode === 200) resolve(body);
-            else
-              reject(new CheckFailure(`the probe answered HTTP ${response.statusCode} through the tunnel`));
-          });
+            else reject(new CheckFailure(`${url} answered HTTP ${response.statusCode} through the tunnel`));
+          }, reject);
         },
       );
-      request.on('error', (error) =>
-        reject(new CheckFailure(`no connection through the tunnel: ${error.message}`)),
-      );
+      request.on('error', (error) => {
+        clearTimeout(timer);
+        reject(new CheckFailure(`no connection through the tunnel: ${error.message}`));
+      });
       request.end();
     });
   }
 
-  private async dnsLeak(checks: Checks, dnsPort: number, declaredIp: string, ends: number) {
-    const { dnsZone } = this.options.settings;
-    const name = `${randomBytes(10).toString('hex')}.leak.${dnsZone}`;
-    try {
-      const budget = () => Math.min(this.dnsTimeoutMs, ends - Date.now());
-      await this.queryUdp(dnsPort, name, 'A', budget());
-      const seen = await this.queriers(name, budget());
-      if (seen.length === 0)
-        throw new CheckFailure('the probe never saw the lookup (the name was not resolved through it)');
-      checks.dns_leak.resolver_ip = seen[0]!;
-      const strangers = seen.filter((address) => !sameAddress(address, declaredIp));
-      if (strangers.length > 0) {
-        checks.dns_leak.resolver_ip = strangers[0]!;
-        throw new CheckFailure(
-          `DNS leaked: the probe saw the lookup from ${[...new Set(strangers)].join(', ')}`,
+  /** HTTPS: CONNECT through the proxy to the address, then TLS for the URL's own name. */
+  private getOverConnect(
+    proxyPort: number,
+    url: URL,
+    address: string,
+    port: number,
+    timeoutMs: number,
+  ): Promise<string> {
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      const finish = (error: Error | null, body?: string) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        connect.destroy();
+        if (error) reject(error);
+        else resolve(body ?? '');
+      };
+      const timer = setTimeout(() => finish(new CheckFailure('timeout')), Math.max(0, timeoutMs));
+      const connect = http.request({
+        host: '127.0.0.1',
+        port: proxyPort,
+        method: 'CONNECT',
+        path: `${address}:${port}`,
+        headers: { host: `${address}:${port}` },
+        agent: false,
+      });
+      connect.on('connect', (response, socket) => {
+        if (response.statusCode !== 200) {
+          socket.destroy();
+          finish(new CheckFailure(`the tunnel could not reach ${url.host} (HTTP ${response.statusCode})`));
+          return;
+        }
+        const secure = tls.connect({
+          socket,
+          ...(net.isIP(url.hostname) ? {} : { servername: url.hostname }),
+          host: url.hostname,
+          ...(this.plan.caPem ? { ca: [...tls.rootCertificates, this.plan.caPem] } : {}),
+        });
+        const request = http.request(
+          {
+            createConnection: () => secure,
+            method: 'GET',
+            path: `${url.pathname}${url.search}`,
+            headers: { host: url.host, connection: 'close', 'user-agent': USER_AGENT },
+          },
+          (answer) => {
+            readBody(answer).then((body) => {
+              if (answer.statusCode === 200) finish(null, body);
+              else finish(new CheckFailure(`${url} answered HTTP ${answer.statusCode} through the tunnel`));
+            }, finish);
+          },
         );
+        request.on('error', (error) =>
+          finish(new CheckFailure(`${url} through the tunnel: ${error.message}`)),
+        );
+        request.end();
+      });
+      connect.on('error', (error) =>
+        finish(new CheckFailure(`no connection through the tunnel: ${error.message}`)),
+      );
+      connect.end();
+    });
+  }
+
+  /**
+   * The DNS path: the whoami name asked of the tunnel's TCP resolver must come back with the exit address; with
+   * a probe, a fresh name under its zone must reach the probe from the exit only.
+   */
+  private async dnsPath(checks: Checks, dnsPort: number, declaredIp: string, ends: number) {
+    const budget = () => Math.min(this.dnsTimeoutMs, ends - Date.now());
+    try {
+      const { probe, whoami } = this.plan;
+      if (probe) {
+        const name = probeLeakName(probe);
+        const reply = decodeReply(
+          await this.queryUdp(dnsPort, encodeQuery(name, 'A'), budget()).catch(() => undefined),
+          'timeout',
+          `the lookup of ${name} through the tunnel`,
+        );
+        if (!reply.ok) throw new CheckFailure(reply.error);
+        const seen = await readProbeLog(probe, name, budget());
+        checks.dns_leak.resolver_ip = seen.find((address) => address !== declaredIp) ?? seen[0] ?? null;
+        const verdict = probeLogVerdict(seen, name, declaredIp);
+        if (verdict) throw new CheckFailure(`DNS leaked: ${verdict.message}`);
       }
-      // Non-address queries take the engine's other DNS path (TCP through the tunnel): check it too.
-      const whoami = await this.queryUdp(dnsPort, `whoami.${dnsZone}`, 'TXT', budget());
-      const answer = whoami.answers?.find((a) => a.type === 'TXT');
-      const text = answer
-        ? Buffer.concat((answer.data as Buffer[]).map((b) => Buffer.from(b))).toString()
-        : null;
-      if (text === null || !sameAddress(text, declaredIp)) {
-        throw new CheckFailure(`DNS leaked: a TXT lookup reached the probe from ${text ?? 'nowhere'}`);
+      if (whoami) {
+        const reply = decodeReply(
+          await this.queryUdp(dnsPort, encodeQuery(whoami.name, 'TXT', true), budget()).catch(
+            () => undefined,
+          ),
+          'timeout',
+          `the lookup of ${whoami.name} through the tunnel`,
+        );
+        if (reply.ok) checks.dns_leak.resolver_ip ??= txtText(reply.packet)?.trim() ?? null;
+        const verdict = whoamiVerdict(reply, whoami.name, declaredIp);
+        if (verdict)
+          throw new CheckFailure(
+            verdict.code === 'dns_leak' ? `DNS leaked: ${verdict.message}` : verdict.message,
+          );
       }
       checks.dns_leak.ok = true;
     } catch (error) {
-      checks.dns_leak.error = error instanceof Error ? error.message : String(error);
+      checks.dns_leak.error =
+        error instanceof CheckError || error instanceof Error ? error.message : String(error);
     }
   }
 
-  private queryUdp(
-    port: number,
-    name: string,
-    type: 'A' | 'TXT',
-    timeoutMs: number,
-  ): Promise<dnsPacket.Packet> {
+  private queryUdp(port: number, query: Buffer, timeoutMs: number): Promise<Buffer> {
     return new Promise((resolve, reject) => {
       const socket = dgram.createSocket('udp4');
       const timer = setTimeout(() => done(() => reject(new CheckFailure('timeout'))), Math.max(0, timeoutMs));
-      const id = randomBytes(2).readUInt16BE(0);
-      const query = dnsPacket.encode({
-        id,
-        type: 'query',
-        flags: dnsPacket.RECURSION_DESIRED,
-        questions: [{ type, name }],
-      });
+      const id = query.readUInt16BE(0);
       const retry = setInterval(() => socket.send(query, port, '127.0.0.1'), 1000);
       let finished = false;
       const done = (fn: () => void) => {
@@ -271,38 +417,11 @@ export class TunnelEgressTester implements EgressTester {
         fn();
       };
       socket.on('message', (message) => {
-        const answer = dnsPacket.decode(message);
-        if (answer.id !== id) return;
-        const rcode = (answer.flags ?? 0) & 0x0f;
-        if (rcode !== 0) {
-          done(() =>
-            reject(new CheckFailure(`the lookup of ${name} through the tunnel failed (DNS rcode ${rcode})`)),
-          );
-        } else done(() => resolve(answer));
+        if (message.length >= 2 && message.readUInt16BE(0) === id) done(() => resolve(message));
       });
       socket.on('error', (error) => done(() => reject(error)));
       socket.send(query, port, '127.0.0.1');
     });
-  }
-
-  /** Who the probe's authoritative server saw asking for `name`, read directly from the probe. */
-  private async queriers(name: string, timeoutMs: number): Promise<string[]> {
-    const { probeUrl, probeToken } = this.options.settings;
-    const url = new URL('/dns-log', probeUrl);
-    url.searchParams.set('name', name);
-    let response: Response;
-    try {
-      response = await fetch(url, {
-        headers: { connection: 'close', ...(probeToken ? { authorization: `Bearer ${probeToken}` } : {}) },
-        signal: AbortSignal.timeout(Math.max(1, timeoutMs)),
-      });
-    } catch (error) {
-      if ((error as Error).name === 'TimeoutError') throw new CheckFailure('timeout');
-      throw new CheckFailure(`the probe's DNS log cannot be read: ${(error as Error).message}`);
-    }
-    if (!response.ok) throw new CheckFailure(`the probe's DNS log answered HTTP ${response.status}`);
-    const body = (await response.json()) as { queries?: { address: string }[] };
-    return (body.queries ?? []).map((q) => q.address);
   }
 
   /** SIGTERM, then SIGKILL: the tunnel process never outlives the test. */
@@ -316,44 +435,21 @@ export class TunnelEgressTester implements EgressTester {
   }
 }
 
-/** The tester for the configured probe, or one that explains which settings are missing. */
-export function egressTesterFor(settings: EgressSettings, engine: TunnelEngine): EgressTester {
-  const { probeUrl, dnsZone, dnsServer, dohUrl } = settings;
-  if (probeUrl && dnsZone && dnsServer && dohUrl) {
-    return new TunnelEgressTester({
-      engine,
-      settings: {
-        probeUrl,
-        dnsZone,
-        dnsServer,
-        dohUrl,
-        probeToken: settings.probeToken,
-        caFile: settings.caFile,
-        command: settings.v2rayCommand,
-      },
+const USER_AGENT = 'cloud-cli-proxy egress test';
+
+function readBody(response: http.IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let body = '';
+    response.setEncoding('utf8');
+    response.on('data', (chunk: string) => {
+      if (body.length < 4096) body += chunk;
     });
-  }
-  const missing = Object.entries({
-    EGRESS_PROBE_URL: probeUrl,
-    EGRESS_PROBE_DNS_ZONE: dnsZone,
-    EGRESS_PROBE_DNS_SERVER: dnsServer,
-    EGRESS_DOH_URL: dohUrl,
-  })
-    .filter(([, value]) => !value)
-    .map(([name]) => name);
-  const error = `the egress probe is not configured (set ${missing.join(', ')}; see docs/egress-probe.md)`;
-  return {
-    async test(_config, declaredIp) {
-      return {
-        ok: false,
-        tested_at: new Date().toISOString(),
-        duration_ms: 0,
-        checks: {
-          connectivity: { ok: false, latency_ms: null, error },
-          exit_ip: { ok: false, expected: declaredIp, observed: null, error },
-          dns_leak: { ok: false, resolver_ip: null, error },
-        },
-      };
-    },
-  };
+    response.on('end', () => resolve(body));
+    response.on('error', reject);
+  });
+}
+
+/** The tester for the configured endpoints. */
+export function egressTesterFor(settings: EgressSettings, engine: TunnelEngine): EgressTester {
+  return new TunnelEgressTester({ engine, settings });
 }

@@ -21,6 +21,8 @@ export interface TunnelDnsSettings {
   dohUrl: string;
   /** Resolver asked over TCP through the tunnel for every other record type (TXT, MX, SRV…). */
   tcpResolver: SocketAddress;
+  /** Zones whose A/AAAA go to their own DoH endpoint instead (the egress probe's zone, so it sees who asks). */
+  zones?: { zone: string; dohUrl: string }[];
 }
 
 /** The long-running tunnel in a host's egress gateway. */

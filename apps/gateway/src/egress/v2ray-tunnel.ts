@@ -20,8 +20,11 @@ export interface V2rayRoutingRule {
 }
 
 /** The parts of a v2ray 4.34 config we write. No `log` section: v2ray's default keeps the access log off. */
+/** A v2ray DNS server: a DoH URL, or one that answers only the listed domains. */
+export type V2rayDnsServer = string | { address: string; domains: string[] };
+
 export interface V2rayConfig {
-  dns: { servers: string[]; tag: string };
+  dns: { servers: V2rayDnsServer[]; tag: string };
   inbounds: V2rayInbound[];
   outbounds: V2rayOutbound[];
   routing: { domainStrategy: 'AsIs'; rules: V2rayRoutingRule[] };
@@ -45,12 +48,17 @@ export interface TunnelParts {
 
 /**
  * A tunnel whose only way out is the upstream. DNS is answered by v2ray's `dns` outbound: A/AAAA through the
- * built-in DoH client, routed to the upstream; other query types over TCP, chained through the upstream by
- * `proxySettings` (without it they are dialled directly, a leak the spike measured).
+ * built-in DoH client (a zone of its own, such as the egress probe's, may have its own DoH server), routed to the
+ * upstream; other query types over TCP, chained through the upstream by `proxySettings` (without it they are
+ * dialled directly, a leak the spike measured).
  */
 export function tunnelConfig(parts: TunnelParts): V2rayConfig {
   const { dns } = parts;
   assertDohUrl(dns.dohUrl);
+  for (const zone of dns.zones ?? []) {
+    assertDohUrl(zone.dohUrl);
+    if (!/^[a-z0-9_-]+(\.[a-z0-9_-]+)*$/.test(zone.zone)) throw new TypeError(`not a DNS zone: ${zone.zone}`);
+  }
   assertIpLiteral('dns.tcpResolver.address', dns.tcpResolver.address);
   assertPort('dns.tcpResolver.port', dns.tcpResolver.port);
   assertIpLiteral('dnsListen.address', parts.dnsListen.address);
@@ -64,7 +72,13 @@ export function tunnelConfig(parts: TunnelParts): V2rayConfig {
   );
   const resolver = { address: dns.tcpResolver.address, port: dns.tcpResolver.port };
   return {
-    dns: { servers: [dns.dohUrl], tag: DNS_INTERNAL_TAG },
+    dns: {
+      servers: [
+        ...(dns.zones ?? []).map((zone) => ({ address: zone.dohUrl, domains: [`domain:${zone.zone}`] })),
+        dns.dohUrl,
+      ],
+      tag: DNS_INTERNAL_TAG,
+    },
     inbounds: [
       ...parts.inbounds,
       {

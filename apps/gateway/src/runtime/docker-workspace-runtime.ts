@@ -7,6 +7,7 @@ import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import Docker from 'dockerode';
 import type { EgressSettings } from '../config.js';
+import { tunnelDns, type VerificationPlan, verificationPlan } from '../egress/egress-verification.js';
 import {
   GATEWAY_NETWORK,
   renderEgressGatewayFiles,
@@ -15,7 +16,7 @@ import {
 } from './egress-gateway-files.js';
 import { MOUNTS_IN_WORKSPACE, makeTraversableDir, propagatesToContainers } from './folder-mount-points.js';
 import { CommandError, linkWorkspace, listensOnTcp, workspaceLinked } from './netns.js';
-import { type PathProbeSettings, verifyEgressPath } from './path-check.js';
+import { verifyEgressPath } from './path-check.js';
 import {
   type ExecResult,
   type ImageStatus,
@@ -50,7 +51,7 @@ export interface DockerWorkspaceRuntimeOptions {
   images: { workspace: string; egressGateway: string };
   /** The gateway's DATA_DIR: egress gateway configs and the workspaces' resolv.conf live under `runtime/`. */
   dataDir: string;
-  /** config.egress: the probe the path check uses and the DNS endpoints the tunnel resolves with. */
+  /** config.egress: the endpoints the path check asks and the DNS the tunnel resolves with. */
   egress: EgressSettings;
   /** Node.js run inside a workspace's namespace for the path check; the gateway's own by default. */
   nodeCommand?: string;
@@ -106,6 +107,7 @@ const statusCode = (error: unknown) => (error as { statusCode?: number }).status
 export class DockerWorkspaceRuntime implements WorkspaceRuntime {
   private readonly docker: Docker;
   private readonly timeouts: Timeouts;
+  private readonly plan: VerificationPlan;
   private readonly runtimeDir: string;
   private readonly queues = new Map<string, Promise<unknown>>();
   private uplinkQueue: Promise<unknown> = Promise.resolve();
@@ -114,6 +116,7 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
   constructor(private readonly options: DockerWorkspaceRuntimeOptions) {
     this.docker = options.docker;
     this.timeouts = { ...DEFAULT_TIMEOUTS, ...options.timeouts };
+    this.plan = verificationPlan(options.egress);
     this.runtimeDir = path.resolve(options.dataDir, 'runtime');
     this.owner = gatewayInstanceId(this.runtimeDir);
   }
@@ -190,7 +193,6 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
     checkHostId(hostId);
     return this.exclusive(hostId, () =>
       this.guard(async () => {
-        const probe = this.probeSettings();
         const gateway = await this.find(hostId, 'egress-gateway');
         const workspace = await this.find(hostId, 'workspace');
         if (!gateway?.running || !workspace?.running)
@@ -211,7 +213,7 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
               exitIp: upstream.exitIp,
               uplinkHostAddress: hostAddress,
             },
-            probe,
+            this.plan,
             this.checkOptions(),
           );
         } catch (error) {
@@ -422,7 +424,6 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
   ): Promise<WorkspaceEndpoints> {
     const began = Date.now();
     try {
-      const probe = this.probeSettings();
       await progress(5, 'checking the images');
       await this.requireImages();
       await progress(10, `resolving the upstream ${upstream.config.server}`);
@@ -450,7 +451,7 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
           exitIp: upstream.exitIp,
           uplinkHostAddress: hostAddress,
         },
-        probe,
+        this.plan,
         this.checkOptions(),
       );
       // sshd has usually been up for a while by now; this also proves the relay.
@@ -810,13 +811,11 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
     serverIp: string,
     relaySource: string,
   ): Promise<void> {
-    const { dohUrl, dnsServer } = this.options.egress;
-    if (!dohUrl || !dnsServer) throw probeUnconfigured();
     let files: { v2ray: string; ruleset: string };
     try {
       files = renderEgressGatewayFiles({
         upstream: { config: upstream.config, serverIp },
-        dns: { dohUrl, tcpResolver: dnsServer },
+        dns: tunnelDns(this.options.egress),
         relaySource,
       });
     } catch (error) {
@@ -846,12 +845,6 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
       await writeFile(file, text, { mode: 0o644 });
     }
     return file;
-  }
-
-  private probeSettings(): PathProbeSettings {
-    const { probeUrl, dnsZone, probeToken } = this.options.egress;
-    if (!probeUrl || !dnsZone) throw probeUnconfigured();
-    return { probeUrl, dnsZone, probeToken };
   }
 
   private checkOptions() {
@@ -906,14 +899,6 @@ function endpointsAt(address: string): WorkspaceEndpoints {
     ssh: { host: address, port: WORKSPACE_PORTS.ssh },
     desktop: { host: address, port: WORKSPACE_PORTS.desktop },
   };
-}
-
-function probeUnconfigured(): RuntimeError {
-  return new RuntimeError(
-    'probe_unconfigured',
-    'the egress probe is not configured (EGRESS_PROBE_URL, EGRESS_PROBE_DNS_ZONE, EGRESS_PROBE_DNS_SERVER, ' +
-      'EGRESS_DOH_URL); a workspace path cannot be verified without it',
-  );
 }
 
 /**

@@ -1,21 +1,23 @@
-import { randomBytes } from 'node:crypto';
 import dgram from 'node:dgram';
+import { createRequire } from 'node:module';
 import net from 'node:net';
-import dnsPacket from 'dns-packet';
+import {
+  CheckError,
+  type CheckVerdict,
+  decodeReply,
+  type EchoOutcome,
+  encodeQuery,
+  exitVerdict,
+  firstIPv4,
+  probeLeakName,
+  probeLogVerdict,
+  readProbeLog,
+  type VerificationPlan,
+  whoamiVerdict,
+} from '../egress/egress-verification.js';
 import { GATEWAY_NETWORK, WORKSPACE_LINK } from './egress-gateway-files.js';
 import { runInNetns } from './netns.js';
 import { RuntimeError } from './workspace-runtime.js';
-
-/**
- * The egress probe (config.egress with every endpoint set): an IP echo, an authoritative DNS zone and its
- * log.
- */
-export interface PathProbeSettings {
-  /** `http://<IPv4 literal>/…`, answering with the caller's address. */
-  probeUrl: string;
-  dnsZone: string;
-  probeToken: string | null;
-}
 
 export interface PathCheckTarget {
   workspacePid: number;
@@ -34,53 +36,38 @@ export interface PathCheckOptions {
   dnsTimeoutMs: number;
 }
 
-interface HttpOutcome {
-  status?: number;
-  body?: string;
-  error?: string;
-}
-
 interface DnsOutcome {
   reply?: string;
   error?: string;
 }
 
 interface ProgramResult {
-  http: HttpOutcome;
+  echoes: EchoOutcome[];
   dns: DnsOutcome[];
 }
 
+/** The program below runs with the host's files, so it can load this package's own DNS encoder by path. */
+const DNS_PACKET = createRequire(import.meta.url).resolve('dns-packet');
+
 /**
- * What runs inside the workspace's network namespace (host binary, host files, workspace network): one HTTP
- * GET, DNS queries sent as given to the workspace's resolver, and a TCP connection plus a UDP datagram to a
- * canary. Plain CommonJS for `node -e`, so it needs nothing from this package; the verdicts are made outside.
+ * What runs inside the workspace's network namespace (host binary, host files, workspace network): the IP
+ * echoes (names resolved by the workspace's resolver, IPv4 only), DNS queries sent as given to that resolver,
+ * and a TCP connection plus a UDP datagram to a canary. Plain CommonJS for `node -e`; the verdicts are made
+ * outside.
  */
 const PROGRAM = `'use strict';
 const http = require('node:http');
+const https = require('node:https');
 const net = require('node:net');
+const tls = require('node:tls');
 const dgram = require('node:dgram');
 const task = JSON.parse(process.argv[1]);
+const dnsPacket = require(task.dnsPacket);
 
-function get(url, ms) {
-  return new Promise((resolve) => {
-    const options = { agent: false, headers: { connection: 'close' }, timeout: ms };
-    const request = http.get(url, options, (response) => {
-      let body = '';
-      response.setEncoding('utf8');
-      response.on('data', (chunk) => { if (body.length < 4096) body += chunk; });
-      response.on('end', () => resolve({ status: response.statusCode, body }));
-      response.on('error', (error) => resolve({ error: error.message }));
-    });
-    request.on('timeout', () => request.destroy(new Error('timed out')));
-    request.on('error', (error) => resolve({ error: error.code || error.message }));
-  });
-}
-
-function ask(query, server, ms) {
+function ask(packet, ms) {
   return new Promise((resolve) => {
     const socket = dgram.createSocket('udp4');
-    const packet = Buffer.from(query, 'hex');
-    const send = () => socket.send(packet, server.port, server.address);
+    const send = () => socket.send(packet, task.dns.port, task.dns.address);
     const retry = setInterval(send, 1000);
     const timer = setTimeout(() => done({ error: 'timed out' }), ms);
     function done(result) {
@@ -92,6 +79,53 @@ function ask(query, server, ms) {
     socket.on('message', (message) => done({ reply: message.toString('hex') }));
     socket.on('error', (error) => done({ error: error.message }));
     send();
+  });
+}
+
+async function resolve4(name) {
+  if (net.isIPv4(name)) return name;
+  const query = dnsPacket.encode({ id: 1 + Math.floor(Math.random() * 65000), type: 'query',
+    flags: dnsPacket.RECURSION_DESIRED, questions: [{ type: 'A', name }] });
+  const outcome = await ask(query, task.dnsMs);
+  if (outcome.error) throw new Error('cannot resolve ' + name + ' through the tunnel: ' + outcome.error);
+  const reply = dnsPacket.decode(Buffer.from(outcome.reply, 'hex'));
+  const rcode = (reply.flags || 0) & 15;
+  const a = (reply.answers || []).find((record) => record.type === 'A');
+  if (rcode !== 0 || !a) throw new Error('cannot resolve ' + name + ' through the tunnel (rcode ' + rcode + ')');
+  return a.data;
+}
+
+async function echo(url) {
+  const target = new URL(url);
+  const secure = target.protocol === 'https:';
+  let address;
+  try {
+    address = await resolve4(target.hostname);
+  } catch (error) {
+    return { url, error: error.message };
+  }
+  return new Promise((resolve) => {
+    const options = {
+      host: address,
+      port: target.port || (secure ? 443 : 80),
+      path: target.pathname + target.search,
+      agent: false,
+      headers: { host: target.host, connection: 'close', 'user-agent': 'cloud-cli-proxy egress check' },
+      timeout: task.httpMs,
+    };
+    if (secure) {
+      if (!net.isIP(target.hostname)) options.servername = target.hostname;
+      if (task.ca) options.ca = [...tls.rootCertificates, task.ca];
+    }
+    const request = (secure ? https : http).get(options, (response) => {
+      let body = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk) => { if (body.length < 4096) body += chunk; });
+      response.on('end', () => resolve({ url, status: response.statusCode, body }));
+      response.on('error', (error) => resolve({ url, error: error.message }));
+    });
+    request.on('timeout', () => request.destroy(new Error('timed out')));
+    request.on('error', (error) => resolve({ url, error: error.code || error.message }));
   });
 }
 
@@ -108,10 +142,10 @@ function touch(canary, ms) {
 }
 
 Promise.all([
-  get(task.url, task.httpMs),
-  Promise.all(task.queries.map((query) => ask(query, task.dns, task.dnsMs))),
+  Promise.all(task.urls.map(echo)),
+  Promise.all(task.queries.map((query) => ask(Buffer.from(query, 'hex'), task.dnsMs))),
   touch(task.canary, task.canaryMs),
-]).then(([http, dns]) => process.stdout.write(JSON.stringify({ http, dns })));
+]).then(([echoes, dns]) => process.stdout.write(JSON.stringify({ echoes, dns })));
 `;
 
 /**
@@ -159,52 +193,46 @@ class Canary {
   }
 }
 
-const sameAddress = (a: string, b: string) => a.replace(/^::ffff:/, '') === b.replace(/^::ffff:/, '');
-
-function encodeQuery(name: string, type: 'A' | 'TXT'): string {
-  return dnsPacket
-    .encode({
-      id: randomBytes(2).readUInt16BE(0),
-      type: 'query',
-      flags: dnsPacket.RECURSION_DESIRED,
-      questions: [{ type, name }],
-    })
-    .toString('hex');
-}
-
 /**
  * Verifies a workspace's egress path from inside its network namespace, as the workspace itself sees it:
  *
- * - the probe (an IPv4 literal) sees the declared exit IP;
- * - a fresh name under the probe's zone resolves through the workspace's resolver, and the probe's
- *   authoritative server saw that name asked only from the exit IP; a TXT `whoami` (the tunnel's TCP DNS
- *   path) says the same;
+ * - every IP echo of the plan (asked over HTTP(S), names resolved by the workspace's resolver) sees the declared
+ *   exit IP;
+ * - the tunnel's TCP resolver saw the whoami question from the exit IP (when the plan has one); with a probe, a
+ *   fresh name under its zone resolves through the workspace's resolver and the probe's authoritative server
+ *   saw it asked only from the exit IP;
  * - nothing reaches the uplink except through the exit: the egress gateway has its kill switch loaded and
  *   forwarding off (so no packet of any protocol, ICMP included, is routed out), and a TCP connection and a
  *   UDP datagram to the control plane's own uplink address (reachable directly, never from the exit) never
  *   arrive.
  *
- * Throws RuntimeError `direct_path_open`, `upstream_unreachable`, `exit_ip_mismatch`, `dns_failed` or
- * `dns_leak`.
+ * Throws RuntimeError `direct_path_open`, `upstream_unreachable`, `exit_ip_mismatch`, `dns_failed`, `dns_leak`
+ * or `probe_unreachable`.
  */
 export async function verifyEgressPath(
   target: PathCheckTarget,
-  probe: PathProbeSettings,
+  plan: VerificationPlan,
   options: PathCheckOptions,
 ): Promise<void> {
   const canary = new Canary();
   try {
-    const leakName = `${randomBytes(10).toString('hex')}.leak.${probe.dnsZone}`;
+    const leakName = plan.probe ? probeLeakName(plan.probe) : null;
+    const queries = [
+      ...(leakName ? [encodeQuery(leakName, 'A')] : []),
+      ...(plan.whoami ? [encodeQuery(plan.whoami.name, 'TXT', true)] : []),
+    ];
     const task = {
-      url: probe.probeUrl,
+      dnsPacket: DNS_PACKET,
+      urls: plan.exitIpUrls,
+      ca: plan.caPem,
       httpMs: options.httpTimeoutMs,
       dns: { address: WORKSPACE_LINK.gatewayAddress, port: 53 },
       dnsMs: options.dnsTimeoutMs,
-      queries: [encodeQuery(leakName, 'A'), encodeQuery(`whoami.${probe.dnsZone}`, 'TXT')],
+      queries: queries.map((query) => query.toString('hex')),
       canary: await canary.listen(target.uplinkHostAddress),
       canaryMs: CANARY_WINDOW_MS,
     };
-    const budget = Math.max(options.httpTimeoutMs, options.dnsTimeoutMs) + 5000;
+    const budget = Math.max(options.httpTimeoutMs, options.dnsTimeoutMs) * 2 + 5000;
     const [program, gateway] = await Promise.all([
       runInNetns(target.workspacePid, options.nodeCommand, ['-e', PROGRAM, JSON.stringify(task)], {
         timeoutMs: budget,
@@ -220,11 +248,40 @@ export async function verifyEgressPath(
       );
     }
     if (gateway) throw new RuntimeError('direct_path_open', gateway);
-    checkExit(result.http, target.exitIp, probe.probeUrl);
-    await checkDns(result.dns, leakName, target.exitIp, probe);
+    fail(exitVerdict(result.echoes, target.exitIp));
+
+    const replies = [...result.dns];
+    if (leakName && plan.probe) {
+      const outcome = replies.shift()!;
+      const reply = decodeReply(hex(outcome.reply), outcome.error, `the lookup of ${leakName}`);
+      if (!reply.ok) fail({ code: 'dns_failed', message: reply.error });
+      else if (firstIPv4(reply.packet) === null)
+        fail({ code: 'dns_failed', message: `the lookup of ${leakName} returned no address` });
+      let queriers: string[];
+      try {
+        queriers = await readProbeLog(plan.probe, leakName, 5000);
+      } catch (error) {
+        if (error instanceof CheckError) throw new RuntimeError(error.code, error.message);
+        throw error;
+      }
+      fail(probeLogVerdict(queriers, leakName, target.exitIp));
+    }
+    if (plan.whoami) {
+      const outcome = replies.shift()!;
+      const what = `the lookup of ${plan.whoami.name}`;
+      fail(
+        whoamiVerdict(decodeReply(hex(outcome.reply), outcome.error, what), plan.whoami.name, target.exitIp),
+      );
+    }
   } finally {
     canary.close();
   }
+}
+
+const hex = (text: string | undefined) => (text === undefined ? undefined : Buffer.from(text, 'hex'));
+
+function fail(verdict: CheckVerdict | null): void {
+  if (verdict) throw new RuntimeError(verdict.code, verdict.message);
 }
 
 /** The egress gateway's own guarantees, read from its namespace: a reason when one is missing. */
@@ -236,82 +293,4 @@ async function gatewayGuards(gatewayPid: number): Promise<string | null> {
   }
   const { stdout } = await runInNetns(gatewayPid, 'sysctl', ['-n', 'net.ipv4.ip_forward']);
   return stdout.trim() === '0' ? null : 'IP forwarding is on in the egress gateway';
-}
-
-function checkExit(outcome: HttpOutcome, exitIp: string, probeUrl: string): void {
-  if (outcome.error !== undefined || outcome.status !== 200) {
-    const why = outcome.error ?? `HTTP ${outcome.status}`;
-    throw new RuntimeError(
-      'upstream_unreachable',
-      `no answer from ${probeUrl} through the upstream (${why})`,
-    );
-  }
-  const observed = (outcome.body ?? '').trim();
-  if (!sameAddress(observed, exitIp)) {
-    throw new RuntimeError(
-      'exit_ip_mismatch',
-      `the workspace leaves from ${observed || 'an unknown address'}, not the declared ${exitIp}`,
-    );
-  }
-}
-
-async function checkDns(
-  outcomes: DnsOutcome[],
-  leakName: string,
-  exitIp: string,
-  probe: PathProbeSettings,
-): Promise<void> {
-  const [address, whoami] = outcomes.map((outcome, index) => {
-    const what = index === 0 ? `the lookup of ${leakName}` : 'the TXT lookup of whoami';
-    if (outcome.reply === undefined)
-      throw new RuntimeError('dns_failed', `${what} got no answer (${outcome.error})`);
-    const answer = dnsPacket.decode(Buffer.from(outcome.reply, 'hex'));
-    const rcode = (answer.flags ?? 0) & 0x0f;
-    if (rcode !== 0) throw new RuntimeError('dns_failed', `${what} failed (DNS rcode ${rcode})`);
-    return answer;
-  }) as [dnsPacket.DecodedPacket, dnsPacket.DecodedPacket];
-  if (!address.answers?.some((answer) => answer.type === 'A'))
-    throw new RuntimeError('dns_failed', `the lookup of ${leakName} returned no address`);
-
-  const seen = await queriers(probe, leakName);
-  if (seen.length === 0)
-    throw new RuntimeError(
-      'dns_leak',
-      `the probe never saw the lookup of ${leakName}: it was answered elsewhere`,
-    );
-  const strangers = [...new Set(seen.filter((source) => !sameAddress(source, exitIp)))];
-  if (strangers.length > 0)
-    throw new RuntimeError('dns_leak', `the probe saw the workspace's lookup from ${strangers.join(', ')}`);
-
-  const txt = whoami.answers?.find((answer) => answer.type === 'TXT');
-  const text = txt ? Buffer.concat((txt.data as Buffer[]).map((part) => Buffer.from(part))).toString() : null;
-  if (text === null || !sameAddress(text, exitIp))
-    throw new RuntimeError(
-      'dns_leak',
-      `a TXT lookup reached the probe from ${text ?? 'nowhere'}, not ${exitIp}`,
-    );
-}
-
-/**
- * Who the probe's authoritative server saw asking for `name` (read by the control plane, not the workspace).
- */
-async function queriers(probe: PathProbeSettings, name: string): Promise<string[]> {
-  const url = new URL('/dns-log', probe.probeUrl);
-  url.searchParams.set('name', name);
-  let response: Response;
-  try {
-    response = await fetch(url, {
-      headers: probe.probeToken ? { authorization: `Bearer ${probe.probeToken}` } : {},
-      signal: AbortSignal.timeout(5000),
-    });
-  } catch (error) {
-    throw new RuntimeError(
-      'probe_unreachable',
-      `cannot read the probe's DNS log: ${(error as Error).message}`,
-    );
-  }
-  if (!response.ok)
-    throw new RuntimeError('probe_unreachable', `the probe's DNS log answered HTTP ${response.status}`);
-  const body = (await response.json()) as { queries?: { address: string }[] };
-  return (body.queries ?? []).map((query) => query.address);
 }

@@ -116,6 +116,30 @@ describe('v2ray gateway and test configs (golden)', () => {
     }
   });
 
+  it("sends the probe's zone to the probe's DoH and every other name to the tunnel's resolver", () => {
+    const probeDoh = 'https://203.0.113.10/dns-query';
+    const config = v2rayGatewayConfig({
+      ...gatewayParams(vmessWsTls.upstream),
+      dns: {
+        ...DNS,
+        dohUrl: 'https://203.0.113.53/dns-query',
+        zones: [{ zone: 'probe.test', dohUrl: probeDoh }],
+      },
+    });
+    assert.deepEqual(config.dns.servers, [
+      { address: probeDoh, domains: ['domain:probe.test'] },
+      'https://203.0.113.53/dns-query',
+    ]);
+    assert.throws(
+      () =>
+        v2rayGatewayConfig({
+          ...gatewayParams(vmessWsTls.upstream),
+          dns: { ...DNS, zones: [{ zone: 'probe.test', dohUrl: 'https+local://203.0.113.10/dns-query' }] },
+        }),
+      /dohUrl/,
+    );
+  });
+
   it('marks the upstream socket in the gateway, not in the control-plane test', () => {
     assert.deepEqual(
       v2rayGatewayConfig(gatewayParams(vmessWsTls.upstream)).outbounds[0]?.streamSettings?.sockopt,

@@ -1,32 +1,33 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import type { LabDescription } from '../../../../test/lab/lab.js';
-import type { EgressSettings } from '../../src/config.js';
+import { type LabDescription, labPublicEgressEnv } from '../../../../test/lab/lab.js';
+import { type EgressSettings, egressSettingsFrom } from '../../src/config.js';
 import { IMAGE_ROOT } from '../../src/runtime/image-inputs.js';
 
-/** The gateway's egress settings pointed at the lab's probe, as environment variables. */
+/**
+ * The gateway's egress settings for the lab with the operator's own probe (the strongest verification): the
+ * probe's IP echo, zone, DoH and log token, and the lab's stand-in for the public resolver everything else
+ * resolves through. Environment variables, exactly as an operator would set them.
+ */
 export function labEgressEnv(lab: LabDescription): Record<string, string> {
+  const { EGRESS_EXIT_IP_URLS: _publicEchoes, ...resolver } = labPublicEgressEnv(lab);
   return {
+    ...resolver,
     EGRESS_PROBE_URL: `${lab.internet.httpUrl}/ip`,
     EGRESS_PROBE_DNS_ZONE: lab.internet.zone,
-    EGRESS_PROBE_DNS_SERVER: `${lab.internet.dns.address}:${lab.internet.dns.port}`,
-    EGRESS_DOH_URL: lab.internet.dohUrl,
+    EGRESS_PROBE_DOH_URL: lab.internet.dohUrl,
     EGRESS_PROBE_TOKEN: lab.internet.dnsLogToken,
-    EGRESS_TLS_CA_FILE: lab.caCert,
   };
 }
 
 /** The same settings as config.egress, for tests that build the runtime themselves. */
 export function labEgressSettings(lab: LabDescription): EgressSettings {
-  return {
-    probeUrl: lab.internet.httpUrl,
-    dnsZone: lab.internet.zone,
-    dnsServer: lab.internet.dns,
-    dohUrl: lab.internet.dohUrl,
-    probeToken: lab.internet.dnsLogToken,
-    caFile: lab.caCert,
-    v2rayCommand: 'v2ray',
-  };
+  return egressSettingsFrom(labEgressEnv(lab));
+}
+
+/** No probe of one's own: the public defaults, pointed at the lab's stand-ins only through their settings. */
+export function labPublicEgressSettings(lab: LabDescription): EgressSettings {
+  return egressSettingsFrom(labPublicEgressEnv(lab));
 }
 
 /** image/build.sh for the test variant (a no-op when the tags exist); returns its tags. */

@@ -28,6 +28,7 @@ import {
   type WorkspaceEndpoints,
   type WorkspaceSpec,
 } from '../../src/runtime/workspace-runtime.js';
+import { verificationPlan } from '../../src/egress/egress-verification.js';
 import { buildTestImages, labEgressSettings } from '../helpers/lab-egress.js';
 import { KeyFactory } from '../helpers/ssh-keygen.js';
 
@@ -338,7 +339,7 @@ describe('DockerWorkspaceRuntime (real Docker, egress lab)', { skip, timeout: 60
           exitIp: lab.exits[0]!.address,
           uplinkHostAddress: uplink.IPAM.Config[0]!.Gateway,
         },
-        { probeUrl: lab.internet.httpUrl, dnsZone: lab.internet.zone, probeToken: lab.internet.dnsLogToken },
+        verificationPlan(labEgressSettings(lab)),
         { nodeCommand: process.execPath, httpTimeoutMs: 5000, dnsTimeoutMs: 5000 },
       ),
       (error: unknown) =>

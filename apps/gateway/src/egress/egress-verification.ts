@@ -1,0 +1,223 @@
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { isIP, isIPv4 } from 'node:net';
+import dnsPacket from 'dns-packet';
+import type { EgressProbe, EgressSettings } from '../config.js';
+import type { SocketAddress } from './tunnel-engine.js';
+
+/**
+ * What proves a path, shared by the egress test (control plane, through a short-lived tunnel) and the start's
+ * path check (inside the workspace): the IP echoes that must all see the exit, the whoami name the tunnel's TCP
+ * resolver answers with its asker, and the operator's probe when there is one. The two callers differ only in
+ * how they reach these endpoints; the questions asked and the verdicts are made here.
+ */
+export interface VerificationPlan {
+  /** IP echoes (docs/egress-probe.md); a host name is resolved through the tunnel, IPv4 only. */
+  exitIpUrls: string[];
+  /** CH TXT name answered by the tunnel's TCP resolver with the address the question came from. */
+  whoami: { name: string; server: SocketAddress } | null;
+  probe: EgressProbe | null;
+  /** Extra CA certificates (PEM) trusted for HTTPS echoes besides the system's. */
+  caPem: string | null;
+}
+
+export function verificationPlan(settings: EgressSettings): VerificationPlan {
+  return {
+    exitIpUrls: settings.exitIpUrls,
+    whoami: settings.dnsWhoami ? { name: settings.dnsWhoami, server: settings.dnsServer } : null,
+    probe: settings.probe,
+    caPem: settings.caFile ? readFileSync(settings.caFile, 'utf8') : null,
+  };
+}
+
+/** The tunnel's DNS settings: the resolver for everyone, and the probe's DoH for the probe's own zone. */
+export function tunnelDns(settings: EgressSettings) {
+  const { probe } = settings;
+  return {
+    dohUrl: settings.dohUrl,
+    tcpResolver: settings.dnsServer,
+    zones: probe ? [{ zone: probe.dnsZone, dohUrl: probe.dohUrl }] : [],
+  };
+}
+
+/** One line for the start-up log: which verification is in force. */
+export function describeVerification(settings: EgressSettings): string {
+  const dns = `names resolve through ${settings.dohUrl} (other types ${settings.dnsServer.address}:${settings.dnsServer.port})`;
+  const echoes = settings.exitIpUrls.join(' and ');
+  if (settings.probe)
+    return `egress verification: own probe ${settings.probe.url} (zone ${settings.probe.dnsZone}), exit IP from ${echoes}; ${dns}`;
+  const whoami = settings.dnsWhoami ? `, DNS path by ${settings.dnsWhoami}` : ', DNS path check off';
+  return `egress verification: public endpoints, exit IP from ${echoes}${whoami}; ${dns}`;
+}
+
+/** Why a check failed: the code the start reports (RuntimeError) and a message naming what was seen. */
+export interface CheckVerdict {
+  code: 'upstream_unreachable' | 'exit_ip_mismatch' | 'dns_failed' | 'dns_leak' | 'probe_unreachable';
+  message: string;
+}
+
+/** What one IP echo gave: an answer, or why there was none. */
+export interface EchoOutcome {
+  url: string;
+  status?: number;
+  body?: string;
+  error?: string;
+}
+
+/**
+ * The address an echo reports: a bare address (`checkip`-style), `ip=<address>` among `key=value` lines
+ * (a CDN trace), or `{"ip": …}`.
+ */
+export function parseEcho(body: string): string | null {
+  const text = body.trim();
+  if (isIP(text)) return text;
+  const line = /^ip=(\S+)$/m.exec(text);
+  if (line && isIP(line[1]!)) return line[1]!;
+  try {
+    const ip = (JSON.parse(text) as { ip?: unknown }).ip;
+    if (typeof ip === 'string' && isIP(ip)) return ip;
+  } catch {
+    // not JSON
+  }
+  return null;
+}
+
+export const sameAddress = (a: string, b: string) =>
+  a.replace(/^::ffff:/, '').toLowerCase() === b.replace(/^::ffff:/, '').toLowerCase();
+
+/** Every echo must answer, and each must see the declared exit: one source alone could lie or be wrong. */
+export function exitVerdict(outcomes: EchoOutcome[], exitIp: string): CheckVerdict | null {
+  for (const outcome of outcomes) {
+    if (outcome.error !== undefined || outcome.status !== 200) {
+      const why = outcome.error ?? `HTTP ${outcome.status}`;
+      return {
+        code: 'upstream_unreachable',
+        message: `no answer from ${outcome.url} through the upstream (${why})`,
+      };
+    }
+  }
+  for (const outcome of outcomes) {
+    const observed = parseEcho(outcome.body ?? '');
+    if (observed === null)
+      return {
+        code: 'upstream_unreachable',
+        message: `${outcome.url} answered through the upstream, but with no address in its answer`,
+      };
+    if (!sameAddress(observed, exitIp))
+      return {
+        code: 'exit_ip_mismatch',
+        message: `${outcome.url} sees the traffic from ${observed}, not the declared ${exitIp}`,
+      };
+  }
+  return null;
+}
+
+/** The first address each echo reported (for the egress test's `observed`). */
+export function observedExit(outcomes: EchoOutcome[], exitIp: string): string | null {
+  const seen = outcomes.map((outcome) => parseEcho(outcome.body ?? '')).filter((ip) => ip !== null);
+  return seen.find((ip) => !sameAddress(ip, exitIp)) ?? seen[0] ?? null;
+}
+
+export type QueryType = 'A' | 'TXT';
+
+/** A DNS query; `chaos` asks in class CH, where resolvers keep their whoami names. */
+export function encodeQuery(name: string, type: QueryType, chaos = false): Buffer {
+  return dnsPacket.encode({
+    id: randomBytes(2).readUInt16BE(0),
+    type: 'query',
+    flags: dnsPacket.RECURSION_DESIRED,
+    questions: [{ type, name, class: chaos ? 'CH' : 'IN' }],
+  });
+}
+
+export type DnsReply = { ok: true; packet: dnsPacket.DecodedPacket } | { ok: false; error: string };
+
+/** Decodes a reply, turning a missing answer or an error rcode into a reason. */
+export function decodeReply(reply: Buffer | undefined, error: string | undefined, what: string): DnsReply {
+  if (reply === undefined) return { ok: false, error: `${what} got no answer (${error ?? 'no reply'})` };
+  let packet: dnsPacket.DecodedPacket;
+  try {
+    packet = dnsPacket.decode(reply);
+  } catch {
+    return { ok: false, error: `${what} got an answer that is not DNS` };
+  }
+  const rcode = (packet.flags ?? 0) & 0x0f;
+  if (rcode !== 0) return { ok: false, error: `${what} failed (DNS rcode ${rcode})` };
+  return { ok: true, packet };
+}
+
+export function firstIPv4(packet: dnsPacket.DecodedPacket): string | null {
+  for (const record of packet.answers ?? [])
+    if (record.type === 'A' && isIPv4(record.data)) return record.data;
+  return null;
+}
+
+export function txtText(packet: dnsPacket.DecodedPacket): string | null {
+  const answer = packet.answers?.find((record) => record.type === 'TXT');
+  if (answer?.type !== 'TXT') return null;
+  const parts = (Array.isArray(answer.data) ? answer.data : [answer.data]) as (Buffer | string)[];
+  return Buffer.concat(parts.map((part) => Buffer.from(part))).toString();
+}
+
+/** The whoami answer must be the exit: the question left through the upstream and nowhere else. */
+export function whoamiVerdict(reply: DnsReply, name: string, exitIp: string): CheckVerdict | null {
+  if (!reply.ok) return { code: 'dns_failed', message: reply.error };
+  const text = txtText(reply.packet);
+  if (text === null || !isIP(text.trim()))
+    return {
+      code: 'dns_failed',
+      message: `the lookup of ${name} gave no address (the resolver may not support it)`,
+    };
+  if (!sameAddress(text.trim(), exitIp))
+    return {
+      code: 'dns_leak',
+      message: `the tunnel's resolver saw the lookup of ${name} from ${text.trim()}, not ${exitIp}`,
+    };
+  return null;
+}
+
+/** A fresh name under the probe's zone: nobody but this check ever asks for it. */
+export function probeLeakName(probe: EgressProbe): string {
+  return `${randomBytes(10).toString('hex')}.leak.${probe.dnsZone}`;
+}
+
+/** The probe's authoritative server must have seen `name` asked, and only from the exit. */
+export function probeLogVerdict(queriers: string[], name: string, exitIp: string): CheckVerdict | null {
+  if (queriers.length === 0)
+    return {
+      code: 'dns_leak',
+      message: `the probe never saw the lookup of ${name}: it was answered elsewhere`,
+    };
+  const strangers = [...new Set(queriers.filter((source) => !sameAddress(source, exitIp)))];
+  if (strangers.length > 0)
+    return { code: 'dns_leak', message: `the probe saw the lookup of ${name} from ${strangers.join(', ')}` };
+  return null;
+}
+
+/** Who the probe's authoritative server saw asking for `name` (read by the control plane, not the workspace). */
+export async function readProbeLog(probe: EgressProbe, name: string, timeoutMs: number): Promise<string[]> {
+  const url = new URL('/dns-log', probe.url);
+  url.searchParams.set('name', name);
+  let response: Response;
+  try {
+    response = await fetch(url, {
+      headers: { connection: 'close', ...(probe.token ? { authorization: `Bearer ${probe.token}` } : {}) },
+      signal: AbortSignal.timeout(Math.max(1, timeoutMs)),
+    });
+  } catch (error) {
+    throw new CheckError('probe_unreachable', `cannot read the probe's DNS log: ${(error as Error).message}`);
+  }
+  if (!response.ok)
+    throw new CheckError('probe_unreachable', `the probe's DNS log answered HTTP ${response.status}`);
+  const body = (await response.json()) as { queries?: { address: string }[] };
+  return (body.queries ?? []).map((query) => query.address);
+}
+
+export class CheckError extends Error {
+  constructor(
+    readonly code: CheckVerdict['code'],
+    message: string,
+  ) {
+    super(message);
+  }
+}

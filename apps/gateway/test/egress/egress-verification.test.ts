@@ -1,0 +1,152 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import dnsPacket from 'dns-packet';
+import { ConfigError, EGRESS_DEFAULTS, egressSettingsFrom } from '../../src/config.js';
+import {
+  decodeReply,
+  describeVerification,
+  encodeQuery,
+  exitVerdict,
+  observedExit,
+  parseEcho,
+  probeLogVerdict,
+  tunnelDns,
+  whoamiVerdict,
+} from '../../src/egress/egress-verification.js';
+
+const EXIT = '198.51.100.21';
+
+function txtReply(text: string, rcode = 0): Buffer {
+  return dnsPacket.encode({
+    id: 7,
+    type: 'response',
+    flags: rcode,
+    questions: [{ type: 'TXT', name: 'whoami.cloudflare', class: 'CH' }],
+    answers: rcode === 0 ? [{ type: 'TXT', name: 'whoami.cloudflare', class: 'CH', data: [text] }] : [],
+  });
+}
+
+describe('egress settings', () => {
+  it('verifies against public endpoints when nothing is set', () => {
+    const settings = egressSettingsFrom({});
+    assert.equal(settings.probe, null);
+    assert.equal(settings.dohUrl, EGRESS_DEFAULTS.dohUrl);
+    assert.deepEqual(settings.dnsServer, { address: '1.1.1.1', port: 53 });
+    assert.equal(settings.dnsWhoami, 'whoami.cloudflare');
+    assert.deepEqual(settings.exitIpUrls, [...EGRESS_DEFAULTS.exitIpUrls]);
+    assert.match(
+      describeVerification(settings),
+      /^egress verification: public endpoints, exit IP from https:\/\/1\.1\.1\.1/,
+    );
+  });
+
+  it('uses the own probe as the exit-IP source and for its zone', () => {
+    const settings = egressSettingsFrom({
+      EGRESS_PROBE_URL: 'http://203.0.113.10/ip',
+      EGRESS_PROBE_DNS_ZONE: 'probe.example.com.',
+      EGRESS_PROBE_DOH_URL: 'https://203.0.113.10/dns-query',
+      EGRESS_PROBE_TOKEN: 'secret-token',
+    });
+    assert.deepEqual(settings.exitIpUrls, ['http://203.0.113.10/ip']);
+    assert.deepEqual(tunnelDns(settings).zones, [
+      { zone: 'probe.example.com', dohUrl: 'https://203.0.113.10/dns-query' },
+    ]);
+    assert.equal(tunnelDns(settings).dohUrl, EGRESS_DEFAULTS.dohUrl, 'other names use the public resolver');
+    const line = describeVerification(settings);
+    assert.match(line, /own probe http:\/\/203\.0\.113\.10\/ip \(zone probe\.example\.com\)/);
+    assert.doesNotMatch(line, /secret-token/);
+  });
+
+  it('names every setting that is wrong, and the one that is gone', () => {
+    assert.throws(
+      () =>
+        egressSettingsFrom({
+          EGRESS_PROBE_DNS_SERVER: '203.0.113.10:53',
+          EGRESS_DOH_URL: 'https://dns.example/dns-query',
+          EGRESS_DNS_SERVER: 'one.one.one.one',
+          EGRESS_EXIT_IP_URLS: 'ftp://203.0.113.5/',
+          EGRESS_PROBE_DNS_ZONE: 'probe.test',
+          EGRESS_TLS_CA_FILE: '/nonexistent/ca.pem',
+        }),
+      (error: unknown) => {
+        assert.ok(error instanceof ConfigError);
+        const text = error.problems.join('\n');
+        for (const name of [
+          'EGRESS_PROBE_DNS_SERVER is no longer used',
+          'EGRESS_DOH_URL must be an https:// URL whose host is an IP address',
+          'EGRESS_DNS_SERVER must be an IPv4 address',
+          'EGRESS_EXIT_IP_URLS must list',
+          'EGRESS_PROBE_DNS_ZONE only apply with EGRESS_PROBE_URL',
+          'EGRESS_TLS_CA_FILE: no such file',
+        ])
+          assert.ok(text.includes(name), `${name} in:\n${text}`);
+        return true;
+      },
+    );
+    assert.throws(
+      () => egressSettingsFrom({ EGRESS_PROBE_URL: 'http://203.0.113.10/ip' }),
+      /EGRESS_PROBE_DNS_ZONE must name the probe's zone[\s\S]*EGRESS_PROBE_DOH_URL must name/,
+    );
+    assert.equal(egressSettingsFrom({ EGRESS_DNS_WHOAMI: 'off' }).dnsWhoami, null);
+  });
+});
+
+describe('exit-IP verdicts', () => {
+  it('reads a bare address, a trace and JSON', () => {
+    assert.equal(parseEcho('198.51.100.21\n'), EXIT);
+    assert.equal(parseEcho('fl=ccp\nh=1.1.1.1\nip=198.51.100.21\nts=1\nvisit_scheme=https\n'), EXIT);
+    assert.equal(parseEcho('{"ip":"2001:db8::5"}'), '2001:db8::5');
+    assert.equal(parseEcho('<html>blocked</html>'), null);
+    assert.equal(parseEcho('ip=not-an-address'), null);
+  });
+
+  it('wants every echo to answer and to see the declared exit', () => {
+    const trace = { url: 'https://203.0.113.53/cdn-cgi/trace', status: 200, body: `ip=${EXIT}\n` };
+    const checkip = { url: 'https://checkip.public.test/', status: 200, body: `${EXIT}\n` };
+    assert.equal(exitVerdict([trace, checkip], EXIT), null);
+    const other = { ...checkip, body: '198.51.100.37\n' };
+    assert.deepEqual(exitVerdict([trace, other], EXIT), {
+      code: 'exit_ip_mismatch',
+      message: `https://checkip.public.test/ sees the traffic from 198.51.100.37, not the declared ${EXIT}`,
+    });
+    assert.equal(observedExit([trace, other], EXIT), '198.51.100.37');
+    assert.equal(
+      exitVerdict([trace, { url: checkip.url, error: 'timed out' }], EXIT)?.code,
+      'upstream_unreachable',
+    );
+    assert.equal(exitVerdict([trace, { ...checkip, status: 503 }], EXIT)?.message.includes('HTTP 503'), true);
+    assert.equal(exitVerdict([{ ...trace, body: 'hello' }], EXIT)?.code, 'upstream_unreachable');
+  });
+});
+
+describe('DNS path verdicts', () => {
+  it('asks whoami in class CH', () => {
+    const query = dnsPacket.decode(encodeQuery('whoami.cloudflare', 'TXT', true));
+    assert.equal(query.questions?.[0]?.class, 'CH');
+    assert.equal(query.questions?.[0]?.type, 'TXT');
+  });
+
+  it('passes when the resolver saw the exit, and calls any other asker a leak', () => {
+    const ok = decodeReply(txtReply(EXIT), undefined, 'whoami');
+    assert.equal(whoamiVerdict(ok, 'whoami.cloudflare', EXIT), null);
+    const leaked = whoamiVerdict(
+      decodeReply(txtReply('198.51.100.2'), undefined, 'w'),
+      'whoami.cloudflare',
+      EXIT,
+    );
+    assert.equal(leaked?.code, 'dns_leak');
+    assert.match(leaked?.message ?? '', /from 198\.51\.100\.2, not 198\.51\.100\.21/);
+    assert.equal(whoamiVerdict(decodeReply(txtReply('x', 5), undefined, 'w'), 'n', EXIT)?.code, 'dns_failed');
+    assert.equal(whoamiVerdict(decodeReply(undefined, 'timed out', 'w'), 'n', EXIT)?.code, 'dns_failed');
+    assert.equal(
+      whoamiVerdict(decodeReply(txtReply('hello'), undefined, 'w'), 'n', EXIT)?.code,
+      'dns_failed',
+    );
+  });
+
+  it('needs the probe to have seen the name, from the exit only', () => {
+    assert.equal(probeLogVerdict([EXIT, EXIT], 'n.probe.test', EXIT), null);
+    assert.equal(probeLogVerdict([], 'n.probe.test', EXIT)?.code, 'dns_leak');
+    assert.match(probeLogVerdict([EXIT, '203.0.113.53'], 'n', EXIT)?.message ?? '', /from 203\.0\.113\.53/);
+  });
+});
