@@ -15,6 +15,11 @@
 #   --image-variant full|test   --no-start (set up only)   --skip-images (build no images)
 #   --config-only          only write .env: no Docker, npm, build or images
 #   --non-interactive      never ask, even on a terminal
+#   --public-host NAME     (PUBLIC_HOST)      the name or address users reach this machine by; asked on a terminal,
+#                          otherwise the address of the interface with the default route
+#   --demo                 also build the network lab (test/lab: a fake internet with exit nodes for the six protocols,
+#                          on this machine only) and point the egress settings at it, so the README's quickstart ends in
+#                          a running, verified host without an upstream or probe of your own
 # ENV_FILE names another file than ./.env. The PostgreSQL it installs gets the role ccp and the database
 # cloud_cli_proxy (BUILTIN_PG_ROLE, BUILTIN_PG_DATABASE); every DATABASE_URL is checked by connecting.
 source "$(dirname "$0")/../scripts/lib.sh"
@@ -30,6 +35,8 @@ storage=${STORAGE:-}
 database_url=${DATABASE_URL:-}
 ssl=${DATABASE_SSL:-}
 ssl_ca=${DATABASE_SSL_CA:-}
+public_host=${PUBLIC_HOST:-}
+demo=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-start) start=0 ;;
@@ -42,7 +49,9 @@ while [ $# -gt 0 ]; do
     --database-url) database_url="${2:?--database-url needs a postgres:// URL}"; shift ;;
     --ssl) ssl="${2:?--ssl needs disable, require or verify-full}"; shift ;;
     --ssl-ca) ssl_ca="${2:?--ssl-ca needs a file}"; shift ;;
-    -h | --help) sed -n '2,21p' "$0"; exit 0 ;;
+    --public-host) public_host="${2:?--public-host needs a name or address}"; shift ;;
+    --demo) demo=1 ;;
+    -h | --help) sed -n '2,25p' "$0"; exit 0 ;;
     *) die "unknown option: $1 (see --help)" ;;
   esac
   shift
@@ -59,6 +68,8 @@ pg_database=${BUILTIN_PG_DATABASE:-cloud_cli_proxy}
 
 if [ "$install" -eq 1 ]; then
   ensure_node
+  # v2ray is the tunnel engine the egress test runs on this machine; jq is what the README's examples read JSON with.
+  apt_install v2ray jq ca-certificates
   bash scripts/docker.sh ensure || warn "the Docker engine is not available; the gateway starts and /healthz reports it"
   bash scripts/folder-mounts.sh ensure || warn "folder mounts (ccp's mount modes) will not be available; see docs/cli.md"
   npm_install
@@ -199,14 +210,43 @@ fi
 [ "$url" = "$existing_url" ] || env_replace DATABASE_URL "$url"
 env_set HTTP_PORT 8080
 env_set SSH_PROXY_PORT 2222
+
+# default_public_host prints the IPv4 address of the interface that holds the default route (a route lookup in
+# the kernel's table; nothing is sent), or the host name when there is none.
+default_public_host() {
+  local dev address
+  dev=$(ip -4 route show default 2>/dev/null | awk '{ for (i = 1; i < NF; i++) if ($i == "dev") { print $(i + 1); exit } }')
+  [ -z "$dev" ] || address=$(ip -4 -o addr show dev "$dev" scope global 2>/dev/null | awk '{ split($4, a, "/"); print a[1]; exit }')
+  printf '%s' "${address:-$(hostname -f 2>/dev/null || hostname)}"
+}
+if [ -n "$public_host" ]; then
+  env_replace PUBLIC_HOST "$public_host"
+elif [ -z "$(env_get PUBLIC_HOST)" ]; then
+  public_host=$(default_public_host)
+  [ "$interactive" -eq 0 ] ||
+    public_host=$(ask "Name or address users reach this machine by (access commands, SSH, desktop) [$public_host]:" "$public_host")
+  env_set PUBLIC_HOST "$public_host"
+fi
+[[ "$(env_get PUBLIC_HOST)" =~ ^[A-Za-z0-9.:_-]+$ ]] || die "PUBLIC_HOST must be a host name or an IP address"
+
+if [ "$demo" -eq 1 ]; then
+  say "demo: building the network lab (a fake internet and exit nodes in network namespaces on this machine)"
+  bash test/lab/lab.sh up
+  # The lab's stand-ins take the place of the public endpoints the gateway verifies with (docs/egress-probe.md).
+  while IFS='=' read -r name value; do
+    [ -n "$name" ] && env_replace "$name" "$value"
+  done < <(bash test/lab/lab.sh env)
+  say "demo: egress settings point at the lab (EGRESS_* in $env_file; docs/install.md says how to leave the demo)"
+fi
 env_set LOG_FORMAT pretty
 env_set WORKSPACE_IMAGE_VARIANT "$variant"
 
 port=$(env_get HTTP_PORT)
-host=$(hostname -f 2>/dev/null || hostname)
+host=$(env_get PUBLIC_HOST)
 echo
 echo "cloud-cli-proxy is set up (settings in $(realpath "$env_file"), storage $(redact "$url"))."
-echo "  Log in:    http://$host:$port   (API: http://$host:$port/v1, docs: docs/)"
+echo "  Log in:    http://$host:$port   (on this machine also http://localhost:$port; API under /v1, docs in docs/)"
+echo "  Users reach hosts at $host (PUBLIC_HOST in $env_file: change it there, or with --public-host, and restart)"
 echo "  Username:  $(env_get ADMIN_USERNAME)"
 if [ -n "$new_password" ]; then
   echo "  Password:  $new_password"
@@ -214,6 +254,7 @@ if [ -n "$new_password" ]; then
 else
   echo "  Password:  the one shown at the first set-up (ADMIN_PASSWORD in $env_file)"
 fi
+[ "$demo" -eq 0 ] || echo "  Demo:      the README's quickstart runs as written against the lab's exit 198.51.100.21"
 echo
 
 if [ "$start" -eq 1 ]; then
