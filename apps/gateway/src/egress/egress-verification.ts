@@ -92,7 +92,7 @@ export function exitVerdict(outcomes: EchoOutcome[], exitIp: string): CheckVerdi
       const why = outcome.error ?? `HTTP ${outcome.status}`;
       return {
         code: 'upstream_unreachable',
-        message: `no answer from ${outcome.url} through the upstream (${why})`,
+        message: `no answer from ${outcome.url} through the upstream (${why}); the IP echoes are EGRESS_EXIT_IP_URLS, see docs/troubleshooting.md#host-start-errors`,
       };
     }
   }
@@ -161,12 +161,16 @@ export function txtText(packet: dnsPacket.DecodedPacket): string | null {
 
 /** The whoami answer must be the exit: the question left through the upstream and nowhere else. */
 export function whoamiVerdict(reply: DnsReply, name: string, exitIp: string): CheckVerdict | null {
-  if (!reply.ok) return { code: 'dns_failed', message: reply.error };
+  if (!reply.ok)
+    return {
+      code: 'dns_failed',
+      message: `${reply.error}; the tunnel's resolver for it is EGRESS_DNS_SERVER (docs/egress-probe.md)`,
+    };
   const text = txtText(reply.packet);
   if (text === null || !isIP(text.trim()))
     return {
       code: 'dns_failed',
-      message: `the lookup of ${name} gave no address (the resolver may not support it)`,
+      message: `the lookup of ${name} gave no address: EGRESS_DNS_SERVER may not answer it (EGRESS_DNS_WHOAMI=off turns the check off; docs/egress-probe.md)`,
     };
   if (!sameAddress(text.trim(), exitIp))
     return {

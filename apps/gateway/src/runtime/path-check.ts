@@ -87,11 +87,11 @@ async function resolve4(name) {
   const query = dnsPacket.encode({ id: 1 + Math.floor(Math.random() * 65000), type: 'query',
     flags: dnsPacket.RECURSION_DESIRED, questions: [{ type: 'A', name }] });
   const outcome = await ask(query, task.dnsMs);
-  if (outcome.error) throw new Error('cannot resolve ' + name + ' through the tunnel: ' + outcome.error);
+  if (outcome.error) throw new Error('cannot resolve ' + name + ' through the tunnel (' + outcome.error + '; EGRESS_DOH_URL)');
   const reply = dnsPacket.decode(Buffer.from(outcome.reply, 'hex'));
   const rcode = (reply.flags || 0) & 15;
   const a = (reply.answers || []).find((record) => record.type === 'A');
-  if (rcode !== 0 || !a) throw new Error('cannot resolve ' + name + ' through the tunnel (rcode ' + rcode + ')');
+  if (rcode !== 0 || !a) throw new Error('cannot resolve ' + name + ' through the tunnel (DNS rcode ' + rcode + '; EGRESS_DOH_URL)');
   return a.data;
 }
 

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import dnsPacket from 'dns-packet';
 import { ConfigError, EGRESS_DEFAULTS, egressSettingsFrom } from '../../src/config.js';
+import { TunnelEgressTester } from '../../src/egress/egress-tester.js';
 import {
   decodeReply,
   describeVerification,
@@ -13,6 +14,7 @@ import {
   tunnelDns,
   whoamiVerdict,
 } from '../../src/egress/egress-verification.js';
+import { v2rayEngine } from '../../src/egress/v2ray-engine.js';
 
 const EXIT = '198.51.100.21';
 
@@ -148,5 +150,24 @@ describe('DNS path verdicts', () => {
     assert.equal(probeLogVerdict([EXIT, EXIT], 'n.probe.test', EXIT), null);
     assert.equal(probeLogVerdict([], 'n.probe.test', EXIT)?.code, 'dns_leak');
     assert.match(probeLogVerdict([EXIT, '203.0.113.53'], 'n', EXIT)?.message ?? '', /from 203\.0\.113\.53/);
+  });
+});
+
+describe('the egress test without its tunnel engine', () => {
+  it('says the engine is not installed, not that it was slow', async () => {
+    const tester = new TunnelEgressTester({
+      engine: v2rayEngine,
+      settings: { ...egressSettingsFrom({}), v2rayCommand: '/nonexistent/v2ray' },
+    });
+    const result = await tester.test(
+      { type: 'socks', server: '198.51.100.21', server_port: 1080, version: '5' } as never,
+      EXIT,
+    );
+    assert.equal(result.ok, false);
+    for (const check of Object.values(result.checks))
+      assert.match(
+        check.error ?? '',
+        /tunnel engine \/nonexistent\/v2ray is not installed.*deploy\/setup\.sh/,
+      );
   });
 });
