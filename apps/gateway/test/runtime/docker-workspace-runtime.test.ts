@@ -17,6 +17,7 @@ import {
   type VariantName,
   variant,
 } from '../../../../test/lab/lab.js';
+import { verificationPlan } from '../../src/egress/egress-verification.js';
 import { renderGatewayFirewall } from '../../src/egress/gateway-firewall.js';
 import { DockerWorkspaceRuntime, HOST_LABEL } from '../../src/runtime/docker-workspace-runtime.js';
 import { renderEgressGatewayFiles } from '../../src/runtime/egress-gateway-files.js';
@@ -28,7 +29,6 @@ import {
   type WorkspaceEndpoints,
   type WorkspaceSpec,
 } from '../../src/runtime/workspace-runtime.js';
-import { verificationPlan } from '../../src/egress/egress-verification.js';
 import { buildTestImages, labEgressSettings } from '../helpers/lab-egress.js';
 import { KeyFactory } from '../helpers/ssh-keygen.js';
 
