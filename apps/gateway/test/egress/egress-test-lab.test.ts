@@ -1,17 +1,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import {
-  ensureLab,
-  type LabDescription,
-  labPublicEgressEnv,
-  labUnavailable,
-} from '../../../../test/lab/lab.js';
+import { ensureLab, type LabDescription, labPublicEgressEnv } from '../../../../test/lab/lab.js';
+import { needs } from '../../../../test/support/needs.js';
 import { TunnelEgressTester } from '../../src/egress/egress-tester.js';
 import { v2rayEngine } from '../../src/egress/v2ray-engine.js';
 import { labEgressEnv, labEgressSettings, labPublicEgressSettings } from '../helpers/lab-egress.js';
 import { DATABASES, startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
 
-const skip = labUnavailable();
+const skip = needs('lab');
 
 /**
  * The two ways a gateway verifies: its operator's own probe, or (no EGRESS_PROBE_* at all) the public defaults,

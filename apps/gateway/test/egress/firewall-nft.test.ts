@@ -1,14 +1,13 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { describe, it } from 'node:test';
+import { needs } from '../../../../test/support/needs.js';
 import { renderGatewayFirewall } from '../../src/egress/gateway-firewall.js';
 import { v2rayEngine } from '../../src/egress/v2ray-engine.js';
 import { VARIANTS } from './variants.js';
 
 // `nft -c` asks the kernel to check the ruleset without applying it; that needs nftables and CAP_NET_ADMIN.
-const nft = spawnSync('nft', ['--version']);
-const skip =
-  nft.error !== undefined ? 'nft is not installed' : process.getuid?.() !== 0 ? 'nft -c needs root' : false;
+const skip = needs('nft');
 
 describe('nftables accepts the rendered kill switch', { skip }, () => {
   for (const name of ['vmess-ws-tls', 'shadowsocks-aes-256-gcm']) {

@@ -1,8 +1,19 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { type LabDescription, labPublicEgressEnv } from '../../../../test/lab/lab.js';
+import type { LabDescription } from '../../../../test/lab/lab.js';
 import { type EgressSettings, egressSettingsFrom } from '../../src/config.js';
 import { IMAGE_ROOT } from '../../src/runtime/image-inputs.js';
+
+/** Interim until the lab has its public stand-ins: the probe stands in for the resolver. */
+function labPublicEgressEnv(lab: LabDescription): Record<string, string> {
+  return {
+    EGRESS_DOH_URL: lab.internet.dohUrl,
+    EGRESS_DNS_SERVER: `${lab.internet.dns.address}:${lab.internet.dns.port}`,
+    EGRESS_DNS_WHOAMI: 'off',
+    EGRESS_EXIT_IP_URLS: `${lab.internet.httpUrl}/ip`,
+    EGRESS_TLS_CA_FILE: lab.caCert,
+  };
+}
 
 /**
  * The gateway's egress settings for the lab with the operator's own probe (the strongest verification): the

@@ -3,7 +3,8 @@ import { execFile } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import Docker from 'dockerode';
-import { type LabDescription, labUnavailable } from '../../../../test/lab/lab.js';
+import type { LabDescription } from '../../../../test/lab/lab.js';
+import { needs } from '../../../../test/support/needs.js';
 import { HOST_LABEL } from '../../src/runtime/docker-workspace-runtime.js';
 import { expectedImageTag } from '../../src/runtime/image-inputs.js';
 import { type LabGateway, removeHostResources, startLabGateway } from '../helpers/lab-gateway.js';
@@ -11,7 +12,7 @@ import { DATABASES, type TestGateway } from '../helpers/test-gateway.js';
 
 const exec = promisify(execFile);
 const docker = new Docker({ socketPath: '/var/run/docker.sock' });
-const skip = labUnavailable();
+const skip = needs('lab', 'docker');
 
 async function labelled(hostId: string) {
   const filters = { label: [`${HOST_LABEL}=${hostId}`] };

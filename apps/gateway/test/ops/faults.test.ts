@@ -8,7 +8,8 @@ import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
 import Docker from 'dockerode';
-import { ensureLab, type LabDescription, labUnavailable } from '../../../../test/lab/lab.js';
+import { ensureLab, type LabDescription } from '../../../../test/lab/lab.js';
+import { needs } from '../../../../test/support/needs.js';
 import { HOST_LABEL } from '../../src/runtime/docker-workspace-runtime.js';
 import { buildTestImages, labEgressEnv } from '../helpers/lab-egress.js';
 import { freePort, removeHostResources } from '../helpers/lab-gateway.js';
@@ -18,7 +19,6 @@ const exec = promisify(execFile);
 const root = path.resolve(import.meta.dirname, '../../../..');
 const main = path.join(root, 'apps/gateway/dist/main.js');
 const docker = new Docker({ socketPath: '/var/run/docker.sock' });
-const isRoot = process.getuid?.() === 0;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function eventually<T>(what: string, check: () => Promise<T | undefined | false>, ms = 60_000) {
@@ -77,7 +77,7 @@ async function api(url: string, token: string | null, method: string, route: str
   return { status: response.status, body: text ? JSON.parse(text) : null };
 }
 
-describe('faults the gateway survives', { skip: labUnavailable(), timeout: 900_000 }, () => {
+describe('faults the gateway survives', { skip: needs('lab', 'docker'), timeout: 900_000 }, () => {
   const work = mkdtempSync(path.join(tmpdir(), 'ccp-faults-'));
   const hostIds: string[] = [];
   let lab: LabDescription;
@@ -223,7 +223,7 @@ describe('faults the gateway survives', { skip: labUnavailable(), timeout: 900_0
   });
 
   it('dockerd restarted under a running host: it comes back running, or is reported, never silently wrong', {
-    skip: !isRoot || !existsSync('/var/run/docker.pid'),
+    skip: needs('docker') || (!existsSync('/var/run/docker.pid') && 'dockerd is not running here'),
   }, async () => {
     const { gateway, url, token, hostId } = await gatewayWithHost('dockerd');
     try {
@@ -274,7 +274,7 @@ describe('faults the gateway survives', { skip: labUnavailable(), timeout: 900_0
   });
 });
 
-describe('a full disk in DATA_DIR', { skip: !isRoot }, () => {
+describe('a full disk in DATA_DIR', { skip: needs('root') }, () => {
   const mountpoint = mkdtempSync(path.join(tmpdir(), 'ccp-full-'));
   let t: TestGateway;
   before(async () => {
@@ -329,10 +329,7 @@ describe('a full disk in DATA_DIR', { skip: !isRoot }, () => {
 });
 
 describe('PostgreSQL restarted under the gateway', {
-  skip:
-    !isRoot ||
-    !process.env.TEST_POSTGRES_URL ||
-    !(process.env.TEST_DATABASES ?? 'postgres').includes('postgres'),
+  skip: needs('root', 'postgres') || (!process.env.TEST_POSTGRES_URL && 'TEST_POSTGRES_URL is not set'),
 }, () => {
   let t: TestGateway;
   const cluster = async (action: 'stop' | 'start') => {

@@ -11,7 +11,8 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { parse as parseDotenv } from 'dotenv';
-import { ensureLab, type LabDescription, labUnavailable } from '../../../../test/lab/lab.js';
+import { ensureLab, type LabDescription } from '../../../../test/lab/lab.js';
+import { needs } from '../../../../test/support/needs.js';
 import { HOST_LABEL } from '../../src/runtime/docker-workspace-runtime.js';
 import { buildTestImages } from '../helpers/lab-egress.js';
 
@@ -41,7 +42,7 @@ async function waitHealthy(url: string, child: ChildProcess, output: () => strin
   throw new Error(`the gateway did not answer:\n${output()}`);
 }
 
-describe("the README's quickstart with --demo", { skip: labUnavailable(), timeout: 600_000 }, () => {
+describe("the README's quickstart with --demo", { skip: needs('lab', 'docker'), timeout: 600_000 }, () => {
   let dir: string;
   let lab: LabDescription;
   let gateway: ChildProcess | undefined;

@@ -12,11 +12,11 @@ import { Client } from 'ssh2';
 import {
   ensureLab,
   type LabDescription,
-  labUnavailable,
   readDnsLog,
   type VariantName,
   variant,
 } from '../../../../test/lab/lab.js';
+import { needs } from '../../../../test/support/needs.js';
 import { verificationPlan } from '../../src/egress/egress-verification.js';
 import { renderGatewayFirewall } from '../../src/egress/gateway-firewall.js';
 import { DockerWorkspaceRuntime, HOST_LABEL } from '../../src/runtime/docker-workspace-runtime.js';
@@ -34,7 +34,6 @@ import { KeyFactory } from '../helpers/ssh-keygen.js';
 
 const exec = promisify(execFile);
 
-const root = process.getuid?.() === 0;
 const hasTool = (tool: string, ...args: string[]) => spawnSync(tool, args).error === undefined;
 
 describe('egress gateway files', () => {
@@ -100,7 +99,7 @@ describe('egress gateway files', () => {
     );
   });
 
-  it('nftables and v2ray accept them', { skip: !root || !hasTool('nft', '--version') }, () => {
+  it('nftables and v2ray accept them', { skip: needs('nft') }, () => {
     const nft = spawnSync('nft', ['-c', '-f', '/dev/stdin'], { input: files.ruleset, encoding: 'utf8' });
     assert.equal(nft.status, 0, nft.stderr);
     if (!hasTool('v2ray', '-version')) return;
@@ -114,7 +113,7 @@ describe('egress gateway files', () => {
 
 // -------------------------------------------------------------------------------------------- real Docker
 
-const skip = labUnavailable() ?? (root ? false : 'needs root (Docker, nsenter)');
+const skip = needs('lab', 'docker');
 const docker = new Docker({ socketPath: '/var/run/docker.sock' });
 const run = `t${randomBytes(3).toString('hex')}`;
 const ids = { main: `${run}-main`, wrong: `${run}-wrong` };

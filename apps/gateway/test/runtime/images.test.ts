@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
+import { needs } from '../../../../test/support/needs.js';
 import { IMAGE_ROOT } from '../../src/runtime/image-inputs.js';
 
 // Builds the test variant of both images for real (cached by tag), then runs them the way the runtime will.
@@ -145,7 +146,7 @@ async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, tim
   }
 }
 
-const skip = process.getuid?.() !== 0 ? 'building and running images needs root (and docker)' : false;
+const skip = needs('docker');
 
 describe('workspace and egress gateway images', { skip, timeout: 15 * 60_000 }, () => {
   let tags: Map<string, string>;

@@ -26,7 +26,6 @@ import Docker from 'dockerode';
 import {
   ensureLab,
   type LabDescription,
-  labUnavailable,
   readDnsLog,
   readSourceCounters,
   resetSourceCounters,
@@ -34,6 +33,7 @@ import {
   type VariantName,
   variant,
 } from '../../../../test/lab/lab.js';
+import { needs } from '../../../../test/support/needs.js';
 import {
   DockerWorkspaceRuntime,
   HOST_LABEL,
@@ -106,7 +106,7 @@ interface Row {
   pass: boolean;
 }
 
-const skip = labUnavailable() ?? (process.getuid?.() === 0 ? false : 'needs root (Docker, nsenter)');
+const skip = needs('lab', 'docker');
 const docker = new Docker({ socketPath: '/var/run/docker.sock' });
 const run = `leak${randomBytes(3).toString('hex')}`;
 const hostIdOf = (name: VariantName) => `${run}-${name}`;

@@ -17,19 +17,19 @@ import Docker from 'dockerode';
 import {
   ensureLab,
   type LabDescription,
-  labUnavailable,
   readResolverLog,
   readSourceCounters,
   resetSourceCounters,
   type VariantName,
   variant,
 } from '../../../../test/lab/lab.js';
+import { needs } from '../../../../test/support/needs.js';
 import { DockerWorkspaceRuntime, HOST_LABEL } from '../../src/runtime/docker-workspace-runtime.js';
 import { buildTestImages, labPublicEgressSettings } from '../helpers/lab-egress.js';
 import { KeyFactory } from '../helpers/ssh-keygen.js';
 
 const exec = promisify(execFile);
-const skip = labUnavailable();
+const skip = needs('lab', 'docker');
 const docker = new Docker({ socketPath: '/var/run/docker.sock' });
 const run = `pub${randomBytes(3).toString('hex')}`;
 
