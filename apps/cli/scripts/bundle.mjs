@@ -1,4 +1,4 @@
-// Builds dist/ccp.mjs: the whole CLI in one file that needs only Node.js 20 (ssh2's optional native
+// Builds dist/ccp.mjs: the whole CLI in one file that needs only Node.js 22 (ssh2's optional native
 // speed-ups are left out; it falls back to its JavaScript code).
 import { build } from 'esbuild';
 
@@ -7,7 +7,7 @@ await build({
   outfile: new URL('../dist/ccp.mjs', import.meta.url).pathname,
   bundle: true,
   platform: 'node',
-  target: 'node20',
+  target: 'node22',
   format: 'esm',
   conditions: ['source'],
   external: ['cpu-features', '*.node'],

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { isIP, isIPv4 } from 'node:net';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parse as parseDotenv } from 'dotenv';
 
 export type LogFormat = 'json' | 'pretty';
@@ -43,6 +44,8 @@ export interface Config {
   trustProxy: string[];
   /** Folder mounts (the CLI's reverse sshfs): where they are made on this machine, and the user sshfs runs as. */
   folderMounts: { dir: string; user: string };
+  /** The CLI's one-file bundle the gateway serves at /v1/cli/ccp.mjs (CLI_BUNDLE). */
+  cliBundle: string;
 }
 
 /**
@@ -275,6 +278,10 @@ export function loadConfig(env: Env): Config {
       dir: path.resolve(env.MOUNTS_DIR || '/run/cloud-cli-proxy/mounts'),
       user: mountUser,
     },
+    // apps/cli/dist/ccp.mjs of this checkout, from apps/gateway/src or apps/gateway/dist.
+    cliBundle: path.resolve(
+      env.CLI_BUNDLE || fileURLToPath(new URL('../../cli/dist/ccp.mjs', import.meta.url)),
+    ),
     workspaceLimits: {
       memoryMb: positive('WORKSPACE_MEMORY_MB', 2048),
       cpus: positiveNumber('WORKSPACE_CPUS', 1),

@@ -7,6 +7,7 @@ import { AccessScripts } from './domain/access-scripts.js';
 import { AccessTickets } from './domain/access-tickets.js';
 import { AuthService } from './domain/auth-service.js';
 import { BootstrapService } from './domain/bootstrap-service.js';
+import { CliBundle } from './domain/cli-bundle.js';
 import { EgressIpsService, type EgressTester } from './domain/egress-ips-service.js';
 import { EntryService } from './domain/entry-service.js';
 import { EventsService } from './domain/events-service.js';
@@ -220,6 +221,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     access,
   );
   const scripts = new AccessScripts(config.publicApiUrl);
+  const cli = new CliBundle(config.cliBundle, config.publicApiUrl);
   const images = new ImagesService(runtime, bus);
   egressIps.onUpstreamChanged((egressIpId) => lifecycle.egressChanged(egressIpId));
   revocation.register(async (userId, reason) => {
@@ -247,6 +249,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     entry,
     bootstrap,
     scripts,
+    cli,
     desktop,
     vnc,
   };

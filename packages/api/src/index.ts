@@ -1,5 +1,6 @@
 export * from './access.js';
 export * from './auth.js';
+export * from './cli.js';
 export * from './client.js';
 export * from './common.js';
 export * from './egress.js';

@@ -14,6 +14,7 @@ import { registerAdminActivityRoutes } from './routes/admin-activity.js';
 import { registerAdminEgressRoutes } from './routes/admin-egress-ips.js';
 import { registerAdminHostRoutes } from './routes/admin-hosts.js';
 import { registerAdminUserRoutes } from './routes/admin-users.js';
+import { registerCliDownloadRoutes } from './routes/cli-download.js';
 import { registerDesktopProxyRoutes, registerHostDesktopRoutes } from './routes/host-desktop.js';
 import { registerPublicRoutes } from './routes/public.js';
 import { registerSseRoute } from './routes/sse.js';
@@ -97,6 +98,7 @@ export async function buildHttpApp(
 
   registerPublicRoutes(app, services);
   registerAccessRoutes(app, services);
+  registerCliDownloadRoutes(app, services);
   app.get('/v1/openapi.json', { schema: { hide: true } }, () => app.swagger());
 
   await app.register(

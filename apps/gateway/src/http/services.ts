@@ -1,7 +1,9 @@
 import type { Config } from '../config.js';
+import type { Access } from '../domain/access.js';
 import type { AccessScripts } from '../domain/access-scripts.js';
 import type { AuthService } from '../domain/auth-service.js';
 import type { BootstrapService } from '../domain/bootstrap-service.js';
+import type { CliBundle } from '../domain/cli-bundle.js';
 import type { EgressIpsService } from '../domain/egress-ips-service.js';
 import type { EntryService } from '../domain/entry-service.js';
 import type { EventsService } from '../domain/events-service.js';
@@ -19,6 +21,7 @@ import type { VncProxy } from '../vnc/vnc-proxy.js';
 /** What the HTTP layer may call: domain services only, never repositories or the database. */
 export interface HttpServices {
   config: Config;
+  access: Access;
   auth: AuthService;
   users: UsersService;
   sshKeys: SshKeysService;
@@ -35,4 +38,5 @@ export interface HttpServices {
   entry: EntryService;
   bootstrap: BootstrapService;
   scripts: AccessScripts;
+  cli: CliBundle;
 }

@@ -1,0 +1,57 @@
+import { createHash } from 'node:crypto';
+import { readFile, stat } from 'node:fs/promises';
+import { shellQuote } from './access-scripts.js';
+import { AppError } from './errors.js';
+
+const installScript = () => readFile(new URL('../../assets/access/install-ccp.sh', import.meta.url), 'utf8');
+
+export interface CliBundleFile {
+  /** The module's text (UTF-8, as built). */
+  text: string;
+  sha256: string;
+}
+
+/**
+ * The users' CLI, served by the gateway so that getting it takes one line: the bundle, its checksum, and an
+ * install script that checks one against the other before anything is put on the user's PATH.
+ */
+export class CliBundle {
+  private cached: { mtime: number; file: CliBundleFile } | null = null;
+
+  constructor(
+    private readonly bundlePath: string,
+    private readonly apiUrl: string,
+  ) {}
+
+  /** The bundle as built; read again when the file changed (a rebuild while the gateway runs). */
+  async file(): Promise<CliBundleFile> {
+    let mtime: number;
+    try {
+      mtime = (await stat(this.bundlePath)).mtimeMs;
+    } catch {
+      throw new AppError(
+        404,
+        'cli_unavailable',
+        'This gateway was built without the CLI bundle (npm run build makes apps/cli/dist/ccp.mjs)',
+      );
+    }
+    if (this.cached?.mtime !== mtime) {
+      const bytes = await readFile(this.bundlePath);
+      const sha256 = createHash('sha256').update(bytes).digest('hex');
+      this.cached = { mtime, file: { text: bytes.toString('utf8'), sha256 } };
+    }
+    return this.cached.file;
+  }
+
+  /** `<sha256>  ccp.mjs`, the format `sha256sum -c` reads. */
+  async checksumLine(): Promise<string> {
+    return `${(await this.file()).sha256}  ccp.mjs\n`;
+  }
+
+  /** The install script: the API URL and the bundle's checksum as quoted words, then a fixed body. */
+  async installer(): Promise<string> {
+    const { sha256 } = await this.file();
+    const settings = `CCP_API_URL=${shellQuote(this.apiUrl)}\nCCP_SHA256=${shellQuote(sha256)}`;
+    return `#!/bin/sh\n# cloud-cli-proxy: installs the ccp command-line client\n${settings}\n\n${await installScript()}`;
+  }
+}
