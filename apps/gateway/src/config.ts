@@ -233,10 +233,21 @@ export function loadConfig(env: Env): Config {
     return value;
   };
   const publicApiUrl = url('PUBLIC_API_URL', `http://${publicHost}:${httpPort}`);
+  // The access command pipes the entry script to `sh`: behind TLS it must come over TLS too.
+  const behindTls = publicApiUrl.startsWith('https:');
   const publicEntryUrl = url(
     'PUBLIC_ENTRY_URL',
-    entryPort === 80 || entryPort === 0 ? `http://${publicHost}` : `http://${publicHost}:${entryPort}`,
+    behindTls
+      ? publicApiUrl
+      : entryPort === 80 || entryPort === 0
+        ? `http://${publicHost}`
+        : `http://${publicHost}:${entryPort}`,
   );
+  if (behindTls && !publicEntryUrl.startsWith('https:'))
+    problems.push(
+      `PUBLIC_ENTRY_URL must be an https:// URL when PUBLIC_API_URL is (got "${publicEntryUrl}"): ` +
+        'the access command pipes the entry script to sh, and over plain HTTP anyone on the path can change it',
+    );
 
   const egress = parseEgressSettings(env, problems);
   const imageVariant = (env.WORKSPACE_IMAGE_VARIANT || 'full') as 'full' | 'test';

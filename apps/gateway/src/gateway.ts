@@ -2,6 +2,7 @@ import type { Server } from 'node:http';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
+import { Access } from './domain/access.js';
 import { AccessRevocation } from './domain/access-revocation.js';
 import { AccessScripts } from './domain/access-scripts.js';
 import { AccessTickets } from './domain/access-tickets.js';
@@ -107,10 +108,22 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
   const sse = new SseHub({ heartbeatMs: config.sseHeartbeatSeconds * 1000 });
   const bus = new EventBus(repositories.events, sse, logger.child({ component: 'events' }));
   const limiter = new FailureRateLimiter();
-  const revocation = new AccessRevocation();
+  const revocation = new AccessRevocation(database.changes, (error) =>
+    logger.warn({ err: error }, 'a revocation was not carried out everywhere'),
+  );
   revocation.register((userId) => sse.closeForUser(userId));
 
-  const auth = new AuthService(repositories.users, limiter, bus, config);
+  const tickets = new AccessTickets();
+  const access = new Access(
+    repositories.users,
+    repositories.hosts,
+    repositories.sshKeys,
+    box,
+    limiter,
+    tickets,
+    bus,
+  );
+  const auth = new AuthService(repositories.users, access, bus, config);
   const users = new UsersService(repositories.users, box, bus, revocation);
   const sshKeys = new SshKeysService(repositories.sshKeys, repositories.users, bus);
   const egressIps = new EgressIpsService(
@@ -120,17 +133,11 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     options.egressTester ?? egressTesterFor(config.egress, v2rayEngine),
   );
   const events = new EventsService(repositories.events);
-  const tickets = new AccessTickets();
   const ssh = new SshProxy({
     host: config.httpHost,
     port: config.sshProxyPort,
     dataDir: config.dataDir,
-    users: repositories.users,
-    hosts: repositories.hosts,
-    sshKeys: repositories.sshKeys,
-    box,
-    limiter,
-    tickets,
+    access,
     bus,
     runtime,
     folderMounts: new FolderMounts({
@@ -172,7 +179,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     counts: () => metricsCounts.counts(),
   });
 
-  const access = {
+  const accessSettings = {
     publicHost: config.publicHost,
     publicApiUrl: config.publicApiUrl,
     publicEntryUrl: config.publicEntryUrl,
@@ -185,7 +192,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     runtime,
     taskRunner,
     bus,
-    access,
+    accessSettings,
     config.workspaceLimits,
     logger.child({ component: 'hosts' }),
   );
@@ -197,34 +204,34 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     lifecycle,
     box,
     bus,
+    accessSettings,
     access,
   );
   const tasks = new TasksService(repositories.tasks);
   const entry = new EntryService(
     repositories.hosts,
     repositories.tasks,
-    auth,
+    access,
     lifecycle,
-    limiter,
     box,
     bus,
-    access,
+    accessSettings,
   );
   const bootstrap = new BootstrapService(
     repositories.users,
     repositories.hosts,
     repositories.tasks,
-    auth,
+    access,
     lifecycle,
     tickets,
     bus,
-    access,
+    accessSettings,
   );
   const scripts = new AccessScripts(config.publicApiUrl);
   const cli = new CliBundle(config.cliBundle, config.publicApiUrl);
   const images = new ImagesService(runtime, bus);
   egressIps.onUpstreamChanged((egressIpId) => lifecycle.egressChanged(egressIpId));
-  revocation.register(async (userId, reason) => {
+  revocation.registerWhereChanged(async (userId, reason) => {
     if (reason === 'deleted') await lifecycle.removeHostsOf(userId);
     else if (reason === 'disabled' || reason === 'expired') await lifecycle.stopHostsOf(userId, reason);
   });
@@ -235,6 +242,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
 
   const httpServices = {
     config,
+    access,
     auth,
     users,
     sshKeys,
@@ -292,7 +300,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       if (config.metricsBind) await metrics.listen(config.metricsBind.host, config.metricsBind.port);
       await ssh.listen();
       // With port 0 (tests) hosts must advertise the port really bound.
-      access.sshProxyPort = ssh.port;
+      accessSettings.sshProxyPort = ssh.port;
       every(config.expirySweepSeconds, 'expiry-sweep', () =>
         sweepExpiredUsers(repositories.users, revocation, bus),
       );

@@ -1,12 +1,11 @@
-import type { Actor, LoginResponse } from '@ccp/api';
+import type { LoginResponse } from '@ccp/api';
 import { createSigner, createVerifier, TokenError } from 'fast-jwt';
 import type { EventBus } from '../events/event-bus.js';
 import type { UserRow, UsersRepository } from '../store/users-repository.js';
+import type { Access } from './access.js';
 import { isoOut } from './clock.js';
 import { errors } from './errors.js';
 import type { Principal } from './principal.js';
-import { FailureRateLimiter } from './rate-limiter.js';
-import { verifyAgainstNothing, verifyPassword } from './secrets.js';
 
 const ISSUER = 'cloud-cli-proxy';
 
@@ -18,14 +17,14 @@ export interface AuthOptions {
 export const isExpired = (user: Pick<UserRow, 'expires_at'>, now = new Date().toISOString()): boolean =>
   user.expires_at !== null && user.expires_at <= now;
 
-/** Logins, tokens, and the password check shared by every access path. */
+/** Logins and tokens; the password check itself is `Access`'s. */
 export class AuthService {
   private readonly sign: (payload: Record<string, unknown>) => string;
   private readonly verify: (token: string) => Record<string, unknown>;
 
   constructor(
     private readonly users: UsersRepository,
-    private readonly limiter: FailureRateLimiter,
+    private readonly access: Access,
     private readonly bus: EventBus,
     private readonly options: AuthOptions,
   ) {
@@ -47,63 +46,8 @@ export class AuthService {
     });
   }
 
-  /** Verifies a username and password with rate limiting and constant-time answers for unknown users.
-   * The account state is only revealed after the password was proven. Every outcome is logged. */
-  async verifyCredentials(
-    username: string,
-    password: string,
-    clientAddress: string,
-    via: string,
-  ): Promise<UserRow> {
-    const keys = FailureRateLimiter.keysFor(username, clientAddress);
-    const anonymous: Actor = { kind: 'anonymous', id: null, username: null };
-    try {
-      this.limiter.assertAllowed(keys);
-    } catch (error) {
-      await this.bus.emit({
-        type: `auth.${via}.rate_limited`,
-        level: 'warn',
-        message: `${via} refused: too many failed attempts`,
-        actor: anonymous,
-        data: { username, client_address: clientAddress },
-      });
-      throw error;
-    }
-    const user = await this.users.findByUsername(username);
-    const ok = user
-      ? await verifyPassword(password, user.password_hash)
-      : await verifyAgainstNothing(password);
-    if (!user || !ok) {
-      this.limiter.recordFailure(keys);
-      await this.bus.emit({
-        type: `auth.${via}.failed`,
-        level: 'warn',
-        message: `${via} failed for ${username}: wrong username or password`,
-        actor: anonymous,
-        userId: user?.id ?? null,
-        data: { username, client_address: clientAddress, reason: 'invalid_credentials' },
-      });
-      throw errors.invalidCredentials();
-    }
-    this.limiter.recordSuccess(username);
-    const refusal =
-      user.status === 'disabled' ? 'account_disabled' : isExpired(user) ? 'account_expired' : null;
-    if (refusal) {
-      await this.bus.emit({
-        type: `auth.${via}.failed`,
-        level: 'warn',
-        message: `${via} refused for ${user.username}: ${refusal.replace('_', ' ')}`,
-        actor: { kind: user.role, id: user.id, username: user.username },
-        userId: user.id,
-        data: { username: user.username, client_address: clientAddress, reason: refusal },
-      });
-      throw refusal === 'account_disabled' ? errors.accountDisabled() : errors.accountExpired();
-    }
-    return user;
-  }
-
   async login(username: string, password: string, clientAddress: string): Promise<LoginResponse> {
-    const user = await this.verifyCredentials(username, password, clientAddress, 'login');
+    const user = await this.access.verify({ kind: 'password', username, password }, 'login', clientAddress);
     const issuedAt = Math.floor(Date.now() / 1000);
     const expiresAt = issuedAt + this.options.tokenTtlSeconds;
     const token = this.sign({ sub: user.id, role: user.role, ver: user.token_version, iat: issuedAt });

@@ -3,8 +3,9 @@ import type { EventBus } from '../events/event-bus.js';
 import type { HostsRepository, HostWithOwner } from '../store/hosts-repository.js';
 import type { TaskRow, TasksRepository } from '../store/tasks-repository.js';
 import type { UserRow, UsersRepository } from '../store/users-repository.js';
+import type { Access } from './access.js';
 import type { AccessTickets } from './access-tickets.js';
-import { type AuthService, isExpired } from './auth-service.js';
+import { isExpired } from './auth-service.js';
 import { isoOut } from './clock.js';
 import { errors } from './errors.js';
 import type { HostLifecycle } from './host-lifecycle.js';
@@ -28,7 +29,7 @@ export class BootstrapService {
     private readonly users: UsersRepository,
     private readonly hosts: HostsRepository,
     private readonly tasks: TasksRepository,
-    private readonly auth: AuthService,
+    private readonly gate: Access,
     private readonly lifecycle: HostLifecycle,
     private readonly tickets: AccessTickets,
     private readonly bus: EventBus,
@@ -39,11 +40,10 @@ export class BootstrapService {
     input: { username: string; password: string; host?: string | null },
     clientAddress: string,
   ): Promise<TaskAccepted> {
-    const user = await this.auth.verifyCredentials(
-      input.username,
-      input.password,
-      clientAddress,
+    const user = await this.gate.verify(
+      { kind: 'password', username: input.username, password: input.password },
       'bootstrap',
+      clientAddress,
     );
     const host = await this.chooseHost(user, input.host ?? null);
     const accepted = await this.lifecycle.start(host.id, actorOf(user), 'bootstrap');

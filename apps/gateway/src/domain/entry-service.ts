@@ -3,11 +3,10 @@ import type { EventBus } from '../events/event-bus.js';
 import type { HostsRepository, HostWithOwner } from '../store/hosts-repository.js';
 import type { TasksRepository } from '../store/tasks-repository.js';
 import type { UserRow } from '../store/users-repository.js';
-import type { AuthService } from './auth-service.js';
+import type { Access } from './access.js';
 import { errors } from './errors.js';
 import type { HostLifecycle } from './host-lifecycle.js';
 import type { AccessSettings } from './host-view.js';
-import { FailureRateLimiter } from './rate-limiter.js';
 import type { SecretBox } from './secret-box.js';
 import { SHORT_ID_PATTERN } from './secrets.js';
 
@@ -23,9 +22,8 @@ export class EntryService {
   constructor(
     private readonly hosts: HostsRepository,
     private readonly tasks: TasksRepository,
-    private readonly auth: AuthService,
+    private readonly gate: Access,
     private readonly lifecycle: HostLifecycle,
-    private readonly limiter: FailureRateLimiter,
     private readonly box: SecretBox,
     private readonly bus: EventBus,
     private readonly access: AccessSettings,
@@ -46,17 +44,12 @@ export class EntryService {
     clientAddress: string,
     awaitedTaskId: string | null = null,
   ): Promise<EntryAnswer> {
-    const addressKeys = FailureRateLimiter.addressKeys(clientAddress);
-    this.limiter.assertAllowed(addressKeys);
-    let host: HostWithOwner;
-    try {
-      host = await this.hostFor(shortId);
-    } catch (error) {
-      // Guessing short IDs counts against the caller's address like a wrong password.
-      this.limiter.recordFailure(addressKeys);
-      throw error;
-    }
-    const user = await this.auth.verifyCredentials(host.username, password, clientAddress, 'entry');
+    const host = await this.gate.hostByShortId(shortId, clientAddress);
+    const user = await this.gate.verify(
+      { kind: 'password', username: host.username, password },
+      'entry',
+      clientAddress,
+    );
     const actor = actorOf(user);
 
     const awaited = awaitedTaskId ? await this.tasks.findById(awaitedTaskId) : undefined;

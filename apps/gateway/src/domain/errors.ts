@@ -38,5 +38,13 @@ export const errors = {
       { retry_after: retryAfterSeconds },
       { 'retry-after': String(retryAfterSeconds) },
     ),
+  busy: (retryAfterSeconds: number) =>
+    new AppError(
+      429,
+      'rate_limited',
+      'Too many password checks are waiting; try again shortly',
+      { retry_after: retryAfterSeconds },
+      { 'retry-after': String(retryAfterSeconds) },
+    ),
   unavailable: (code: string, message: string) => new AppError(503, code, message),
 };

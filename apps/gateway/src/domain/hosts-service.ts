@@ -5,6 +5,7 @@ import { constraintViolation } from '../store/dialect.js';
 import type { EgressIpsRepository } from '../store/egress-ips-repository.js';
 import type { HostsRepository, HostWithOwner } from '../store/hosts-repository.js';
 import type { UsersRepository } from '../store/users-repository.js';
+import type { Access } from './access.js';
 import { isoOut, nowIso } from './clock.js';
 import { errors } from './errors.js';
 import type { HostLifecycle } from './host-lifecycle.js';
@@ -26,6 +27,7 @@ export class HostsService {
     private readonly box: SecretBox,
     private readonly bus: EventBus,
     private readonly access: AccessSettings,
+    private readonly gate: Access,
   ) {}
 
   async create(input: { user_id: string; egress_ip_id?: string }, actor: Actor): Promise<CreatedHost> {
@@ -97,15 +99,8 @@ export class HostsService {
 
   /** A user's own host; another user's host is "not found" so ids cannot be probed. */
   async getOwn(principal: Principal, id: string): Promise<Host> {
-    const row = await this.hosts.findById(id);
-    if (!row || row.user_id !== principal.id) throw errors.notFound('Host');
+    await this.gate.requireHost(principal, id, 'view');
     return this.view(id, 'user');
-  }
-
-  async requireOwn(principal: Principal, id: string): Promise<HostWithOwner> {
-    const row = await this.hosts.findById(id);
-    if (!row || row.user_id !== principal.id) throw errors.notFound('Host');
-    return row;
   }
 
   async delete(id: string, actor: Actor): Promise<void> {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Actor, CreatedUser, SshCredentials, User, UserStatus } from '@ccp/api';
 import type { EventBus } from '../events/event-bus.js';
 import { constraintViolation } from '../store/dialect.js';
-import type { UserRow, UsersRepository } from '../store/users-repository.js';
+import type { UserPatch, UserRow, UsersRepository } from '../store/users-repository.js';
 import type { AccessRevocation } from './access-revocation.js';
 import { isExpired } from './auth-service.js';
 import { nowIso, toIso } from './clock.js';
@@ -146,7 +146,7 @@ export class UsersService {
   async rotatePassword(id: string, actor: Actor): Promise<string> {
     const user = await this.require(id);
     const password = generatePassword(20);
-    await this.users.revokeTokens(id, { password_hash: await hashPassword(password), updated_at: nowIso() });
+    await this.users.revokeTokens(id, await this.newCredentials(password));
     await this.revocation.revoke(id, 'credentials_changed');
     await this.bus.emit({
       type: 'user.password_rotated',
@@ -172,10 +172,7 @@ export class UsersService {
         details: [{ field: 'old_password', message: 'is not correct' }],
       });
     }
-    await this.users.revokeTokens(user.id, {
-      password_hash: await hashPassword(newPassword),
-      updated_at: nowIso(),
-    });
+    await this.users.revokeTokens(user.id, await this.newCredentials(newPassword));
     await this.revocation.revoke(user.id, 'credentials_changed');
     await this.bus.emit({
       type: 'user.password_changed',
@@ -203,6 +200,19 @@ export class UsersService {
   async sshCredentials(id: string): Promise<SshCredentials> {
     const user = await this.require(id);
     return { ssh_user: user.ssh_user, ssh_pass: this.box.open(user.ssh_pass_sealed) };
+  }
+
+  /**
+   * A new login password also replaces the SSH password: entry auth hands `ssh_pass` to whoever knows the login
+   * password, so whoever held the old one must not keep SSH access through it. Registered keys stay (the user
+   * manages them, and their list shows each one); tokens and live sessions end with the revocation.
+   */
+  private async newCredentials(password: string): Promise<UserPatch> {
+    return {
+      password_hash: await hashPassword(password),
+      ssh_pass_sealed: this.box.seal(generatePassword(20)),
+      updated_at: nowIso(),
+    };
   }
 
   private async require(id: string): Promise<UserRow> {

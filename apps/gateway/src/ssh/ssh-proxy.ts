@@ -1,4 +1,4 @@
-import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { Actor } from '@ccp/api';
 import type { Logger } from 'pino';
@@ -11,21 +11,15 @@ import ssh2, {
   type Server,
   type ServerChannel,
 } from 'ssh2';
-import { type AccessRevocation, sessionEndReason } from '../domain/access-revocation.js';
-import { AccessTickets, type TicketGrant } from '../domain/access-tickets.js';
-import { isExpired } from '../domain/auth-service.js';
-import { AppError } from '../domain/errors.js';
+import type { Access, Refusal as AccessRefusal, Credential } from '../domain/access.js';
+import type { AccessRevocation } from '../domain/access-revocation.js';
 import { linuxUserFor } from '../domain/host-view.js';
-import { FailureRateLimiter } from '../domain/rate-limiter.js';
-import type { SecretBox } from '../domain/secret-box.js';
-import { SHORT_ID_PATTERN } from '../domain/secrets.js';
 import { fingerprintOf } from '../domain/ssh-public-key.js';
 import { BackgroundEvents } from '../events/background-events.js';
 import type { EventBus, EventInput } from '../events/event-bus.js';
 import type { Endpoint, WorkspaceRuntime } from '../runtime/workspace-runtime.js';
-import type { HostsRepository, HostWithOwner } from '../store/hosts-repository.js';
-import type { SshKeysRepository } from '../store/ssh-keys-repository.js';
-import type { UserRow, UsersRepository } from '../store/users-repository.js';
+import type { HostWithOwner } from '../store/hosts-repository.js';
+import type { UserRow } from '../store/users-repository.js';
 import { FOLDER_MOUNT_SUBSYSTEM, type FolderMounts } from './folder-mounts.js';
 import { loadOrCreateHostKey } from './host-key.js';
 import { relayLocalForwards, relayRemoteForwards, relaySession, type Traffic } from './relay.js';
@@ -36,13 +30,8 @@ export interface SshProxyOptions {
   /** 0 picks a free port (tests); `port` tells which one was bound. */
   port: number;
   dataDir: string;
-  users: UsersRepository;
-  hosts: HostsRepository;
-  sshKeys: SshKeysRepository;
-  box: SecretBox;
-  limiter: FailureRateLimiter;
-  /** One-time bootstrap tickets, accepted in place of the SSH password. */
-  tickets: AccessTickets;
+  /** Proves logins (SSH password, keys, one-time bootstrap tickets) and picks the host. */
+  access: Access;
   bus: EventBus;
   runtime: WorkspaceRuntime;
   /** Serves the CLI's folder mounts; without it the subsystem goes to the workspace (which refuses it). */
@@ -91,8 +80,18 @@ interface LiveSession extends Admitted {
 /** Said to the client in a banner, then the connection ends: retrying with another secret cannot help. */
 class Refusal extends Error {}
 
+const REFUSALS: Record<
+  Exclude<AccessRefusal['reason'], 'invalid_credentials'>,
+  (r: AccessRefusal) => string
+> = {
+  rate_limited: (r) =>
+    `too many failed login attempts; try again in ${'retryAfterSeconds' in r ? r.retryAfterSeconds : 1} seconds.`,
+  busy: () => 'the gateway is busy checking passwords; try again shortly.',
+  account_disabled: () => 'this account is disabled.',
+  account_expired: () => 'this account has expired.',
+};
+
 const actorOf = (user: UserRow): Actor => ({ kind: user.role, id: user.id, username: user.username });
-const digest = (text: string) => createHash('sha256').update(text, 'utf8').digest();
 
 /**
  * The SSH entrance on SSH_PROXY_PORT: authenticates `<username>[+<shortId>]` with the user's SSH password or
@@ -118,9 +117,9 @@ export class SshProxy {
       },
       (connection, info) => this.accept(connection, info),
     );
+    // Every reason ends the user's sessions, a changed password included: whoever held the old one is out.
     options.revocation.register((userId, reason) => {
-      if (reason === 'disabled' || reason === 'expired' || reason === 'deleted')
-        this.closeWhere((s) => s.user.id === userId, `user_${reason}`);
+      this.closeWhere((s) => s.user.id === userId, `user_${reason}`);
     });
   }
 
@@ -217,42 +216,15 @@ export class SshProxy {
       ctx.reject(METHODS);
       return null;
     }
+    const { access } = this.options;
     const { username, shortId } = parseLoginName(ctx.username);
-    const keys = FailureRateLimiter.keysFor(username, clientAddress);
-    const anonymous: Actor = { kind: 'anonymous', id: null, username: null };
-    try {
-      this.options.limiter.assertAllowed(keys);
-    } catch (error) {
-      if (!(error instanceof AppError)) throw error;
-      this.emit({
-        type: 'auth.ssh.rate_limited',
-        level: 'warn',
-        message: `SSH login refused: too many failed attempts`,
-        actor: anonymous,
-        data: { username, client_address: clientAddress },
-      });
-      throw new Refusal(
-        `too many failed login attempts; try again in ${String(error.extra.retry_after)} seconds.`,
-      );
-    }
-
-    const user = await this.options.users.findByUsername(username);
-    let proven: boolean;
-    let ticket: TicketGrant | null = null;
-    if (ctx.method === 'password' && AccessTickets.looksLikeTicket(ctx.password)) {
-      ticket = this.options.tickets.redeem(ctx.password);
-      proven = user !== undefined && ticket?.userId === user.id;
-    } else if (ctx.method === 'password') {
-      // Unknown users still cost one comparison, so timing does not tell which usernames exist.
-      const expected = user ? this.options.box.open(user.ssh_pass_sealed) : randomUUID();
-      proven = timingSafeEqual(digest(ctx.password), digest(expected));
+    let credential: Credential;
+    if (ctx.method === 'password') {
+      credential = { kind: 'ssh_password', username, password: ctx.password };
     } else {
       const fingerprint = fingerprintOf(ctx.key.data);
-      const owned =
-        user !== undefined &&
-        (await this.options.sshKeys.listForUser(user.id)).some((k) => k.fingerprint === fingerprint);
       // OpenSSH offers every key it has; keys that are not this user's are declined, not counted as failures.
-      if (!owned) {
+      if (!(await access.ownsKey(username, fingerprint))) {
         ctx.reject(METHODS);
         return null;
       }
@@ -261,25 +233,22 @@ export class SshProxy {
         return null;
       }
       const parsed = ssh2.utils.parseKey(ctx.key.data);
-      proven =
+      const signed =
         !(parsed instanceof Error) &&
         !Array.isArray(parsed) &&
         parsed.verify(ctx.blob, ctx.signature, ctx.hashAlgo);
+      credential = { kind: 'ssh_key', username, fingerprint, signed };
     }
-    if (!user || !proven) {
-      this.options.limiter.recordFailure(keys);
-      this.emit({
-        type: 'auth.ssh.failed',
-        level: 'warn',
-        message: `SSH login failed for ${username}: wrong username or ${ctx.method === 'password' ? 'password' : 'key signature'}`,
-        actor: anonymous,
-        userId: user?.id ?? null,
-        data: { username, client_address: clientAddress, method: ctx.method, reason: 'invalid_credentials' },
-      });
-      ctx.reject(METHODS);
-      return null;
+
+    const admission = await access.admit(credential, 'ssh', clientAddress);
+    if (!admission.admitted) {
+      if (admission.reason === 'invalid_credentials') {
+        ctx.reject(METHODS);
+        return null;
+      }
+      throw new Refusal(REFUSALS[admission.reason](admission));
     }
-    this.options.limiter.recordSuccess(username);
+    const { user, ticket } = admission;
 
     const refuse = async (reason: string, text: string, host?: HostWithOwner): Promise<never> => {
       await this.emit({
@@ -293,31 +262,12 @@ export class SshProxy {
       });
       throw new Refusal(text);
     };
-    if (user.status === 'disabled') return refuse('account_disabled', 'this account is disabled.');
-    if (isExpired(user)) return refuse('account_expired', 'this account has expired.');
-
-    let host: HostWithOwner | undefined;
-    if (shortId) {
-      if (SHORT_ID_PATTERN.test(shortId)) host = await this.options.hosts.findByShortId(shortId);
-      if (!host || host.user_id !== user.id)
-        return refuse('unknown_host', `${user.username} has no host ${shortId}.`);
-    } else {
-      const owned = await this.options.hosts.list({ userId: user.id });
-      if (owned.length === 0) return refuse('no_host', `${user.username} has no host.`);
-      if (owned.length > 1) {
-        const names = owned.map((h) => `${user.username}+${h.short_id}`).join(', ');
-        return refuse('host_ambiguous', `${user.username} has several hosts; log in as one of: ${names}.`);
-      }
-      host = owned[0]!;
-    }
-    if (ticket && ticket.hostId !== host.id)
-      return refuse(
-        'ticket_wrong_host',
-        `this one-time ticket is for another host than ${host.short_id}.`,
-        host,
-      );
+    const found = await access.sshHost(user, shortId, ticket);
+    if (!found.ok) return refuse(found.reason, found.message, found.host);
+    const { host } = found;
     const endpoints = host.status === 'running' ? await this.options.runtime.endpoints(host.id) : null;
-    if (!endpoints || !host.gateway_key_sealed) {
+    const gatewayKey = access.workspaceKeyFor(host);
+    if (!endpoints || !gatewayKey) {
       return refuse(
         'host_not_running',
         `host ${host.short_id} is ${host.status === 'running' ? 'not reachable' : host.status}; ` +
@@ -330,7 +280,7 @@ export class SshProxy {
       upstream = await this.connectWorkspace(
         endpoints.ssh,
         linuxUserFor(user.username),
-        this.options.box.open(host.gateway_key_sealed),
+        gatewayKey,
         connection,
       );
     } catch (error) {
@@ -455,9 +405,11 @@ export class SshProxy {
   /** Ends sessions whose host left `running` or whose user lost access without a revocation reaching us. */
   private async recheckSessions(): Promise<void> {
     for (const session of [...this.live.values()]) {
-      const host = await this.options.hosts.findById(session.host.id);
-      const user = await this.options.users.findById(session.user.id);
-      const reason = sessionEndReason(user, host);
+      const reason = await this.options.access.liveSessionEnd(
+        session.user.id,
+        session.host.id,
+        session.user.token_version,
+      );
       if (reason) this.closeWhere((s) => s === session, reason);
     }
   }

@@ -7,10 +7,11 @@ import pg from 'pg';
  */
 export interface ChangeFeed {
   readonly live: boolean;
-  /** Announces that `topic` changed (after the write). */
-  announce(topic: string): Promise<void>;
-  /** `onChange` runs when another writer announces `topic`, and whenever the feed drops or comes back. */
-  subscribe(topic: string, onChange: () => void): void;
+  /** Announces that `topic` changed (after the write); `detail` (no more than a few hundred bytes) says what. */
+  announce(topic: string, detail?: string): Promise<void>;
+  /** `onChange` runs when another writer announces `topic` (with its detail), and whenever the feed drops or
+   * comes back (without one). */
+  subscribe(topic: string, onChange: (detail?: string) => void): void;
   close(): Promise<void>;
 }
 
@@ -24,13 +25,14 @@ export const singleWriterFeed: ChangeFeed = {
 
 const CHANNEL = 'ccp_changes';
 
-/** PostgreSQL LISTEN/NOTIFY on one channel; the payload is the topic. */
+/** PostgreSQL LISTEN/NOTIFY on one channel; the payload is the topic, then a space and the detail if any.
+ * PostgreSQL delivers a notice to its sender's own LISTEN connection too. */
 export class PostgresChangeFeed implements ChangeFeed {
   private client: pg.Client | null = null;
   private connected = false;
   private closed = false;
   private retry: NodeJS.Timeout | null = null;
-  private readonly subscribers = new Map<string, Set<() => void>>();
+  private readonly subscribers = new Map<string, Set<(detail?: string) => void>>();
 
   constructor(
     private readonly clientConfig: pg.ClientConfig,
@@ -45,11 +47,11 @@ export class PostgresChangeFeed implements ChangeFeed {
     await this.connect().catch(() => this.scheduleRetry());
   }
 
-  async announce(topic: string): Promise<void> {
-    await this.query('select pg_notify($1, $2)', [CHANNEL, topic]);
+  async announce(topic: string, detail?: string): Promise<void> {
+    await this.query('select pg_notify($1, $2)', [CHANNEL, detail ? `${topic} ${detail}` : topic]);
   }
 
-  subscribe(topic: string, onChange: () => void): void {
+  subscribe(topic: string, onChange: (detail?: string) => void): void {
     const set = this.subscribers.get(topic) ?? new Set();
     set.add(onChange);
     this.subscribers.set(topic, set);
@@ -65,7 +67,10 @@ export class PostgresChangeFeed implements ChangeFeed {
   private async connect(): Promise<void> {
     const client = new pg.Client(this.clientConfig);
     client.on('notification', (message) => {
-      if (message.channel === CHANNEL && message.payload) this.changed([message.payload]);
+      if (message.channel !== CHANNEL || !message.payload) return;
+      const space = message.payload.indexOf(' ');
+      if (space < 0) this.changed([message.payload]);
+      else this.changed([message.payload.slice(0, space)], message.payload.slice(space + 1));
     });
     const lost = () => {
       if (this.client !== client) return;
@@ -97,7 +102,7 @@ export class PostgresChangeFeed implements ChangeFeed {
     this.retry.unref();
   }
 
-  private changed(topics: string[]): void {
-    for (const topic of topics) for (const onChange of this.subscribers.get(topic) ?? []) onChange();
+  private changed(topics: string[], detail?: string): void {
+    for (const topic of topics) for (const onChange of this.subscribers.get(topic) ?? []) onChange(detail);
   }
 }

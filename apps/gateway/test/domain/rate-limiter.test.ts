@@ -19,8 +19,11 @@ function refusal(limiter: FailureRateLimiter, keys: string[]): AppError {
 }
 
 describe('FailureRateLimiter', () => {
-  it('keys by lower-cased username and by client address', () => {
-    assert.deepEqual(FailureRateLimiter.keysFor('Alice', '10.0.0.1'), ['user:alice', 'addr:10.0.0.1']);
+  it('keys by (lower-cased username, client address) pair and by client address', () => {
+    assert.deepEqual(FailureRateLimiter.keysFor('Alice', '10.0.0.1'), [
+      'pair:alice@10.0.0.1',
+      'addr:10.0.0.1',
+    ]);
   });
 
   it('allows 10 failures in 5 minutes and refuses the 11th attempt with 429 and Retry-After', () => {
@@ -40,12 +43,17 @@ describe('FailureRateLimiter', () => {
     assert.equal(error.extra.retry_after, 290);
   });
 
-  it('counts each key separately: the username from any address, the address for any username', () => {
+  it('counts each key separately: the pair, and the address for any username; never the username alone', () => {
     const c = clock();
     const limiter = new FailureRateLimiter({ now: () => c.now });
-    for (let i = 0; i < 10; i++) limiter.recordFailure(FailureRateLimiter.keysFor('alice', `10.0.0.${i}`));
-    assert.equal(refusal(limiter, FailureRateLimiter.keysFor('ALICE', '192.168.1.1')).status, 429);
-    limiter.assertAllowed(FailureRateLimiter.keysFor('bob', '10.0.0.1'));
+    for (let i = 0; i < 10; i++)
+      limiter.recordFailure(FailureRateLimiter.keysFor('alice', '10.0.0.1'), 'alice');
+    assert.equal(refusal(limiter, FailureRateLimiter.keysFor('ALICE', '10.0.0.1')).status, 429);
+    for (let i = 0; i < 10; i++)
+      limiter.recordFailure(FailureRateLimiter.keysFor('alice', `10.0.1.${i}`), 'alice');
+    // Failures from other addresses never refuse the account.
+    limiter.assertAllowed(FailureRateLimiter.keysFor('alice', '192.168.1.1'));
+    limiter.assertAllowed(FailureRateLimiter.keysFor('bob', '10.0.1.1'));
 
     for (let i = 0; i < 10; i++) limiter.recordFailure(FailureRateLimiter.keysFor(`user${i}`, '172.16.0.1'));
     assert.equal(refusal(limiter, FailureRateLimiter.keysFor('carol', '172.16.0.1')).status, 429);
@@ -82,22 +90,51 @@ describe('FailureRateLimiter', () => {
     limiter.assertAllowed(keys);
   });
 
-  it('a success clears the failures of the username but not those of the address', () => {
+  it('a success clears the failures of that pair but not those of the address', () => {
     const c = clock();
     const limiter = new FailureRateLimiter({ now: () => c.now });
-    for (let i = 0; i < 10; i++) limiter.recordFailure(FailureRateLimiter.keysFor('alice', '10.0.0.1'));
-    limiter.recordSuccess('Alice');
-    limiter.assertAllowed(FailureRateLimiter.keysFor('alice', '10.0.0.2'));
+    for (let i = 0; i < 9; i++) limiter.recordFailure(FailureRateLimiter.keysFor('alice', '10.0.0.1'));
+    limiter.recordFailure(FailureRateLimiter.keysFor('alice', '10.0.0.2'));
+    limiter.recordSuccess('Alice', '10.0.0.1');
+    limiter.assertAllowed(FailureRateLimiter.keysFor('alice', '10.0.0.1').slice(0, 1));
+    limiter.recordFailure(FailureRateLimiter.keysFor('bob', '10.0.0.1'));
     refusal(limiter, FailureRateLimiter.keysFor('bob', '10.0.0.1'));
+  });
+
+  it('slows a username down past its ceiling of failures from all addresses, up to a cap, without refusing it', () => {
+    const c = clock();
+    const limiter = new FailureRateLimiter({
+      now: () => c.now,
+      accountCeiling: 5,
+      delayStepMs: 100,
+      maxDelayMs: 250,
+    });
+    for (let i = 0; i < 4; i++)
+      limiter.recordFailure(FailureRateLimiter.keysFor('alice', `10.0.0.${i}`), 'alice');
+    assert.equal(limiter.delayFor('ALICE'), 0);
+    limiter.recordFailure(FailureRateLimiter.keysFor('alice', '10.0.0.9'), 'alice');
+    assert.equal(limiter.delayFor('alice'), 100);
+    limiter.recordFailure(FailureRateLimiter.keysFor('alice', '10.0.0.10'), 'alice');
+    assert.equal(limiter.delayFor('alice'), 200);
+    for (let i = 0; i < 5; i++)
+      limiter.recordFailure(FailureRateLimiter.keysFor('alice', `10.0.2.${i}`), 'alice');
+    assert.equal(limiter.delayFor('alice'), 250);
+    assert.equal(limiter.delayFor('bob'), 0);
+    limiter.assertAllowed(FailureRateLimiter.keysFor('alice', '10.9.9.9'));
+    c.advance(5 * 60_000);
+    assert.equal(limiter.delayFor('alice'), 0);
   });
 
   it('takes the later Retry-After when both keys are over the limit', () => {
     const c = clock();
     const limiter = new FailureRateLimiter({ now: () => c.now });
-    for (let i = 0; i < 10; i++) limiter.recordFailure(['user:alice']);
+    for (let i = 0; i < 10; i++) limiter.recordFailure(['pair:alice@10.0.0.1']);
     c.advance(100_000);
     for (let i = 0; i < 10; i++) limiter.recordFailure(['addr:10.0.0.1']);
-    assert.equal(refusal(limiter, ['user:alice', 'addr:10.0.0.1']).headers['retry-after'], '300');
-    assert.equal(refusal(limiter, ['user:alice', 'addr:10.0.0.9']).headers['retry-after'], '200');
+    assert.equal(
+      refusal(limiter, FailureRateLimiter.keysFor('alice', '10.0.0.1')).headers['retry-after'],
+      '300',
+    );
+    assert.equal(refusal(limiter, ['pair:alice@10.0.0.1', 'addr:10.0.0.9']).headers['retry-after'], '200');
   });
 });

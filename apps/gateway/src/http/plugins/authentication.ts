@@ -10,14 +10,29 @@ declare module 'fastify' {
   }
 }
 
-/** The bearer token from the Authorization header, or from `?token=` for clients that cannot set headers. */
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route is one a browser opens without a way to add a header (EventSource): `?token=` is accepted. */
+    tokenInQuery?: boolean;
+  }
+}
+
+/**
+ * The bearer token from the Authorization header, or from `?token=` on the routes that allow it. Elsewhere a
+ * `?token=` is refused, not ignored: tokens in URLs end up in proxy and access logs, and the caller should know.
+ */
 export function tokenOf(request: FastifyRequest): string | null {
+  const query = request.query as { token?: unknown } | undefined;
+  if (query?.token !== undefined && !request.routeOptions.config.tokenInQuery) {
+    throw errors.unauthorized(
+      'Send the token in the Authorization header; ?token= is accepted only on the event streams',
+    );
+  }
   const header = request.headers.authorization;
   if (header) {
     const match = /^Bearer\s+(\S+)$/i.exec(header);
     return match ? match[1]! : null;
   }
-  const query = request.query as { token?: unknown } | undefined;
   return typeof query?.token === 'string' && query.token ? query.token : null;
 }
 

@@ -29,6 +29,7 @@ export function registerSseRoute(app: Api, { sse }: HttpServices, role: Role): v
   app.get(
     '/sse',
     {
+      config: { tokenInQuery: true },
       schema: {
         tags: [role === 'admin' ? 'admin: events' : 'user portal'],
         summary: 'Server-sent events: `event: message` frames whose data is {topic, action, id?, payload?}',

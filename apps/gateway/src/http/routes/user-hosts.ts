@@ -10,7 +10,7 @@ import type { HttpServices } from '../services.js';
 const HostParams = Type.Object({ hostID: Type.String({ format: 'uuid' }) });
 const tags = ['user portal'];
 
-export function registerUserHostRoutes(app: Api, { hosts, lifecycle, tasks }: HttpServices): void {
+export function registerUserHostRoutes(app: Api, { access, hosts, lifecycle, tasks }: HttpServices): void {
   app.get(
     '/hosts',
     { schema: { tags, summary: 'Own hosts', response: { 200: HostList } } },
@@ -44,7 +44,7 @@ export function registerUserHostRoutes(app: Api, { hosts, lifecycle, tasks }: Ht
     },
     async (request, reply) => {
       const principal = principalOf(request);
-      const host = await hosts.requireOwn(principal, request.params.hostID);
+      const host = await access.requireHost(principal, request.params.hostID, 'operate');
       const accepted = await lifecycle.rebuild(host.id, actorOf(principal));
       return reply.status(202).send({ ...accepted, status_url: `/v1/user/tasks/${accepted.task_id}` });
     },

@@ -1,0 +1,308 @@
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import type { Actor } from '@ccp/api';
+import type { EventBus } from '../events/event-bus.js';
+import type { HostsRepository, HostWithOwner } from '../store/hosts-repository.js';
+import type { SshKeysRepository } from '../store/ssh-keys-repository.js';
+import type { UserRow, UsersRepository } from '../store/users-repository.js';
+import { sessionEndReason } from './access-revocation.js';
+import { AccessTickets, type TicketGrant } from './access-tickets.js';
+import { isExpired } from './auth-service.js';
+import { type AppError, errors } from './errors.js';
+import type { Principal } from './principal.js';
+import { FailureRateLimiter } from './rate-limiter.js';
+import type { SecretBox } from './secret-box.js';
+import { SHORT_ID_PATTERN, verifyAgainstNothing, verifyPassword } from './secrets.js';
+
+/** Where a secret is presented; it names the events (`auth.<channel>.failed`). */
+export type Channel = 'login' | 'entry' | 'bootstrap' | 'ssh';
+
+export type Credential =
+  /** The login password (scrypt): HTTP login, entry auth, bootstrap. */
+  | { kind: 'password'; username: string; password: string }
+  /** The SSH password (`ssh_pass`) or a one-time bootstrap ticket. */
+  | { kind: 'ssh_password'; username: string; password: string }
+  /** A registered SSH key; `signed` tells whether the protocol layer verified the client's signature with it. */
+  | { kind: 'ssh_key'; username: string; fingerprint: string; signed: boolean };
+
+export type Refusal =
+  | { reason: 'invalid_credentials' }
+  | { reason: 'rate_limited' | 'busy'; retryAfterSeconds: number }
+  | { reason: 'account_disabled' | 'account_expired' };
+
+export type Admission =
+  | { admitted: true; user: UserRow; ticket: TicketGrant | null }
+  | ({ admitted: false } & Refusal);
+
+/** What may be done to a host. A user may do the listed ones to their own hosts; anything else is an admin's,
+ * except SSH, which is the owner's only. */
+export type HostAction = 'view' | 'operate' | 'desktop' | 'ssh' | 'manage';
+const USER_HOST_ACTIONS: ReadonlySet<HostAction> = new Set(['view', 'operate', 'desktop', 'ssh']);
+
+export interface AccessLimits {
+  /** Password checks (scrypt) waiting or running for one client address; past it, 429 at once. */
+  checksPerAddress: number;
+  /** Password checks waiting or running in all; past it, 429 at once. */
+  checksInAll: number;
+}
+
+const DEFAULT_LIMITS: AccessLimits = { checksPerAddress: 4, checksInAll: 32 };
+
+const ANONYMOUS: Actor = { kind: 'anonymous', id: null, username: null };
+const actorOf = (user: UserRow): Actor => ({ kind: user.role, id: user.id, username: user.username });
+const digest = (text: string) => createHash('sha256').update(text, 'utf8').digest();
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * The one place that decides who gets in and to which host: HTTP login, entry auth, bootstrap and the SSH
+ * proxy prove secrets here, and every host-scoped action asks `requireHost`. Checks fail closed: an unknown
+ * action, channel outcome or role is a refusal.
+ */
+export class Access {
+  private readonly checking = new Map<string, number>();
+  private checkingInAll = 0;
+  private readonly limits: AccessLimits;
+
+  constructor(
+    private readonly users: UsersRepository,
+    private readonly hosts: HostsRepository,
+    private readonly sshKeys: SshKeysRepository,
+    private readonly box: SecretBox,
+    private readonly limiter: FailureRateLimiter,
+    private readonly tickets: AccessTickets,
+    private readonly bus: EventBus,
+    limits: Partial<AccessLimits> = {},
+  ) {
+    this.limits = { ...DEFAULT_LIMITS, ...limits };
+  }
+
+  /** Proves a credential. The account state is only revealed after the secret was proven; every outcome is logged. */
+  async admit(credential: Credential, channel: Channel, clientAddress: string): Promise<Admission> {
+    const { username } = credential;
+    const method = credential.kind === 'ssh_key' ? 'publickey' : 'password';
+    const context = { username, client_address: clientAddress, ...(channel === 'ssh' ? { method } : {}) };
+    const label = channel === 'ssh' ? 'SSH login' : channel;
+    // Key logins are never refused for password failures: guessing passwords must not lock keys out.
+    const limited = credential.kind !== 'ssh_key';
+    const keys = FailureRateLimiter.keysFor(username, clientAddress);
+
+    if (limited) {
+      const retryAfterSeconds = this.limiter.retryAfterSeconds(keys);
+      if (retryAfterSeconds > 0) {
+        await this.bus.emit({
+          type: `auth.${channel}.rate_limited`,
+          level: 'warn',
+          message: `${label} refused: too many failed attempts`,
+          actor: ANONYMOUS,
+          data: context,
+        });
+        return { admitted: false, reason: 'rate_limited', retryAfterSeconds };
+      }
+      const delay = this.limiter.delayFor(username);
+      if (delay > 0) await sleep(delay);
+    }
+
+    const user = await this.users.findByUsername(username);
+    const proof = await this.prove(credential, user, clientAddress);
+    if (proof === 'busy') return { admitted: false, reason: 'busy', retryAfterSeconds: 1 };
+    if (!user || !proof.proven) {
+      if (limited) this.limiter.recordFailure(keys, username);
+      const what = credential.kind === 'ssh_key' ? 'key signature' : 'password';
+      await this.bus.emit({
+        type: `auth.${channel}.failed`,
+        level: 'warn',
+        message: `${label} failed for ${username}: wrong username or ${what}`,
+        actor: ANONYMOUS,
+        userId: user?.id ?? null,
+        data: { ...context, reason: 'invalid_credentials' },
+      });
+      return { admitted: false, reason: 'invalid_credentials' };
+    }
+    if (limited) this.limiter.recordSuccess(username, clientAddress);
+
+    const refusal =
+      user.status === 'disabled' ? 'account_disabled' : isExpired(user) ? 'account_expired' : null;
+    if (refusal) {
+      await this.bus.emit({
+        type: `auth.${channel}.failed`,
+        level: 'warn',
+        message: `${label} refused for ${user.username}: ${refusal.replace('_', ' ')}`,
+        actor: actorOf(user),
+        userId: user.id,
+        data: { ...context, username: user.username, reason: refusal },
+      });
+      return { admitted: false, reason: refusal };
+    }
+    return { admitted: true, user, ticket: proof.ticket };
+  }
+
+  /** `admit` for the HTTP channels: the user, or the refusal as the API error. */
+  async verify(credential: Credential, channel: Channel, clientAddress: string): Promise<UserRow> {
+    const admission = await this.admit(credential, channel, clientAddress);
+    if (admission.admitted) return admission.user;
+    throw refusalError(admission);
+  }
+
+  /** Whether `username` registered the key (OpenSSH asks before it signs; other keys are declined, not failures). */
+  async ownsKey(username: string, fingerprint: string): Promise<boolean> {
+    const user = await this.users.findByUsername(username);
+    return (
+      user !== undefined &&
+      (await this.sshKeys.listForUser(user.id)).some((k) => k.fingerprint === fingerprint)
+    );
+  }
+
+  /** The host behind an entry short link. Unknown IDs are 404 and count against the caller's address like a
+   * wrong password, so short IDs cannot be enumerated. */
+  async hostByShortId(shortId: string, clientAddress: string): Promise<HostWithOwner> {
+    const addressKeys = FailureRateLimiter.addressKeys(clientAddress);
+    const retryAfterSeconds = this.limiter.retryAfterSeconds(addressKeys);
+    if (retryAfterSeconds > 0) throw errors.rateLimited(retryAfterSeconds);
+    const host = SHORT_ID_PATTERN.test(shortId) ? await this.hosts.findByShortId(shortId) : undefined;
+    if (!host) {
+      this.limiter.recordFailure(addressKeys);
+      throw errors.notFound('Host');
+    }
+    return host;
+  }
+
+  /** A host the principal may act on; anything else is "not found", so host ids cannot be probed. */
+  async requireHost(principal: Principal, hostId: string, action: HostAction): Promise<HostWithOwner> {
+    const host = await this.hosts.findById(hostId);
+    if (!host || !mayActOn(principal, host, action)) throw errors.notFound('Host');
+    return host;
+  }
+
+  /** The host an SSH login names (`user+shortId`, or the user's only host), or why there is none. */
+  async sshHost(
+    user: UserRow,
+    shortId: string | null,
+    ticket: TicketGrant | null,
+  ): Promise<
+    { ok: true; host: HostWithOwner } | { ok: false; reason: string; message: string; host?: HostWithOwner }
+  > {
+    let host: HostWithOwner | undefined;
+    if (shortId) {
+      if (SHORT_ID_PATTERN.test(shortId)) host = await this.hosts.findByShortId(shortId);
+      if (!host || !mayActOn(principalOf(user), host, 'ssh'))
+        return { ok: false, reason: 'unknown_host', message: `${user.username} has no host ${shortId}.` };
+    } else {
+      const owned = await this.hosts.list({ userId: user.id });
+      if (owned.length === 0)
+        return { ok: false, reason: 'no_host', message: `${user.username} has no host.` };
+      if (owned.length > 1) {
+        const names = owned.map((h) => `${user.username}+${h.short_id}`).join(', ');
+        return {
+          ok: false,
+          reason: 'host_ambiguous',
+          message: `${user.username} has several hosts; log in as one of: ${names}.`,
+        };
+      }
+      host = owned[0]!;
+    }
+    if (ticket && ticket.hostId !== host.id)
+      return {
+        ok: false,
+        reason: 'ticket_wrong_host',
+        message: `this one-time ticket is for another host than ${host.short_id}.`,
+        host,
+      };
+    return { ok: true, host };
+  }
+
+  /** The gateway's own key for logging in to a host's workspace; null before the host was first started. */
+  workspaceKeyFor(host: HostWithOwner): string | null {
+    return host.gateway_key_sealed ? this.box.open(host.gateway_key_sealed) : null;
+  }
+
+  /**
+   * Why a live session (SSH, desktop) opened by `userId` with the token version it had then must end now, or
+   * null. Catches what no revocation reached this gateway for (another gateway's change, a lost notice).
+   */
+  async liveSessionEnd(
+    userId: string,
+    hostId: string,
+    tokenVersion: number,
+  ): Promise<'user_revoked' | 'user_credentials_changed' | 'host_stopped' | null> {
+    const user = await this.users.findById(userId);
+    const reason = sessionEndReason(user, await this.hosts.findById(hostId));
+    if (reason) return reason;
+    return user!.token_version === tokenVersion ? null : 'user_credentials_changed';
+  }
+
+  private async prove(
+    credential: Credential,
+    user: UserRow | undefined,
+    clientAddress: string,
+  ): Promise<{ proven: boolean; ticket: TicketGrant | null } | 'busy'> {
+    switch (credential.kind) {
+      case 'password': {
+        const password = credential.password;
+        const proven = await this.boundedCheck(clientAddress, () =>
+          user ? verifyPassword(password, user.password_hash) : verifyAgainstNothing(password),
+        );
+        return proven === 'busy' ? 'busy' : { proven, ticket: null };
+      }
+      case 'ssh_password': {
+        if (AccessTickets.looksLikeTicket(credential.password)) {
+          const ticket = this.tickets.redeem(credential.password);
+          return { proven: user !== undefined && ticket?.userId === user.id, ticket };
+        }
+        // Unknown users still cost one comparison, so timing does not tell which usernames exist.
+        const expected = user ? this.box.open(user.ssh_pass_sealed) : randomUUID();
+        return { proven: timingSafeEqual(digest(credential.password), digest(expected)), ticket: null };
+      }
+      case 'ssh_key':
+        return {
+          proven: credential.signed && (await this.ownsKey(credential.username, credential.fingerprint)),
+          ticket: null,
+        };
+      default:
+        return { proven: false, ticket: null };
+    }
+  }
+
+  /** Runs one password check unless the caller's address, or everyone, already has as many waiting as allowed:
+   * a burst from one address is answered 429 at once instead of stalling every other login behind it. */
+  private async boundedCheck(
+    clientAddress: string,
+    check: () => Promise<boolean>,
+  ): Promise<boolean | 'busy'> {
+    const mine = this.checking.get(clientAddress) ?? 0;
+    if (mine >= this.limits.checksPerAddress || this.checkingInAll >= this.limits.checksInAll) return 'busy';
+    this.checking.set(clientAddress, mine + 1);
+    this.checkingInAll += 1;
+    try {
+      return await check();
+    } finally {
+      this.checkingInAll -= 1;
+      const left = (this.checking.get(clientAddress) ?? 1) - 1;
+      if (left > 0) this.checking.set(clientAddress, left);
+      else this.checking.delete(clientAddress);
+    }
+  }
+}
+
+function mayActOn(principal: Principal, host: HostWithOwner, action: HostAction): boolean {
+  // An SSH login becomes the owner's Linux user in the workspace: nobody else's, admins included.
+  if (action === 'ssh') return host.user_id === principal.id;
+  if (principal.role === 'admin') return true;
+  return principal.role === 'user' && host.user_id === principal.id && USER_HOST_ACTIONS.has(action);
+}
+
+const principalOf = (user: UserRow): Principal => ({ id: user.id, username: user.username, role: user.role });
+
+/** The API error for a refusal. */
+export function refusalError(refusal: Refusal): AppError {
+  switch (refusal.reason) {
+    case 'rate_limited':
+      return errors.rateLimited(refusal.retryAfterSeconds);
+    case 'busy':
+      return errors.busy(refusal.retryAfterSeconds);
+    case 'account_disabled':
+      return errors.accountDisabled();
+    case 'account_expired':
+      return errors.accountExpired();
+    default:
+      return errors.invalidCredentials();
+  }
+}
