@@ -16,6 +16,31 @@ const REDACT = [
   '*.private_key',
 ];
 
+const decodedName = (name: string): string => {
+  try {
+    return decodeURIComponent(name.replace(/\+/g, ' ')).trim().toLowerCase();
+  } catch {
+    return name.toLowerCase();
+  }
+};
+
+/** A URL as it may be logged: the value of every `token` parameter is replaced, whatever case or percent-encoding
+ * spells its name (the query parser would decode `%74oken` to `token`). */
+export function redactUrl(url: string): string {
+  const at = url.indexOf('?');
+  if (at < 0) return url;
+  const query = url
+    .slice(at + 1)
+    .split('&')
+    .map((pair) => {
+      const eq = pair.indexOf('=');
+      const name = eq < 0 ? pair : pair.slice(0, eq);
+      return decodedName(name) === 'token' ? `${name}=[redacted]` : pair;
+    })
+    .join('&');
+  return `${url.slice(0, at)}?${query}`;
+}
+
 /** `destination` replaces stdout for JSON logs (tests read the lines). */
 export function createLogger(
   config: Pick<Config, 'logLevel' | 'logFormat'>,
@@ -28,7 +53,7 @@ export function createLogger(
       req: (req: { id?: string; method?: string; url?: string; ip?: string }) => ({
         id: req.id,
         method: req.method,
-        url: req.url?.replace(/([?&]token=)[^&]*/g, '$1[redacted]'),
+        url: req.url === undefined ? undefined : redactUrl(req.url),
         remoteAddress: req.ip,
       }),
     },

@@ -25,11 +25,6 @@ import type { HttpServices } from './services.js';
 
 export const API_VERSION = '0.1.0';
 
-/** Drops `token=` from logged URLs: tokens in query strings must not reach the logs. */
-export function redactUrl(url: string): string {
-  return url.replace(/([?&]token=)[^&]*/g, '$1[redacted]');
-}
-
 /** Marks a protected route in the OpenAPI document: bearer token, and the 401/403 answers it can give. */
 function documentBearerAuth(route: RouteOptions): void {
   const schema = (route.schema ?? {}) as FastifySchema & {

@@ -1,8 +1,16 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
+import { loadConfig } from '../../src/config.js';
+import { createGateway } from '../../src/gateway.js';
+import { createLogger } from '../../src/logger.js';
 import { assertError } from '../helpers/expect.js';
 import { SseClient } from '../helpers/sse-client.js';
-import { startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
+import { ADMIN_PASSWORD, startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
 
 /** Tokens in URLs end up in proxy and access logs: the API takes them only where a browser has no header. */
 describe('attack: an API token in the query string', () => {
@@ -35,6 +43,45 @@ describe('attack: an API token in the query string', () => {
       );
     } finally {
       client.close();
+    }
+  });
+});
+
+describe('attack: reading tokens out of the request log', () => {
+  it('never writes a token from a URL, however its name is spelled', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'ccp-token-log-'));
+    const config = loadConfig({
+      ADMIN_JWT_SECRET: randomBytes(36).toString('base64'),
+      ADMIN_PASSWORD,
+      DATA_DIR: dataDir,
+      HTTP_HOST: '127.0.0.1',
+      HTTP_PORT: '0',
+      SSH_PROXY_PORT: '0',
+      DOCKER_SOCKET: path.join(dataDir, 'no-engine.sock'),
+      LOG_FORMAT: 'json',
+    });
+    let written = '';
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        written += String(chunk);
+        done();
+      },
+    });
+    const gateway = await createGateway(config, { logger: createLogger(config, sink) });
+    try {
+      const secret = 'eyJhbGciOiJIUzI1NiJ9.secret-part.signature';
+      for (const query of [
+        `token=${secret}`,
+        `topics=hosts&token=${secret}`,
+        `%74oken=${secret}`,
+        `TOKEN=${secret}`,
+      ])
+        await gateway.http.inject({ url: `/v1/admin/sse?${query}` });
+      assert.match(written, /incoming request/);
+      assert.doesNotMatch(written, /secret-part/);
+    } finally {
+      await gateway.close();
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 });
