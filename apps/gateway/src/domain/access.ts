@@ -19,7 +19,7 @@ export type Channel = 'login' | 'entry' | 'bootstrap' | 'ssh';
 export type Credential =
   /** The login password (scrypt): HTTP login, entry auth, bootstrap. */
   | { kind: 'password'; username: string; password: string }
-  /** The SSH password (`ssh_pass`) or a one-time bootstrap ticket. */
+  /** Over SSH: the SSH password (`ssh_pass`), the login password, or a one-time bootstrap ticket. */
   | { kind: 'ssh_password'; username: string; password: string }
   /** A registered SSH key; `signed` tells whether the protocol layer verified the client's signature with it. */
   | { kind: 'ssh_key'; username: string; fingerprint: string; signed: boolean };
@@ -249,7 +249,13 @@ export class Access {
         }
         // Unknown users still cost one comparison, so timing does not tell which usernames exist.
         const expected = user ? this.box.open(user.ssh_pass_sealed) : randomUUID();
-        return { proven: timingSafeEqual(digest(credential.password), digest(expected)), ticket: null };
+        if (timingSafeEqual(digest(credential.password), digest(expected))) return { proven: true, ticket: null };
+        // One password for everything: SSH also takes the login password (ssh_pass stays for tools that store one).
+        const password = credential.password;
+        const proven = await this.boundedCheck(clientAddress, () =>
+          user ? verifyPassword(password, user.password_hash) : verifyAgainstNothing(password),
+        );
+        return proven === 'busy' ? 'busy' : { proven, ticket: null };
       }
       case 'ssh_key':
         return {

@@ -96,7 +96,7 @@ describe('the SSH proxy, with OpenSSH clients, against a real workspace', { skip
   let lab: LabGateway;
   let t: TestGateway;
   let port: number;
-  let user: { id: string; sshPass: string };
+  let user: { id: string; sshPass: string; password: string };
   let host: { id: string; short_id: string };
   let keyFile: string;
   let login: string;
@@ -185,6 +185,12 @@ describe('the SSH proxy, with OpenSSH clients, against a real workspace', { skip
     assert.ok((closed!.data.bytes_out as number) > username.length);
     assert.equal(typeof closed!.data.duration_ms, 'number');
     assert.equal((await events('ssh.session.opened')).length, 1);
+  });
+
+  it('takes the login password as well as the SSH password (one password for every way in)', async () => {
+    const result = await sshPassword([`${login}@127.0.0.1`, 'id -un'], { password: user.password });
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(result.stdout.trim(), username);
   });
 
   it('logs in with a registered key, and with the bare username when the user has one host', async () => {
