@@ -8,7 +8,7 @@
 #     |                  DNS 53 udp+tcp), nftables counters per source address
 #     `-- ccp-lab-exitN  exit nodes 198.51.100.(16N+5)/28: v2ray server inbounds for the six protocols
 #
-# Usage: lab.sh up | down | status | counters [reset]
+# Usage: lab.sh up | down | status | counters [reset] | env
 # `up` is idempotent: a healthy lab is left alone, anything less is torn down and built again. It writes the
 # description for tests to $RUN_DIR/lab.json. `down` removes every namespace, link, process and file it made.
 # Runs as root. Processes are stopped by the PIDs recorded at start (checked against their start time).
@@ -460,6 +460,26 @@ cmd_status() {
   return "$state"
 }
 
+# env: the gateway settings that point its public verification defaults at the lab's stand-ins (KEY=VALUE lines,
+# as .env takes them; deploy/setup.sh --demo writes them).
+cmd_env() {
+  [ -f "$RUN_DIR/lab.json" ] || die "the lab is down (lab.sh up)"
+  # shellcheck disable=SC2016 # the single-quoted text is JavaScript, read by node
+  node -e '
+    const lab = JSON.parse(require("node:fs").readFileSync(process.argv[1], "utf8"));
+    if (!lab.public) { console.error("this lab has no public stand-ins: run lab.sh up again"); process.exit(1); }
+    const { resolver, checkip } = lab.public;
+    const lines = {
+      EGRESS_DOH_URL: resolver.dohUrl,
+      EGRESS_DNS_SERVER: `${resolver.dns.address}:${resolver.dns.port}`,
+      EGRESS_DNS_WHOAMI: resolver.whoamiName,
+      EGRESS_EXIT_IP_URLS: `${resolver.traceUrl},${checkip.url}`,
+      EGRESS_TLS_CA_FILE: lab.caCert,
+    };
+    for (const [name, value] of Object.entries(lines)) console.log(`${name}=${value}`);
+  ' "$RUN_DIR/lab.json"
+}
+
 # counters: nft's JSON listing of the per-source packet counters in the fake internet; `counters reset` zeroes
 # them.
 cmd_counters() {
@@ -485,7 +505,8 @@ main() {
       ;;
     status) cmd_status ;;
     counters) cmd_counters "${2:-}" ;;
-    *) die "usage: lab.sh up | down | status | counters [reset]" ;;
+    env) cmd_env ;;
+    *) die "usage: lab.sh up | down | status | counters [reset] | env" ;;
   esac
 }
 

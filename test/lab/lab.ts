@@ -121,6 +121,31 @@ export interface LabDescription {
     trojan: { password: string };
   };
   exits: LabExit[];
+  /** Stand-ins for the public endpoints the gateway verifies with by default (docs/egress-probe.md). */
+  public?: LabPublic;
+}
+
+/** The lab's stand-ins for public services, at its own documentation addresses. */
+export interface LabPublic {
+  /** The zone of public names (`www.<zone>`, `checkip.<zone>`), answered by the stand-in resolver. */
+  zone: string;
+  /** Stands in for a public recursive resolver with DoH and a whoami name (Cloudflare's 1.1.1.1). */
+  resolver: {
+    address: string;
+    dns: { address: string; port: number };
+    dohUrl: string;
+    /** An IP echo in the trace format (`ip=<caller>` among key=value lines). */
+    traceUrl: string;
+    /** TXT (class CH or IN) answered with the asker's address. */
+    whoamiName: string;
+    /** Who asked the resolver for a name: `GET <logUrl>?name=` with the bearer token. */
+    logUrl: string;
+    logToken: string;
+  };
+  /** Stands in for a second, independent IP echo reached by name (Amazon's checkip). */
+  checkip: { address: string; name: string; url: string };
+  /** A public web site: `/` a known page, `/ip` the caller's address. */
+  web: { name: string; address: string; httpUrl: string; httpsUrl: string };
 }
 
 export interface DnsLogEntry {
@@ -222,4 +247,43 @@ export async function readSourceCounters(): Promise<SourceCounter[]> {
 
 export async function resetSourceCounters(): Promise<void> {
   await labCommand('counters', 'reset');
+}
+
+function publicOf(lab: LabDescription): LabPublic {
+  if (!lab.public) throw new Error('this lab has no public stand-ins: run `bash test/lab/lab.sh up` again');
+  return lab.public;
+}
+
+/**
+ * The gateway settings that point its public defaults at the lab's stand-ins, exactly as an operator would set
+ * them (no probe of its own): `lab.sh env` prints the same.
+ */
+export function labPublicEgressEnv(lab: LabDescription): Record<string, string> {
+  const { resolver, checkip } = publicOf(lab);
+  return {
+    EGRESS_DOH_URL: resolver.dohUrl,
+    EGRESS_DNS_SERVER: `${resolver.dns.address}:${resolver.dns.port}`,
+    EGRESS_DNS_WHOAMI: resolver.whoamiName,
+    EGRESS_EXIT_IP_URLS: `${resolver.traceUrl},${checkip.url}`,
+    EGRESS_TLS_CA_FILE: lab.caCert,
+  };
+}
+
+export interface ResolverLogEntry {
+  address: string;
+  transport: 'udp' | 'tcp' | 'doh';
+  type: string;
+  at: string;
+}
+
+/** Who asked the stand-in resolver for `name`, read straight from the root namespace. */
+export async function readResolverLog(lab: LabDescription, name: string): Promise<ResolverLogEntry[]> {
+  const { resolver } = publicOf(lab);
+  const url = `${resolver.logUrl}?name=${encodeURIComponent(name)}`;
+  const res = await fetch(url, {
+    headers: { authorization: `Bearer ${resolver.logToken}`, connection: 'close' },
+    signal: AbortSignal.timeout(5000),
+  });
+  if (res.status !== 200) throw new Error(`GET ${url}: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { queries: ResolverLogEntry[] }).queries;
 }

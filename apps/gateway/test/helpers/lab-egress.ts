@@ -1,11 +1,15 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import type { LabDescription } from '../../../../test/lab/lab.js';
+import { type LabDescription, labPublicEgressEnv as labStandIns } from '../../../../test/lab/lab.js';
 import { type EgressSettings, egressSettingsFrom } from '../../src/config.js';
 import { IMAGE_ROOT } from '../../src/runtime/image-inputs.js';
 
-/** Interim until the lab has its public stand-ins: the probe stands in for the resolver. */
-function labPublicEgressEnv(lab: LabDescription): Record<string, string> {
+/**
+ * No probe of one's own: the public defaults pointed at the lab's stand-ins. A lab built before it had them
+ * lets the probe stand in for the resolver (its zone only, no whoami).
+ */
+export function labPublicEgressEnv(lab: LabDescription): Record<string, string> {
+  if (lab.public) return labStandIns(lab);
   return {
     EGRESS_DOH_URL: lab.internet.dohUrl,
     EGRESS_DNS_SERVER: `${lab.internet.dns.address}:${lab.internet.dns.port}`,

@@ -321,7 +321,8 @@ describe('leak suite: nothing leaves a workspace except through its upstream', {
       const lookups = new Map<string, string>();
       // Other record types go to the tunnel's TCP resolver (the lab's stand-in for a public one), whose whoami
       // name answers with the address the question came from: only the exit may ever show.
-      const whoami = () => query(lab.public.resolver.whoamiName, 'TXT');
+      const whoami = () =>
+        query(lab.public ? lab.public.resolver.whoamiName : `whoami.${lab.internet.zone}`, 'TXT');
       const liveAttempts = (actor: Actor): ProbeAttempt[] => {
         const attempts: ProbeAttempt[] = [
           { id: 'tcp', kind: 'http', host: inet, port: 80, path: '/ip' },
