@@ -249,7 +249,8 @@ export class Access {
         }
         // Unknown users still cost one comparison, so timing does not tell which usernames exist.
         const expected = user ? this.box.open(user.ssh_pass_sealed) : randomUUID();
-        if (timingSafeEqual(digest(credential.password), digest(expected))) return { proven: true, ticket: null };
+        if (timingSafeEqual(digest(credential.password), digest(expected)))
+          return { proven: true, ticket: null };
         // One password for everything: SSH also takes the login password (ssh_pass stays for tools that store one).
         const password = credential.password;
         const proven = await this.boundedCheck(clientAddress, () =>
