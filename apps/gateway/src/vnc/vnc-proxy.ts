@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import http, { type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import { createReadStream } from 'node:fs';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
 import { type AccessRevocation, sessionEndReason } from '../domain/access-revocation.js';
@@ -12,8 +14,8 @@ import type { WorkspaceRuntime } from '../runtime/workspace-runtime.js';
 import type { HostsRepository, HostWithOwner } from '../store/hosts-repository.js';
 import type { UsersRepository } from '../store/users-repository.js';
 import type { DesktopControl } from './desktop-control.js';
+import { desktopFile } from './desktop-files.js';
 import {
-  desktopFilePath,
   desktopToken,
   originAllowed,
   type Portal,
@@ -29,24 +31,6 @@ const HIGH_WATER = 1024 * 1024;
 const LOW_WATER = 256 * 1024;
 /** Framebuffer updates of a large screen can be several MB in one message. */
 const MAX_MESSAGE = 64 * 1024 * 1024;
-/** Request headers the web client's files may need; Authorization and Cookie never reach the workspace. */
-const FORWARDED_REQUEST_HEADERS = [
-  'accept',
-  'accept-encoding',
-  'if-modified-since',
-  'if-none-match',
-  'range',
-];
-const FORWARDED_RESPONSE_HEADERS = [
-  'content-type',
-  'content-length',
-  'content-encoding',
-  'content-range',
-  'accept-ranges',
-  'last-modified',
-  'etag',
-];
-
 /** Who may use one host's desktop, found for every request. */
 export interface DesktopAccess {
   portal: Portal;
@@ -82,8 +66,8 @@ interface LiveSession {
 }
 
 /**
- * The desktop's reverse proxy: the web client's files over HTTP, and its stream as a WebSocket held on both
- * sides (so each side gets a proper close frame when the host stops or the user loses access), with
+ * The desktop's proxy: the web client's files from the gateway's own copy, and the stream as a WebSocket held
+ * on both sides (so each side gets a proper close frame when the host stops or the user loses access), with
  * backpressure per direction. The workspace is reached through the relay in its egress gateway only.
  */
 export class VncProxy {
@@ -137,38 +121,19 @@ export class VncProxy {
     return vncCookie(access.token, access.basePath, secure);
   }
 
-  /** Fetches one file of the web client from the workspace; the caller streams it back. */
+  /**
+   * One file of the web client, from the gateway's own copy (desktop-files.ts): the workspace's own web server
+   * is never asked for a page or a script, so nothing it serves runs on the gateway's origin.
+   */
   async fetchFile(
     access: DesktopAccess,
     rest: string,
-    method: 'GET' | 'HEAD',
-    headers: IncomingHttpHeaders,
-  ): Promise<{ status: number; headers: Record<string, string>; body: IncomingMessage }> {
-    const path = desktopFilePath(rest);
-    if (path === null) throw errors.notFound('File');
-    const endpoint = await this.desktopEndpoint(access.host);
-    const forwarded: Record<string, string> = {};
-    for (const name of FORWARDED_REQUEST_HEADERS) {
-      const value = headers[name];
-      if (typeof value === 'string') forwarded[name] = value;
-    }
-    const response = await new Promise<IncomingMessage>((resolve, reject) => {
-      const request = http.request(
-        { ...endpoint, path, method, headers: forwarded, timeout: 10_000 },
-        resolve,
-      );
-      request.on('timeout', () => request.destroy(new Error('timeout')));
-      request.on('error', reject);
-      request.end();
-    }).catch((error: Error) => {
-      throw errors.unavailable('vnc_unreachable', `The desktop did not answer: ${error.message}`);
-    });
-    const out: Record<string, string> = {};
-    for (const name of FORWARDED_RESPONSE_HEADERS) {
-      const value = response.headers[name];
-      if (typeof value === 'string') out[name] = value;
-    }
-    return { status: response.statusCode ?? 502, headers: out, body: response };
+  ): Promise<{ status: number; headers: Record<string, string>; body: Readable }> {
+    // The page is for a desktop that can be reached: a stopped host answers 409 as its stream would.
+    await this.desktopEndpoint(access.host);
+    const file = desktopFile(rest);
+    if (file === null) throw errors.notFound('File');
+    return { status: 200, headers: file.headers, body: createReadStream(file.path) };
   }
 
   /** Joins an accepted client WebSocket to the desktop's stream. */

