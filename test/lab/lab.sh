@@ -5,7 +5,8 @@
 #     | routes for 198.51.100.0/24, 203.0.113.0/26 and 2001:db8:cc::/48 only, all via the router
 #   ccp-lab-rtr    router, forwarding on, no default route: nothing leaves the lab
 #     |-- ccp-lab-inet   "fake internet" 203.0.113.10/24: egress probe (HTTP 80, HTTPS+DoH 443,
-#     |                  DNS 53 udp+tcp), nftables counters per source address
+#     |                  DNS 53 udp+tcp), nftables counters per source address; stand-ins for public services
+#     |                  (public-internet.ts): a resolver 203.0.113.53, an IP echo .54, a web site .30
 #     `-- ccp-lab-exitN  exit nodes 198.51.100.(16N+5)/28: v2ray server inbounds for the six protocols
 #
 # Usage: lab.sh up | down | status | counters [reset] | env
@@ -38,6 +39,13 @@ INET_ADDR=203.0.113.10
 INET_ADDR6=2001:db8:cc:ff::10
 ZONE=probe.test
 EXIT_DOMAIN=exits.ccp-lab.test
+# Stand-ins for public services (public-internet.ts), on the fake internet's link beside the probe.
+PUBLIC_ZONE=public.test
+RESOLVER_ADDR=203.0.113.53
+CHECKIP_ADDR=203.0.113.54
+WEB_ADDR=203.0.113.30
+WEB_ADDR6=2001:db8:cc:ff::30
+WHOAMI_NAME=whoami.cloudflare
 
 # name protocol port tls transport: one v2ray inbound per line, on every exit node.
 VARIANTS='socks socks 1080 no tcp
@@ -137,9 +145,10 @@ link_pair() { # NAMESPACE ROUTER_IF ADDR/LEN GATEWAY ROUTER_ADDR/LEN ADDR6 GATEW
   ip -n "$ns" link set ccp-lab-up up
   ip -n "$ns" route add default via "$gw"
   ip -n "$ns" -6 route add default via "$gw6"
-  # Daemons started by `ip netns exec` see this file as /etc/resolv.conf: names resolve inside the lab only.
+  # Daemons started by `ip netns exec` see this file as /etc/resolv.conf: names resolve inside the lab only, through
+  # the stand-in public resolver (which asks the probe for the probe's zone).
   mkdir -p "/etc/netns/$ns"
-  printf 'nameserver %s\n' "$INET_ADDR" >"/etc/netns/$ns/resolv.conf"
+  printf 'nameserver %s\n' "$RESOLVER_ADDR" >"/etc/netns/$ns/resolv.conf"
 }
 
 build_network() {
@@ -147,7 +156,7 @@ build_network() {
   in_ns "$NS_RTR" ip link set lo up
   in_ns "$NS_RTR" sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1
   mkdir -p "/etc/netns/$NS_RTR"
-  printf 'nameserver %s\n' "$INET_ADDR" >"/etc/netns/$NS_RTR/resolv.conf"
+  printf 'nameserver %s\n' "$RESOLVER_ADDR" >"/etc/netns/$NS_RTR/resolv.conf"
 
   ip link add "$ROOT_IF" type veth peer name ccp-lab-r0 netns "$NS_RTR"
   ip -n "$NS_RTR" addr add "$ROOT_GW/28" dev ccp-lab-r0
@@ -162,6 +171,11 @@ build_network() {
 
   link_pair "$NS_INET" ccp-lab-rinet "$INET_ADDR/24" 203.0.113.1 203.0.113.1/24 \
     "$INET_ADDR6" 2001:db8:cc:ff::1
+  local address
+  for address in "$RESOLVER_ADDR" "$CHECKIP_ADDR" "$WEB_ADDR"; do
+    ip -n "$NS_INET" addr add "$address/24" dev ccp-lab-up
+  done
+  ip -n "$NS_INET" addr add "$WEB_ADDR6/64" dev ccp-lab-up nodad
   local n
   for ((n = 1; n <= EXIT_COUNT; n++)); do
     link_pair "$(exit_ns "$n")" "ccp-lab-rexit$n" "$(exit_addr "$n")/28" "$(exit_gw "$n")" \
@@ -193,6 +207,7 @@ make_certificates() {
   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 -subj '/CN=ccp-lab CA' \
     -keyout "$dir/ca.key" -out "$dir/ca.pem" 2>/dev/null
   leaf "$dir" probe "DNS:$ZONE,DNS:*.$ZONE,IP:$INET_ADDR,IP:$INET_ADDR6"
+  leaf "$dir" public "DNS:checkip.$PUBLIC_ZONE,DNS:www.$PUBLIC_ZONE,IP:$RESOLVER_ADDR,IP:$CHECKIP_ADDR,IP:$WEB_ADDR,IP:$WEB_ADDR6"
   for ((n = 1; n <= EXIT_COUNT; n++)); do
     leaf "$dir" "exit$n" "DNS:$(exit_name "$n"),IP:$(exit_addr "$n")"
   done
@@ -224,6 +239,7 @@ VMESS_UUID=$uuid_vmess
 VLESS_UUID=$uuid_vless
 TROJAN_PASS=$(openssl rand -hex 16)
 LOG_TOKEN=$(openssl rand -hex 16)
+PUBLIC_LOG_TOKEN=$(openssl rand -hex 16)
 EOF
   chmod 600 "$RUN_DIR/credentials.sh"
 }
@@ -339,6 +355,19 @@ write_description() {
     "dns": { "address": "$INET_ADDR", "port": 53 },
     "zone": "$ZONE", "answerAddress": "$INET_ADDR", "dnsLogToken": "$LOG_TOKEN", "tlsServerName": "$ZONE"
   },
+  "public": {
+    "zone": "$PUBLIC_ZONE",
+    "resolver": {
+      "address": "$RESOLVER_ADDR", "dns": { "address": "$RESOLVER_ADDR", "port": 53 },
+      "dohUrl": "https://$RESOLVER_ADDR/dns-query", "traceUrl": "https://$RESOLVER_ADDR/cdn-cgi/trace",
+      "whoamiName": "$WHOAMI_NAME", "logUrl": "http://$RESOLVER_ADDR/query-log", "logToken": "$PUBLIC_LOG_TOKEN"
+    },
+    "checkip": { "address": "$CHECKIP_ADDR", "name": "checkip.$PUBLIC_ZONE", "url": "https://checkip.$PUBLIC_ZONE/" },
+    "web": {
+      "name": "www.$PUBLIC_ZONE", "address": "$WEB_ADDR",
+      "httpUrl": "http://www.$PUBLIC_ZONE", "httpsUrl": "https://www.$PUBLIC_ZONE"
+    }
+  },
   "exitAddress": "$(exit_addr 1)",
   "credentials": {
     "socks": { "username": "$SOCKS_USER", "password": "$SOCKS_PASS" },
@@ -358,7 +387,7 @@ EOF
 
 daemons() {
   local n
-  printf 'probe\n'
+  printf 'probe\nprobe6\npublic\n'
   for ((n = 1; n <= EXIT_COUNT; n++)); do printf 'exit%s\n' "$n"; done
 }
 
@@ -412,13 +441,27 @@ cmd_up() {
   source "$RUN_DIR/credentials.sh"
   make_certificates
 
-  # The probe listens on the wildcard so it answers over IPv6 as well; the namespace has only the lab links.
+  # The probe listens on its own addresses, not the wildcard, since the public stand-ins share its namespace:
+  # one process for IPv4 and one for IPv6 (the probe takes one address per listener).
+  local probe_addr probe_name
+  for probe_addr in "$INET_ADDR" "[$INET_ADDR6]"; do
+    probe_name=probe
+    [ "$probe_addr" = "$INET_ADDR" ] || probe_name=probe6
+    (
+      cd "$REPO"
+      start_daemon "$probe_name" "$NS_INET" env PROBE_LOG_TOKEN="$LOG_TOKEN" node --enable-source-maps --import tsx \
+        apps/egress-probe/src/main.ts --http "$probe_addr:80" --https "$probe_addr:443" --dns "$probe_addr:53" \
+        --zone "$ZONE" --answer "$INET_ADDR" \
+        --tls-cert "$RUN_DIR/pki/probe.pem" --tls-key "$RUN_DIR/pki/probe.key"
+    )
+  done
   (
     cd "$REPO"
-    start_daemon probe "$NS_INET" env PROBE_LOG_TOKEN="$LOG_TOKEN" node --enable-source-maps --import tsx \
-      apps/egress-probe/src/main.ts --http '[::]:80' --https '[::]:443' --dns '[::]:53' \
-      --zone "$ZONE" --answer "$INET_ADDR" \
-      --tls-cert "$RUN_DIR/pki/probe.pem" --tls-key "$RUN_DIR/pki/probe.key"
+    start_daemon public "$NS_INET" node --enable-source-maps --import tsx test/lab/public-internet.ts \
+      "$(printf '{"resolver":"%s","checkip":"%s","web":"%s","web6":"%s","zone":"%s","probeZone":"%s",' \
+        "$RESOLVER_ADDR" "$CHECKIP_ADDR" "$WEB_ADDR" "$WEB_ADDR6" "$PUBLIC_ZONE" "$ZONE")$(printf \
+        '"probeDns":{"address":"%s","port":53},"whoamiName":"%s","cert":"%s","key":"%s","logToken":"%s"}' \
+        "$INET_ADDR" "$WHOAMI_NAME" "$RUN_DIR/pki/public.pem" "$RUN_DIR/pki/public.key" "$PUBLIC_LOG_TOKEN")"
   )
   local n name port
   for ((n = 1; n <= EXIT_COUNT; n++)); do
@@ -428,6 +471,11 @@ cmd_up() {
   wait_port probe "$NS_INET" "$INET_ADDR" 80
   wait_port probe "$NS_INET" "$INET_ADDR" 443
   wait_port probe "$NS_INET" "$INET_ADDR" 53
+  wait_port probe6 "$NS_INET" "$INET_ADDR6" 80
+  wait_port public "$NS_INET" "$RESOLVER_ADDR" 53
+  wait_port public "$NS_INET" "$RESOLVER_ADDR" 443
+  wait_port public "$NS_INET" "$CHECKIP_ADDR" 443
+  wait_port public "$NS_INET" "$WEB_ADDR" 80
   for ((n = 1; n <= EXIT_COUNT; n++)); do
     while read -r name _ port _; do
       wait_port "exit$n" "$(exit_ns "$n")" "$(exit_addr "$n")" "$port"

@@ -15,6 +15,7 @@ import net from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
+import dnsPacket from 'dns-packet';
 import {
   ensureLab,
   LAB_SCRIPT,
@@ -23,6 +24,7 @@ import {
   type LabVariant,
   labUnavailable,
   readDnsLog,
+  readResolverLog,
   readSourceCounters,
   resetSourceCounters,
   stopLab,
@@ -360,13 +362,16 @@ describe('egress lab', { skip, concurrency: false }, () => {
           [[exit.address, 'tcp']],
         );
 
-        // A name handed to the exit is resolved by the exit's own resolver: the probe, over UDP.
+        // A name handed to the exit is resolved by the exit's own resolver (the stand-in public resolver, asked
+        // by the exit only), which asks the probe as a recursive resolver would.
         const byName = `${random()}.name.${zone}`;
         const named = await tunnelGet(ports.socks, byName, '/ip');
         assert.equal(named.body.toString(), exit.address);
-        const exitLog = await readDnsLog(lab, byName);
+        const exitLog = await readResolverLog(lab, byName);
         assert.ok(exitLog.length > 0);
         assert.deepEqual(new Set(exitLog.map((e) => e.address)), new Set([exit.address]));
+        const probeLog = await readDnsLog(lab, byName);
+        assert.deepEqual(new Set(probeLog.map((e) => e.address)), new Set([lab.public.resolver.address]));
 
         const bulk = await tunnelGet(ports.socks, inet, '/bytes/2000000');
         assert.equal(bulk.body.length, 2_000_000);
@@ -435,11 +440,77 @@ describe('egress lab', { skip, concurrency: false }, () => {
     assert.equal((await netnsExec(rtr, 'ip', 'route', 'show', 'default')).stdout.trim(), '');
     assert.notEqual((await netnsExec(rtr, 'ip', 'route', 'get', '192.0.2.1')).code, 0);
 
-    // Names resolve inside the lab only: the exit's resolver is the probe, authoritative for its zone alone.
+    // Names resolve inside the lab only: the exit's resolver is the stand-in public resolver, which knows the
+    // public zone and asks the probe for the probe's; nothing else resolves.
     const exitNs = lab.exits[0]!.namespace;
     const inZone = await netnsExec(exitNs, 'getent', 'ahostsv4', `x.${lab.internet.zone}`);
     assert.match(inZone.stdout, new RegExp(`^${lab.internet.address.replaceAll('.', '\\.')}\\s`));
+    const publicName = await netnsExec(exitNs, 'getent', 'ahostsv4', lab.public.web.name);
+    assert.match(publicName.stdout, new RegExp(`^${lab.public.web.address.replaceAll('.', '\\.')}\\s`));
     assert.notEqual((await netnsExec(exitNs, 'getent', 'hosts', 'example.com')).code, 0);
+  });
+
+  describe('stand-ins for public services, as seen from an exit', () => {
+    const exit = () => lab.exits[0]!;
+    const inExit = (...command: string[]) => netnsExec(exit().namespace, ...command);
+    const curl = (...args: string[]) =>
+      inExit('curl', '-fsS', '--max-time', '5', '--cacert', lab.caCert, ...args);
+
+    test('the resolver answers public names over UDP, TCP and DoH, and logs who asked', async () => {
+      const { resolver, web } = lab.public;
+      for (const transport of [[], ['+tcp']]) {
+        const { stdout } = await inExit('dig', '+short', ...transport, `@${resolver.address}`, web.name, 'A');
+        assert.equal(stdout.trim(), web.address);
+      }
+      const doh = await inExit('dig', '+short', '+https', `@${resolver.address}`, web.name, 'A');
+      assert.equal(doh.stdout.trim(), web.address, 'DoH (dig +https, which checks no certificate)');
+      const log = await readResolverLog(lab, web.name);
+      assert.ok(log.some((entry) => entry.address === exit().address && entry.transport === 'udp'));
+      assert.ok(log.some((entry) => entry.address === exit().address && entry.transport === 'tcp'));
+      assert.ok(log.every((entry) => entry.address === exit().address));
+    });
+
+    test('whoami.cloudflare (CH and IN) answers the asker; probe-zone names come back through it', async () => {
+      const { resolver } = lab.public;
+      for (const klass of ['CH', 'IN']) {
+        const { stdout } = await inExit(
+          'dig',
+          '+short',
+          '+tcp',
+          `@${resolver.address}`,
+          resolver.whoamiName,
+          'TXT',
+          klass,
+        );
+        assert.equal(stdout.trim(), `"${exit().address}"`);
+      }
+      const { stdout } = await inExit('dig', '+short', `@${resolver.address}`, `y.${lab.internet.zone}`, 'A');
+      assert.equal(stdout.trim(), lab.internet.answerAddress);
+      assert.equal(
+        (await inExit('dig', '+short', `@${resolver.address}`, 'example.com', 'A')).stdout.trim(),
+        '',
+      );
+    });
+
+    test('the trace, checkip and the web site see the exit; DoH answers over HTTPS', async () => {
+      const trace = await curl(lab.public.resolver.traceUrl);
+      assert.match(trace.stdout, new RegExp(`^ip=${exit().address.replaceAll('.', '\\.')}$`, 'm'));
+      assert.equal((await curl(lab.public.checkip.url)).stdout, `${exit().address}\n`);
+      assert.equal((await curl(`${lab.public.web.httpsUrl}/`)).stdout, 'ccp-lab public web\n');
+      // IPv4: www has an AAAA record too, and the exit's IPv6 address is another address.
+      assert.equal((await curl('-4', `${lab.public.web.httpUrl}/ip`)).stdout.trim(), exit().address);
+      const query = dnsPacket
+        .encode({ id: 7, type: 'query', questions: [{ type: 'A', name: lab.public.checkip.name }] })
+        .toString('base64url');
+      const file = join(lab.runDir, `doh-${random()}.bin`);
+      const fetched = await curl('-o', file, `${lab.public.resolver.dohUrl}?dns=${query}`);
+      assert.equal(fetched.code, 0);
+      const reply = dnsPacket.decode(readFileSync(file));
+      assert.deepEqual(
+        reply.answers?.map((answer) => (answer.type === 'A' ? answer.data : answer.type)),
+        [lab.public.checkip.address],
+      );
+    });
   });
 
   test('down removes every namespace, link, process and file', { timeout: 120_000 }, async () => {

@@ -122,7 +122,7 @@ export interface LabDescription {
   };
   exits: LabExit[];
   /** Stand-ins for the public endpoints the gateway verifies with by default (docs/egress-probe.md). */
-  public?: LabPublic;
+  public: LabPublic;
 }
 
 /** The lab's stand-ins for public services, at its own documentation addresses. */
@@ -250,6 +250,7 @@ export async function resetSourceCounters(): Promise<void> {
 }
 
 function publicOf(lab: LabDescription): LabPublic {
+  // A lab.json written before the stand-ins existed: its lab is torn down and built again by the next `up`.
   if (!lab.public) throw new Error('this lab has no public stand-ins: run `bash test/lab/lab.sh up` again');
   return lab.public;
 }
