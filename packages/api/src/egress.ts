@@ -1,7 +1,10 @@
 import Type from 'typebox';
 import { Timestamp, Uuid } from './common.js';
 
-/** What every secret in `proxy_config` (`password`, `uuid`) reads as in responses; sent back, it keeps the secret. */
+/**
+ * What every secret in `proxy_config` (`password`, `uuid`) reads as in responses; sent back, it keeps the secret
+ * while `type`, `server` and `server_port` stay as stored.
+ */
 export const MASKED_SECRET = '********';
 
 export const PROXY_TYPES = ['socks', 'http', 'shadowsocks', 'vmess', 'vless', 'trojan'] as const;

@@ -12,7 +12,7 @@ import type { EventBus } from '../events/event-bus.js';
 import { constraintViolation } from '../store/dialect.js';
 import type { EgressIpRow, EgressIpsRepository } from '../store/egress-ips-repository.js';
 import { isoOut, nowIso } from './clock.js';
-import { errors } from './errors.js';
+import { errors, type FieldProblem } from './errors.js';
 import type { SecretBox } from './secret-box.js';
 
 /** Runs the three egress checks for one upstream; the implementation lives in egress/. */
@@ -23,13 +23,22 @@ export interface EgressTester {
 /** Told when an egress IP's upstream changes, so running hosts bound to it switch over. */
 export type EgressChangeListener = (egressIpId: string) => Promise<void>;
 
+function invalid(problems: FieldProblem[]) {
+  const first = problems[0]!;
+  return errors.validation(problems, `Invalid field ${first.field}: ${first.message}`);
+}
+
 function validated(input: unknown): ProxyConfig {
   const result = validateProxyConfig(input);
-  if (!result.ok) {
-    const first = result.problems[0]!;
-    throw errors.validation(result.problems, `Invalid field ${first.field}: ${first.message}`);
-  }
+  if (!result.ok) throw invalid(result.problems);
   return result.value;
+}
+
+/** The update's config with masked secrets filled in from the stored one, validated whole. */
+function merged(input: unknown, stored: ProxyConfig): ProxyConfig {
+  const result = mergeMaskedSecrets(input, stored);
+  if (!result.ok) throw invalid(result.problems);
+  return validated(result.value);
 }
 
 /** Egress IPs: the upstream proxies hosts send their traffic through. Credentials are sealed at rest. */
@@ -86,8 +95,7 @@ export class EgressIpsService {
   async update(id: string, input: UpdateEgressIpRequest, actor: Actor): Promise<EgressIp> {
     const row = await this.require(id);
     const stored = this.open(row);
-    const config =
-      input.proxy_config === undefined ? stored : validated(mergeMaskedSecrets(input.proxy_config, stored));
+    const config = input.proxy_config === undefined ? stored : merged(input.proxy_config, stored);
     const upstreamChanged =
       JSON.stringify(config) !== JSON.stringify(stored) ||
       (input.ip_address !== undefined && input.ip_address.toLowerCase() !== row.ip_address);

@@ -436,16 +436,33 @@ export function maskProxyConfig(config: ProxyConfig): ProxyConfig {
   return masked as ProxyConfig;
 }
 
+export type MaskedSecretsMerge = { ok: true; value: unknown } | { ok: false; problems: FieldProblem[] };
+
+/** What says where a secret goes: with any of them changed, a stored secret must not follow. */
+const UPSTREAM_FIELDS = ['type', 'server', 'server_port'] as const;
+
 /**
- * For an update: a secret sent back as the mask means "keep what is stored". Runs before validation; a mask
- * with nothing stored behind it stays and validation then rejects it.
+ * For an update: a secret sent back as the mask means "keep what is stored", but only for the same upstream;
+ * otherwise whoever may edit the config could point it at their own server and have the egress test hand the
+ * secret over. Runs before validation; a mask with nothing stored behind it stays and validation rejects it.
  */
-export function mergeMaskedSecrets(incoming: unknown, stored: ProxyConfig): unknown {
-  if (!isObject(incoming)) return incoming;
+export function mergeMaskedSecrets(incoming: unknown, stored: ProxyConfig): MaskedSecretsMerge {
+  if (!isObject(incoming)) return { ok: true, value: incoming };
   const merged: JsonObject = { ...incoming };
   const kept: JsonObject = stored;
+  const changed = UPSTREAM_FIELDS.filter((field) => incoming[field] !== kept[field]);
+  const problems = new Problems();
   for (const field of SECRET_FIELDS) {
-    if (merged[field] === MASKED_SECRET && typeof kept[field] === 'string') merged[field] = kept[field];
+    if (merged[field] !== MASKED_SECRET || typeof kept[field] !== 'string') continue;
+    if (changed.length === 0) {
+      merged[field] = kept[field];
+      continue;
+    }
+    problems.add(
+      `${ROOT}.${field}`,
+      `"${MASKED_SECRET}" keeps the stored value only for the same upstream, and ${changed.join(', ')} changed: ` +
+        'send the secret again when the server changes',
+    );
   }
-  return merged;
+  return problems.list.length === 0 ? { ok: true, value: merged } : { ok: false, problems: problems.list };
 }

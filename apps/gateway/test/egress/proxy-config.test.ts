@@ -284,25 +284,53 @@ describe('masking and merging secrets', () => {
     for (const { upstream } of VARIANTS) {
       const masked = maskProxyConfig(upstream.config);
       const merged = mergeMaskedSecrets(masked, upstream.config);
-      assert.deepEqual(merged, upstream.config);
-      assert.ok(validateProxyConfig(merged).ok);
+      assert.deepEqual(merged, { ok: true, value: upstream.config });
+      assert.ok(merged.ok && validateProxyConfig(merged.value).ok);
     }
   });
 
   it('takes new secrets and other changes as sent', () => {
     const stored = vmess as ProxyConfig;
     const other = '11111111-2222-4333-8444-555555555555';
-    assert.deepEqual(mergeMaskedSecrets({ ...vmess, uuid: other }, stored), { ...vmess, uuid: other });
-    assert.deepEqual(mergeMaskedSecrets({ ...vmess, uuid: MASKED_SECRET, server_port: 1 }, stored), {
-      ...vmess,
-      server_port: 1,
+    assert.deepEqual(mergeMaskedSecrets({ ...vmess, uuid: other }, stored), {
+      ok: true,
+      value: { ...vmess, uuid: other },
     });
-    assert.equal(mergeMaskedSecrets('not an object', stored), 'not an object');
+    assert.deepEqual(mergeMaskedSecrets({ ...vmess, uuid: other, server_port: 1 }, stored), {
+      ok: true,
+      value: { ...vmess, uuid: other, server_port: 1 },
+    });
+    assert.deepEqual(mergeMaskedSecrets({ ...vmess, uuid: MASKED_SECRET, security: 'none' }, stored), {
+      ok: true,
+      value: { ...vmess, security: 'none' },
+    });
+    assert.deepEqual(mergeMaskedSecrets('not an object', stored), { ok: true, value: 'not an object' });
+  });
+
+  it('refuses a mask once type, server or server_port changed: the secret must be sent again', () => {
+    const stored = vmess as ProxyConfig;
+    for (const [changed, incoming] of [
+      ['server_port', { ...vmess, uuid: MASKED_SECRET, server_port: 1 }],
+      ['server', { ...vmess, uuid: MASKED_SECRET, server: 'elsewhere.example.test' }],
+      ['type', { ...vless, server: vmess.server, server_port: vmess.server_port, uuid: MASKED_SECRET }],
+      ['server, server_port', { ...vmess, uuid: MASKED_SECRET, server: '203.0.113.9', server_port: 2 }],
+    ] as const) {
+      const merged = mergeMaskedSecrets(incoming, stored);
+      assert.equal(merged.ok, false, changed);
+      if (merged.ok) continue;
+      assert.deepEqual(
+        merged.problems.map((p) => p.field),
+        ['proxy_config.uuid'],
+      );
+      assert.match(merged.problems[0]!.message, new RegExp(`${changed} changed`));
+      assert.match(merged.problems[0]!.message, /send the secret again when the server changes/);
+    }
   });
 
   it('refuses a mask with nothing stored behind it', () => {
-    const merged = mergeMaskedSecrets({ ...ss, password: MASKED_SECRET }, socks as ProxyConfig);
-    assertRejected(merged, 'proxy_config.password', /masked placeholder/);
+    const merged = mergeMaskedSecrets({ ...socks, password: MASKED_SECRET }, socks as ProxyConfig);
+    assert.ok(merged.ok);
+    assertRejected(merged.value, 'proxy_config.password', /masked placeholder/);
     assertRejected({ ...vless, uuid: MASKED_SECRET }, 'proxy_config.uuid', /masked placeholder/);
   });
 });

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import { assertValidation } from '../helpers/expect.js';
 import { SseClient } from '../helpers/sse-client.js';
 import { DATABASES, startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
 
@@ -131,7 +132,7 @@ for (const kind of DATABASES) {
       assert.equal(noLabel.status, 400);
     });
 
-    it('updates with PUT semantics and keeps masked secrets', async () => {
+    it('updates with PUT semantics and keeps masked secrets for the same server only', async () => {
       const created = (await create(configs.trojan!)).body;
       const labelOnly = await t.request('PUT', `/v1/admin/egress-ips/${created.id}`, {
         body: { label: 'renamed' },
@@ -141,27 +142,38 @@ for (const kind of DATABASES) {
       assert.equal(labelOnly.body.ip_address, '198.51.100.21');
       assert.equal(labelOnly.body.provider, 'manual');
 
-      const masked = { ...labelOnly.body.proxy_config, server_port: 20444 };
+      const masked = {
+        ...labelOnly.body.proxy_config,
+        tls: { enabled: true, server_name: 'exit2.example.test' },
+      };
       const kept = await t.request('PUT', `/v1/admin/egress-ips/${created.id}`, {
         body: { proxy_config: masked },
       });
       assert.equal(kept.status, 200);
       const stored = await t.gateway.egressIps.proxyConfig(created.id);
       assert.equal((stored.config as any).password, 'trojan-secret');
-      assert.equal((stored.config as any).server_port, 20444);
+      assert.equal((stored.config as any).tls.server_name, 'exit2.example.test');
 
-      const replaced = { ...masked, password: 'new-trojan-secret' };
+      // A mask must not carry the stored secret to another port (attacks/egress-secret-through-mask.test.ts).
+      const moved = await t.request('PUT', `/v1/admin/egress-ips/${created.id}`, {
+        body: { proxy_config: { ...masked, server_port: 20444 } },
+      });
+      assertValidation(moved, ['proxy_config.password']);
+      assert.equal((await t.gateway.egressIps.proxyConfig(created.id)).config.server_port, 10444);
+
+      const replaced = { ...masked, server_port: 20444, password: 'new-trojan-secret' };
       await t.request('PUT', `/v1/admin/egress-ips/${created.id}`, {
         body: { proxy_config: replaced, ip_address: '198.51.100.22' },
       });
       const after = await t.gateway.egressIps.proxyConfig(created.id);
       assert.equal((after.config as any).password, 'new-trojan-secret');
+      assert.equal(after.config.server_port, 20444);
       assert.equal(after.row.ip_address, '198.51.100.22');
 
       const invalid = await t.request('PUT', `/v1/admin/egress-ips/${created.id}`, {
-        body: { proxy_config: { ...masked, flow: 'xtls-rprx-vision' } },
+        body: { proxy_config: { ...replaced, flow: 'xtls-rprx-vision' } },
       });
-      assert.equal(invalid.status, 400);
+      assertValidation(invalid, ['proxy_config.flow']);
       assert.equal(
         (await t.gateway.egressIps.proxyConfig(created.id)).row.ip_address,
         '198.51.100.22',

@@ -55,7 +55,8 @@ export function registerAdminEgressRoutes(app: Api, { egressIps }: HttpServices)
       schema: {
         tags,
         summary:
-          'Update an egress IP: each given field replaces the stored one; a secret sent as "********" is kept. ' +
+          'Update an egress IP: each given field replaces the stored one; a secret sent as "********" is kept ' +
+          'while type, server and server_port stay as stored (with any of them changed, send the secret again). ' +
           'Running hosts bound to it switch to the new upstream without a restart.',
         params: Params,
         body: UpdateEgressIpRequest,
