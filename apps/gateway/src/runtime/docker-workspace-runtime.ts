@@ -8,6 +8,7 @@ import { PassThrough } from 'node:stream';
 import Docker from 'dockerode';
 import type { EgressSettings } from '../config.js';
 import { tunnelDns, type VerificationPlan, verificationPlan } from '../egress/egress-verification.js';
+import { cappedOutput, EXEC_OUTPUT_CAP } from './capped-output.js';
 import {
   GATEWAY_NETWORK,
   renderEgressGatewayFiles,
@@ -267,8 +268,11 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
         AttachStderr: true,
       });
       const stream = await exec.start({ hijack: true, stdin: false });
-      const stdout = collect();
-      const stderr = collect();
+      // Past the cap, stop reading rather than drain: a command that prints without end would otherwise be read
+      // at full speed until the timeout, for every call in parallel.
+      const cut = () => stream.destroy();
+      const stdout = cappedOutput(EXEC_OUTPUT_CAP, cut);
+      const stderr = cappedOutput(EXEC_OUTPUT_CAP, cut);
       this.docker.modem.demuxStream(stream, stdout.sink, stderr.sink);
       await new Promise<void>((resolve, reject) => {
         const timer = setTimeout(() => {
@@ -291,6 +295,13 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
           reject(error);
         });
       });
+      const flooded = stdout.truncated() ? 'stdout' : stderr.truncated() ? 'stderr' : null;
+      if (flooded) {
+        throw new RuntimeError(
+          'exec_output_too_large',
+          `\`${command.join(' ')}\` printed more than ${EXEC_OUTPUT_CAP} bytes on ${flooded}; the gateway stopped reading`,
+        );
+      }
       const { ExitCode } = await exec.inspect();
       return { exitCode: ExitCode ?? -1, stdout: stdout.text(), stderr: stderr.text() };
     });
@@ -939,14 +950,6 @@ function sshBanner(host: string, port: number): Promise<boolean> {
     socket.on('error', () => done(false));
     socket.on('close', () => done(false));
   });
-}
-
-/** A sink that keeps what is written to it, as text. */
-function collect(): { sink: PassThrough; text: () => string } {
-  const chunks: Buffer[] = [];
-  const sink = new PassThrough();
-  sink.on('data', (chunk: Buffer) => chunks.push(chunk));
-  return { sink, text: () => Buffer.concat(chunks).toString('utf8') };
 }
 
 /** Docker's log stream without a TTY: 8-byte frame headers (stream, 0, 0, 0, length) before each chunk. */

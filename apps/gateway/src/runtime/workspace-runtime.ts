@@ -84,7 +84,9 @@ export interface WorkspaceRuntime {
   endpoints(hostId: string): Promise<WorkspaceEndpoints | null>;
   /**
    * Runs a command as root in the running workspace container (the desktop's controls, image/README.md);
-   * null when that container is not running. Fails with `exec_timeout` after `timeoutMs`.
+   * null when that container is not running. Fails with `exec_timeout` after `timeoutMs`, and with
+   * `exec_output_too_large` once either output stream passes EXEC_OUTPUT_CAP (capped-output.ts): the workspace
+   * is the user's, and so is what its commands print.
    */
   exec(hostId: string, command: string[], timeoutMs: number): Promise<ExecResult | null>;
   /**
