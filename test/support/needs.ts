@@ -8,7 +8,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 
-export type Need = 'root' | 'lab' | 'docker' | 'postgres' | 'browser' | 'nft';
+export type Need = 'root' | 'lab' | 'docker' | 'postgres' | 'browser' | 'nft' | 'v2ray';
 
 export const UNIT_TIER = process.env.TEST_TIER === 'unit';
 
@@ -35,6 +35,8 @@ function missing(need: Need): string | undefined {
         : 'TEST_DATABASES leaves PostgreSQL out';
     case 'browser':
       return existsSync('/usr/bin/chromium') ? undefined : 'needs Debian chromium (/usr/bin/chromium)';
+    case 'v2ray':
+      return onPath('v2ray') ? undefined : 'needs the tunnel engine (apt-get install v2ray)';
     case 'nft':
       if (!onPath('nft')) return 'nft is not installed';
       return isRoot() ? undefined : 'nft -c needs root';

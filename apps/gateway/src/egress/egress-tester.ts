@@ -49,6 +49,28 @@ async function freePort(): Promise<number> {
   return port;
 }
 
+/**
+ * Dials the upstream from this machine, as the engine does, to tell a refusal or silence at the upstream itself
+ * from a failure past it.
+ */
+type DialOutcome = 'open' | 'refused' | 'unreachable' | 'timeout';
+
+function dialUpstream(address: string, port: number, timeoutMs: number): Promise<DialOutcome> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: address, port });
+    const done = (outcome: DialOutcome) => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(outcome);
+    };
+    const timer = setTimeout(() => done('timeout'), Math.max(0, timeoutMs));
+    socket.once('connect', () => done('open'));
+    socket.once('error', (error: NodeJS.ErrnoException) =>
+      done(error.code === 'ECONNREFUSED' ? 'refused' : 'unreachable'),
+    );
+  });
+}
+
 /** The last few KiB the engine printed: its warnings name the hop that failed. */
 class EngineLog {
   private text = '';
@@ -112,9 +134,20 @@ export class TunnelEgressTester implements EgressTester {
       await this.waitForPort(child, proxyPort, Math.min(ends, Date.now() + 5000));
 
       const upstream = `${proxyConfig.server}:${proxyConfig.server_port}`;
-      await this.connectivityAndExit(checks, { proxyPort, dnsPort }, declaredIp, ends, () =>
-        log.upstreamFailure(upstream),
-      );
+      await this.connectivityAndExit(checks, { proxyPort, dnsPort }, declaredIp, ends, async () => {
+        const dialled = await dialUpstream(
+          serverIp,
+          proxyConfig.server_port,
+          Math.min(3000, ends - Date.now()),
+        );
+        if (dialled === 'refused') return `the upstream ${upstream} refused the connection`;
+        if (dialled === 'timeout') return `the upstream ${upstream} did not answer in time`;
+        if (dialled === 'unreachable') return `no route to the upstream ${upstream}`;
+        return (
+          log.upstreamFailure(upstream) ??
+          `the upstream ${upstream} accepted the connection, but nothing came back through it (wrong credentials, or the upstream cannot reach the IP echo)`
+        );
+      });
       await this.dnsPath(checks, dnsPort, declaredIp, ends);
     } catch (error) {
       // A failure before the checks (upstream not resolvable, engine would not start) fails all of them.
@@ -200,7 +233,7 @@ export class TunnelEgressTester implements EgressTester {
     ports: { proxyPort: number; dnsPort: number },
     declaredIp: string,
     ends: number,
-    upstreamFailure: () => string | null,
+    upstreamFailure: () => Promise<string>,
   ) {
     const outcomes: EchoOutcome[] = [];
     for (const [index, url] of this.plan.exitIpUrls.entries()) {
@@ -214,9 +247,9 @@ export class TunnelEgressTester implements EgressTester {
         const message = error instanceof Error ? error.message : String(error);
         outcomes.push({ url, error: message });
         if (index === 0) {
-          // The engine's own log says which hop failed when the HTTP side only saw a timeout or a 503.
-          const hop = upstreamFailure();
-          checks.connectivity.error = message === 'timeout' && hop === null ? 'timeout' : (hop ?? message);
+          // The HTTP side only sees a timeout or a 503: name the hop that failed (the upstream itself, or past it).
+          const hop = await upstreamFailure();
+          checks.connectivity.error = `${hop} (${url}: ${message})`;
           checks.exit_ip.error = 'no answer through the upstream (connectivity failed)';
           return;
         }

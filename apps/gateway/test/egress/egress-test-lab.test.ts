@@ -88,7 +88,10 @@ for (const kind of DATABASES) {
         const { result } = await createAndTest(vmess, lab.exits[0]!.address);
         assert.equal(result.ok, false);
         assert.equal(result.checks.connectivity.ok, false);
-        assert.match(result.checks.connectivity.error, /^timeout$|closed the connection/);
+        assert.match(
+          result.checks.connectivity.error,
+          /closed the connection|accepted the connection, but nothing came back/,
+        );
         assert.ok(result.duration_ms <= 30_000, String(result.duration_ms));
       });
 

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { needs } from '../../../../test/support/needs.js';
 import { assertValidation } from '../helpers/expect.js';
 import { SseClient } from '../helpers/sse-client.js';
 import { DATABASES, startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
@@ -243,12 +245,19 @@ for (const kind of DATABASES) {
       );
     });
 
-    it('explains that the egress probe is not configured', async () => {
-      const created = (await create(configs.socks!)).body;
+    it('stores and counts a failed test, naming the hop that failed', { skip: needs('v2ray') }, async () => {
+      const closed = net.createServer();
+      await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+      const { port } = closed.address() as net.AddressInfo;
+      await new Promise((resolve) => closed.close(resolve));
+      const created = (await create({ ...configs.socks!, server: '127.0.0.1', server_port: port })).body;
       const result = await t.request('POST', `/v1/admin/egress-ips/${created.id}/test`);
       assert.equal(result.status, 200);
       assert.equal(result.body.ok, false);
-      assert.match(result.body.checks.connectivity.error, /EGRESS_PROBE_URL/);
+      assert.match(
+        result.body.checks.connectivity.error,
+        new RegExp(`upstream 127\\.0\\.0\\.1:${port} refused`),
+      );
       const stored = await t.request('GET', `/v1/admin/egress-ips/${created.id}`);
       assert.equal(stored.body.last_test.ok, false);
       const stats = await t.request('GET', '/v1/admin/dashboard/stats');
