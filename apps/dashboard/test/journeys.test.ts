@@ -250,8 +250,8 @@ describe('dashboard journeys in Chromium', { skip, timeout: 900_000 }, () => {
     const [cookie] = (await admin.cookies()).filter((c) => c.name === 'ccp_vnc');
     assert.equal(cookie?.path, `/v1/admin/hosts/${hostId}/vnc/`);
     assert.equal(cookie?.httpOnly, true);
-    await tab.waitForSelector('#noVNC_container canvas', { timeout: 20_000 });
-    await tab.waitForFunction(() => document.documentElement.classList.contains('noVNC_connected'), null, {
+    await tab.waitForSelector('#screen canvas', { timeout: 20_000 });
+    await tab.waitForFunction(() => document.getElementById('status')?.textContent === 'Connected', null, {
       timeout: 20_000,
     });
     let share = 0;

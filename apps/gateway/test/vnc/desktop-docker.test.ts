@@ -148,10 +148,10 @@ describe('the browser desktop of a real workspace', { skip, timeout: 900_000 }, 
       assert.equal(cookie?.httpOnly, true);
       assert.equal(cookie?.path, `/v1/user/hosts/${host.id}/vnc/`);
 
-      await page.waitForSelector('#noVNC_container canvas', { timeout: 20_000 });
+      await page.waitForSelector('#screen canvas', { timeout: 20_000 });
       await until(
         'the connected state',
-        () => page.evaluate("document.documentElement.classList.contains('noVNC_connected')"),
+        () => page.evaluate("document.getElementById('status')?.textContent === 'Connected'"),
         20_000,
       );
       // The screenshot is kept either way (the CI keeps test-output/), so a failure can be looked at.
