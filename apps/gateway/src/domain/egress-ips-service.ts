@@ -8,7 +8,7 @@ import type {
   UpdateEgressIpRequest,
 } from '@ccp/api';
 import { maskProxyConfig, mergeMaskedSecrets, validateProxyConfig } from '../egress/proxy-config.js';
-import type { EventBus } from '../events/event-bus.js';
+import { type EventBus, systemActor } from '../events/event-bus.js';
 import { constraintViolation } from '../store/dialect.js';
 import type { EgressIpRow, EgressIpsRepository } from '../store/egress-ips-repository.js';
 import { isoOut, nowIso } from './clock.js';
@@ -138,24 +138,68 @@ export class EgressIpsService {
     });
   }
 
+  /** An admin's test: stored, and always in the event log. */
   async test(id: string, actor: Actor): Promise<EgressTestResult> {
+    const { row, result } = await this.runTest(id);
+    await this.emitResult(row, result, actor, result.ok ? 'egress_ip.test.passed' : 'egress_ip.test.failed');
+    return result;
+  }
+
+  /**
+   * The health round's test: stored and visible on the egress IP and in /metrics, but logged only when something
+   * changed (passed to failed, failed to passed, a new exit address), so periodic passes never bury what matters.
+   */
+  async recheck(id: string): Promise<EgressTestResult> {
+    const { row, result } = await this.runTest(id);
+    const before = row.last_test ? (JSON.parse(row.last_test) as EgressTestResult) : null;
+    const observed = result.checks.exit_ip.observed;
+    if (observed !== null && observed !== row.ip_address && observed !== before?.checks.exit_ip.observed) {
+      await this.emitResult(row, result, systemActor, 'egress_ip.exit_ip.drifted');
+    } else if (before?.ok !== result.ok && (before !== null || !result.ok)) {
+      await this.emitResult(
+        row,
+        result,
+        systemActor,
+        result.ok ? 'egress_ip.test.recovered' : 'egress_ip.test.failed',
+      );
+    }
+    return result;
+  }
+
+  private async runTest(id: string): Promise<{ row: EgressIpRow; result: EgressTestResult }> {
     const { row, config } = await this.proxyConfig(id);
     const result = await this.tester.test(config, row.ip_address);
     await this.egressIps.update(id, { last_test: JSON.stringify(result), last_test_ok: result.ok ? 1 : 0 });
+    return { row, result };
+  }
+
+  private async emitResult(
+    row: EgressIpRow,
+    result: EgressTestResult,
+    actor: Actor,
+    type:
+      | 'egress_ip.test.passed'
+      | 'egress_ip.test.failed'
+      | 'egress_ip.test.recovered'
+      | 'egress_ip.exit_ip.drifted',
+  ): Promise<void> {
     const failed = Object.entries(result.checks)
       .filter(([, check]) => !check.ok)
       .map(([name, check]) => `${name}: ${check.error ?? 'failed'}`);
+    const message = {
+      'egress_ip.test.passed': `egress test of ${row.label} passed in ${result.duration_ms} ms`,
+      'egress_ip.test.recovered': `egress IP ${row.label} passes its checks again`,
+      'egress_ip.test.failed': `egress test of ${row.label} failed (${failed.join('; ')})`,
+      'egress_ip.exit_ip.drifted': `egress IP ${row.label} now leaves from ${result.checks.exit_ip.observed}, not the declared ${row.ip_address}`,
+    }[type];
     await this.bus.emit({
-      type: result.ok ? 'egress_ip.test.passed' : 'egress_ip.test.failed',
-      level: result.ok ? 'info' : 'warn',
-      message: result.ok
-        ? `egress test of ${row.label} passed in ${result.duration_ms} ms`
-        : `egress test of ${row.label} failed (${failed.join('; ')})`,
+      type,
+      level: type === 'egress_ip.test.passed' || type === 'egress_ip.test.recovered' ? 'info' : 'warn',
+      message,
       actor,
-      data: { egress_ip_id: id, label: row.label, result },
-      sse: { message: { topic: 'egress-ips', action: 'update', id }, ownerUserId: null },
+      data: { egress_ip_id: row.id, label: row.label, result },
+      sse: { message: { topic: 'egress-ips', action: 'update', id: row.id }, ownerUserId: null },
     });
-    return result;
   }
 
   private async require(id: string): Promise<EgressIpRow> {

@@ -193,7 +193,7 @@ export class HostLifecycle {
         if (tested.has(binding.egress_ip_id)) continue;
         tested.add(binding.egress_ip_id);
         await this.egressIps
-          .test(binding.egress_ip_id, systemActor)
+          .recheck(binding.egress_ip_id)
           .catch((error: unknown) =>
             this.log.warn(
               { err: error, egressIpId: binding.egress_ip_id },

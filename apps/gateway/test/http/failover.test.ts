@@ -8,20 +8,30 @@ import { DATABASES, startTestGateway, type TestGateway } from '../helpers/test-g
 /** Declares upstreams healthy or failed by exit address, so failover can be driven step by step. */
 class ScriptedTester implements EgressTester {
   readonly failing = new Set<string>();
+  /** Declared exit -> the address the echoes see instead. */
+  readonly drifted = new Map<string, string>();
   async test(_config: ProxyConfig, declaredIp: string): Promise<EgressTestResult> {
+    const observed = this.drifted.get(declaredIp);
+    if (observed) {
+      const error = `sees the traffic from ${observed}, not the declared ${declaredIp}`;
+      return result(false, {
+        connectivity: { ok: true, latency_ms: 1, error: null },
+        exit_ip: { ok: false, expected: declaredIp, observed, error },
+        dns_leak: { ok: true, resolver_ip: declaredIp, error: null },
+      });
+    }
     const ok = !this.failing.has(declaredIp);
     const error = ok ? null : 'timeout';
-    return {
-      ok,
-      tested_at: new Date().toISOString(),
-      duration_ms: 1,
-      checks: {
-        connectivity: { ok, latency_ms: ok ? 1 : null, error },
-        exit_ip: { ok, expected: declaredIp, observed: ok ? declaredIp : null, error },
-        dns_leak: { ok, resolver_ip: ok ? declaredIp : null, error },
-      },
-    };
+    return result(ok, {
+      connectivity: { ok, latency_ms: ok ? 1 : null, error },
+      exit_ip: { ok, expected: declaredIp, observed: ok ? declaredIp : null, error },
+      dns_leak: { ok, resolver_ip: ok ? declaredIp : null, error },
+    });
   }
+}
+
+function result(ok: boolean, checks: EgressTestResult['checks']): EgressTestResult {
+  return { ok, tested_at: new Date().toISOString(), duration_ms: 1, checks };
 }
 
 for (const kind of DATABASES) {
@@ -34,17 +44,18 @@ for (const kind of DATABASES) {
     });
     after(() => t.close());
 
+    const egress = async (exit: string) =>
+      (
+        await t.request('POST', '/v1/admin/egress-ips', {
+          body: {
+            label: exit,
+            ip_address: exit,
+            proxy_config: { type: 'socks', server: exit, server_port: 1080 },
+          },
+        })
+      ).body.id as string;
+
     it('moves a running host to its healthy standby when the active upstream fails, and back', async () => {
-      const egress = async (exit: string) =>
-        (
-          await t.request('POST', '/v1/admin/egress-ips', {
-            body: {
-              label: exit,
-              ip_address: exit,
-              proxy_config: { type: 'socks', server: exit, server_port: 1080 },
-            },
-          })
-        ).body.id as string;
       const primary = await egress('198.51.100.21');
       const standby = await egress('198.51.100.37');
       const user = await t.createUser('gina');
@@ -81,6 +92,52 @@ for (const kind of DATABASES) {
         '198.51.100.21',
         'the primary takes over again',
       );
+    });
+
+    it('logs the health round only when a result changes: failed, recovered, a new exit address', async () => {
+      const exit = '198.51.100.53';
+      const id = await egress(exit);
+      const host = (
+        await t.request('POST', '/v1/admin/hosts', {
+          body: { user_id: (await t.createUser('hugo')).id, egress_ip_id: id },
+        })
+      ).body;
+      await t.request('POST', `/v1/admin/hosts/${host.id}/start`);
+      await t.gateway.tasks.idle();
+      const logged = async () =>
+        (await t.request('GET', '/v1/admin/events?limit=500')).body.events
+          .filter((e: any) => e.type.startsWith('egress_ip.') && e.data.egress_ip_id === id)
+          .map((e: any) => e.type)
+          .reverse();
+
+      const round = async (times: number) => {
+        for (let n = 0; n < times; n++) await t.gateway.lifecycle.checkUpstreams();
+      };
+      await round(3);
+      assert.deepEqual(await logged(), ['egress_ip.created'], 'passes are not logged');
+      const stored = (await t.request('GET', `/v1/admin/egress-ips/${id}`)).body;
+      assert.equal(stored.last_test.ok, true, 'the last result stays visible on the egress IP');
+
+      tester.failing.add(exit);
+      await round(3);
+      tester.failing.delete(exit);
+      await round(2);
+      tester.drifted.set(exit, '203.0.113.7');
+      await round(3);
+      tester.drifted.delete(exit);
+      await round(2);
+      assert.deepEqual(await logged(), [
+        'egress_ip.created',
+        'egress_ip.test.failed',
+        'egress_ip.test.recovered',
+        'egress_ip.exit_ip.drifted',
+        'egress_ip.test.recovered',
+      ]);
+      const metrics = await t.request('GET', '/metrics');
+      assert.match(String(metrics.body), new RegExp(`ccp_egress_test_ok\\{egress_ip_id="${id}"[^}]*\\} 1`));
+
+      await t.request('POST', `/v1/admin/egress-ips/${id}/test`);
+      assert.equal((await logged()).at(-1), 'egress_ip.test.passed', "an admin's own test is always logged");
     });
   });
 }
