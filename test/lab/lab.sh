@@ -44,7 +44,6 @@ PUBLIC_ZONE=public.test
 RESOLVER_ADDR=203.0.113.53
 CHECKIP_ADDR=203.0.113.54
 WEB_ADDR=203.0.113.30
-WEB_ADDR6=2001:db8:cc:ff::30
 WHOAMI_NAME=whoami.cloudflare
 
 # name protocol port tls transport: one v2ray inbound per line, on every exit node.
@@ -175,7 +174,6 @@ build_network() {
   for address in "$RESOLVER_ADDR" "$CHECKIP_ADDR" "$WEB_ADDR"; do
     ip -n "$NS_INET" addr add "$address/24" dev ccp-lab-up
   done
-  ip -n "$NS_INET" addr add "$WEB_ADDR6/64" dev ccp-lab-up nodad
   local n
   for ((n = 1; n <= EXIT_COUNT; n++)); do
     link_pair "$(exit_ns "$n")" "ccp-lab-rexit$n" "$(exit_addr "$n")/28" "$(exit_gw "$n")" \
@@ -207,7 +205,7 @@ make_certificates() {
   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 -subj '/CN=ccp-lab CA' \
     -keyout "$dir/ca.key" -out "$dir/ca.pem" 2>/dev/null
   leaf "$dir" probe "DNS:$ZONE,DNS:*.$ZONE,IP:$INET_ADDR,IP:$INET_ADDR6"
-  leaf "$dir" public "DNS:checkip.$PUBLIC_ZONE,DNS:www.$PUBLIC_ZONE,IP:$RESOLVER_ADDR,IP:$CHECKIP_ADDR,IP:$WEB_ADDR,IP:$WEB_ADDR6"
+  leaf "$dir" public "DNS:checkip.$PUBLIC_ZONE,DNS:www.$PUBLIC_ZONE,IP:$RESOLVER_ADDR,IP:$CHECKIP_ADDR,IP:$WEB_ADDR"
   for ((n = 1; n <= EXIT_COUNT; n++)); do
     leaf "$dir" "exit$n" "DNS:$(exit_name "$n"),IP:$(exit_addr "$n")"
   done
@@ -458,8 +456,8 @@ cmd_up() {
   (
     cd "$REPO"
     start_daemon public "$NS_INET" node --enable-source-maps --import tsx test/lab/public-internet.ts \
-      "$(printf '{"resolver":"%s","checkip":"%s","web":"%s","web6":"%s","zone":"%s","probeZone":"%s",' \
-        "$RESOLVER_ADDR" "$CHECKIP_ADDR" "$WEB_ADDR" "$WEB_ADDR6" "$PUBLIC_ZONE" "$ZONE")$(printf \
+      "$(printf '{"resolver":"%s","checkip":"%s","web":"%s","zone":"%s","probeZone":"%s",' \
+        "$RESOLVER_ADDR" "$CHECKIP_ADDR" "$WEB_ADDR" "$PUBLIC_ZONE" "$ZONE")$(printf \
         '"probeDns":{"address":"%s","port":53},"whoamiName":"%s","cert":"%s","key":"%s","logToken":"%s"}' \
         "$INET_ADDR" "$WHOAMI_NAME" "$RUN_DIR/pki/public.pem" "$RUN_DIR/pki/public.key" "$PUBLIC_LOG_TOKEN")"
   )

@@ -249,6 +249,21 @@ export async function resetSourceCounters(): Promise<void> {
   await labCommand('counters', 'reset');
 }
 
+/**
+ * Resets the counters once nothing reaches the fake internet any more: an exit closes its connections of an
+ * earlier test a few seconds after the client went (v2ray's uplink/downlink-only timeouts), and those packets
+ * must not count against the next one. Gives up waiting after `timeoutMs` and resets all the same.
+ */
+export async function resetSourceCountersWhenQuiet(timeoutMs = 10_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  await resetSourceCounters();
+  while (Date.now() < until) {
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    if ((await readSourceCounters()).length === 0) return;
+    await resetSourceCounters();
+  }
+}
+
 function publicOf(lab: LabDescription): LabPublic {
   // A lab.json written before the stand-ins existed: its lab is torn down and built again by the next `up`.
   if (!lab.public) throw new Error('this lab has no public stand-ins: run `bash test/lab/lab.sh up` again');

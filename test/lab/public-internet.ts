@@ -23,7 +23,6 @@ interface Settings {
   resolver: string;
   checkip: string;
   web: string;
-  web6?: string;
   zone: string;
   probeZone: string;
   probeDns: { address: string; port: number };
@@ -35,9 +34,11 @@ interface Settings {
 
 const settings = JSON.parse(process.argv[2] ?? '{}') as Settings;
 const tls = { cert: readFileSync(settings.cert), key: readFileSync(settings.key) };
-const table = new Map<string, { A?: string; AAAA?: string }>([
-  [`www.${settings.zone}`, { A: settings.web, ...(settings.web6 ? { AAAA: settings.web6 } : {}) }],
-  [`checkip.${settings.zone}`, { A: settings.checkip }],
+// A records only (other types get an empty answer): an exit that dials a name itself then always arrives over
+// IPv4, so the sites see the exit's IPv4 address, as the README's demo says.
+const addresses = new Map<string, string>([
+  [`www.${settings.zone}`, settings.web],
+  [`checkip.${settings.zone}`, settings.checkip],
 ]);
 
 type Transport = 'udp' | 'tcp' | 'doh';
@@ -90,12 +91,11 @@ async function answer(query: Buffer, asker: string, transport: Transport): Promi
     const relayed = await askProbe(dnsPacket.encode({ ...packet, id: packet.id }));
     return relayed ?? reply(2); // SERVFAIL when the authoritative server is silent
   }
-  const known = table.get(name);
-  if (known) {
-    const data = question.type === 'A' ? known.A : question.type === 'AAAA' ? known.AAAA : undefined;
+  const address = addresses.get(name);
+  if (address !== undefined) {
     return reply(
       0,
-      data ? [{ type: question.type as 'A' | 'AAAA', name: question.name, ttl: 60, data }] : [],
+      question.type === 'A' ? [{ type: 'A', name: question.name, ttl: 60, data: address }] : [],
     );
   }
   return reply(3); // NXDOMAIN
@@ -220,7 +220,6 @@ for (const [address, handler] of [
   [settings.resolver, resolverSite],
   [settings.checkip, checkipSite],
   [settings.web, webSite],
-  ...(settings.web6 ? ([[settings.web6, webSite]] as const) : []),
 ] as const) {
   http.createServer((request, response) => handler(request, response, false)).listen(80, address);
   http2

@@ -15,13 +15,14 @@ async function main(): Promise<void> {
     throw error;
   }
   const logger = createLogger(config);
+  // Before listening, so the line is in the log by the time the gateway answers.
+  logger.info(describeVerification(config.egress));
   const gateway = await createGateway(config, { logger });
   await gateway.listen();
   logger.info(
     { api: config.publicApiUrl, database: config.database.kind, dataDir: config.dataDir },
     `gateway listening on ${config.httpHost}:${config.httpPort}`,
   );
-  logger.info(describeVerification(config.egress));
 
   let stopping = false;
   const stop = (signal: string) => {

@@ -19,7 +19,7 @@ import {
   type LabDescription,
   readResolverLog,
   readSourceCounters,
-  resetSourceCounters,
+  resetSourceCountersWhenQuiet,
   type VariantName,
   variant,
 } from '../../../../test/lab/lab.js';
@@ -96,7 +96,7 @@ describe('workspaces resolve and fetch public names, verified without a probe', 
       const chosen = variant(lab, name, exitIndex);
       const exitIp = chosen.exit.address;
       const hostId = `${run}-${name}`;
-      await resetSourceCounters();
+      await resetSourceCountersWhenQuiet();
       await runtime.start(
         {
           hostId,
