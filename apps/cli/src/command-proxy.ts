@@ -4,6 +4,7 @@ import { realpathSync } from 'node:fs';
 import path from 'node:path';
 import { type Duplex, PassThrough } from 'node:stream';
 import type { Client } from 'ssh2';
+import { commandPolicy } from './command-policy.js';
 
 /** The workspace side: one wrapper, linked under each proxied name in WRAPPER_DIR (on the session's PATH). */
 export const WRAPPER_DIR = '$HOME/.ccp/bin';
@@ -78,8 +79,9 @@ interface Pending {
 }
 
 /**
- * Runs the listed commands (and only those) on this machine for callers in the workspace whose working
- * directory is under `root` (the mounted folder, the same path on both sides).
+ * Runs the listed commands (and only those, as their policy allows: command-policy.ts) on this machine for
+ * callers in the workspace whose working directory is under `root` (the mounted folder, the same path on both
+ * sides).
  */
 export class CommandProxy {
   private readonly token = randomBytes(16).toString('hex');
@@ -211,7 +213,14 @@ export class CommandProxy {
       .then(() => this.start(id, ctl, cwd, name, args, stdin));
   }
 
-  private start(id: string, ctl: Duplex, cwd: string, name: string, args: string[], stdin: boolean): void {
+  private async start(
+    id: string,
+    ctl: Duplex,
+    cwd: string,
+    name: string,
+    args: string[],
+    stdin: boolean,
+  ): Promise<void> {
     let local: string;
     try {
       local = realpathSync(cwd);
@@ -224,9 +233,18 @@ export class CommandProxy {
       this.refuse(id, ctl, `${cwd} is outside the mounted folder ${this.root}`, 126);
       return;
     }
+    const verdict = await commandPolicy(name, args, local, root);
+    if (!verdict.run) {
+      this.refuse(id, ctl, verdict.reason, 126);
+      return;
+    }
     const entry = this.entry(id);
     entry.ctl = ctl;
-    const child = spawn(name, args, { cwd: local, stdio: [stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
+    const child = spawn(name, verdict.args, {
+      cwd: local,
+      env: verdict.env,
+      stdio: [stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+    });
     entry.child = child;
     const stdout = new PassThrough();
     const stderr = new PassThrough();
