@@ -92,10 +92,11 @@ export async function startTestGateway(
     SSH_PROXY_PORT: '0',
     LOG_LEVEL: 'silent',
     DOCKER_SOCKET: path.join(dataDir, 'no-engine.sock'),
-    // Tests never reach a public address: the verification endpoints default to a lab address nothing answers.
+    // Tests never reach a public address: the verification endpoints default to a lab address nothing answers
+    // (with a probe of its own, the gateway asks only the probe for the exit IP unless told otherwise).
     EGRESS_DOH_URL: 'https://203.0.113.59/dns-query',
     EGRESS_DNS_SERVER: '203.0.113.59:53',
-    EGRESS_EXIT_IP_URLS: 'http://203.0.113.59/ip',
+    ...(env.EGRESS_PROBE_URL ? {} : { EGRESS_EXIT_IP_URLS: 'http://203.0.113.59/ip' }),
     ...env,
   });
   const gateway = await createGateway(config, {
