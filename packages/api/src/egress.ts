@@ -1,5 +1,5 @@
 import Type from 'typebox';
-import { Timestamp, Uuid } from './common.js';
+import { ErrorBody, Timestamp, Uuid } from './common.js';
 
 /**
  * What every secret in `proxy_config` (`password`, `uuid`) reads as in responses; sent back, it keeps the secret
@@ -222,6 +222,13 @@ export const UpdateEgressIpRequest = Type.Object(
 
 export const EgressIpList = Type.Object({ egress_ips: Type.Array(EgressIp) });
 
+/** 422 `egress_test_failed`: an update whose new upstream failed its test; nothing was stored. */
+export const EgressTestFailedError = Type.Object({
+  ...ErrorBody.properties,
+  test_result: EgressTestResult,
+  host_ids: Type.Array(Uuid, { description: 'The running hosts that keep the current upstream' }),
+});
+
 export type ProxyType = (typeof PROXY_TYPES)[number];
 export type ShadowsocksMethod = (typeof SHADOWSOCKS_METHODS)[number];
 export type VmessSecurity = (typeof VMESS_SECURITIES)[number];
@@ -239,3 +246,4 @@ export type EgressIp = Type.Static<typeof EgressIp>;
 export type CreateEgressIpRequest = Type.Static<typeof CreateEgressIpRequest>;
 export type UpdateEgressIpRequest = Type.Static<typeof UpdateEgressIpRequest>;
 export type EgressIpList = Type.Static<typeof EgressIpList>;
+export type EgressTestFailedError = Type.Static<typeof EgressTestFailedError>;

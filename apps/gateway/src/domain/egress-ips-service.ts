@@ -12,7 +12,7 @@ import { type EventBus, systemActor } from '../events/event-bus.js';
 import { constraintViolation } from '../store/dialect.js';
 import type { EgressIpRow, EgressIpsRepository } from '../store/egress-ips-repository.js';
 import { isoOut, nowIso } from './clock.js';
-import { errors, type FieldProblem } from './errors.js';
+import { AppError, errors, type FieldProblem } from './errors.js';
 import type { SecretBox } from './secret-box.js';
 
 /** Runs the three egress checks for one upstream; the implementation lives in egress/. */
@@ -20,8 +20,15 @@ export interface EgressTester {
   test(proxyConfig: ProxyConfig, declaredIp: string): Promise<EgressTestResult>;
 }
 
-/** Told when an egress IP's upstream changes, so running hosts bound to it switch over. */
-export type EgressChangeListener = (egressIpId: string) => Promise<void>;
+/** An egress IP's upstream as it was before an update replaced it. */
+export interface ReplacedUpstream {
+  label: string;
+  ipAddress: string;
+  config: ProxyConfig;
+}
+
+/** Told when an egress IP's upstream changed (once stored), so running hosts bound to it switch over. */
+export type EgressChangeListener = (egressIpId: string, replaced: ReplacedUpstream) => Promise<void>;
 
 function invalid(problems: FieldProblem[]) {
   const first = problems[0]!;
@@ -92,27 +99,47 @@ export class EgressIpsService {
     return this.view(await this.require(id));
   }
 
+  /**
+   * Replaces the given fields. A new upstream (config or declared exit) that running hosts would switch to at
+   * once is tested first: when it fails, nothing is stored and the answer is 422 `egress_test_failed`.
+   */
   async update(id: string, input: UpdateEgressIpRequest, actor: Actor): Promise<EgressIp> {
     const row = await this.require(id);
     const stored = this.open(row);
     const config = input.proxy_config === undefined ? stored : merged(input.proxy_config, stored);
-    const upstreamChanged =
-      JSON.stringify(config) !== JSON.stringify(stored) ||
-      (input.ip_address !== undefined && input.ip_address.toLowerCase() !== row.ip_address);
+    const ipAddress = input.ip_address?.toLowerCase() ?? row.ip_address;
+    const upstreamChanged = JSON.stringify(config) !== JSON.stringify(stored) || ipAddress !== row.ip_address;
+    const running = upstreamChanged ? await this.egressIps.runningHostIds(id) : [];
+    const tested = running.length > 0 ? await this.tester.test(config, ipAddress) : null;
+    if (tested && !tested.ok) {
+      await this.emitResult(row, tested, actor, 'egress_ip.update.refused', { host_ids: running });
+      throw new AppError(
+        422,
+        'egress_test_failed',
+        `The new upstream failed its test (${failedChecks(tested).join('; ')}); nothing was changed, and the ` +
+          'running hosts keep the current one',
+        { test_result: tested, host_ids: running },
+      );
+    }
     const updated = await this.egressIps.update(id, {
       ...(input.label !== undefined ? { label: input.label.trim() } : {}),
-      ...(input.ip_address !== undefined ? { ip_address: input.ip_address.toLowerCase() } : {}),
+      ip_address: ipAddress,
       ...(input.provider !== undefined ? { provider: input.provider } : {}),
       proxy_config_sealed: this.box.seal(JSON.stringify(config)),
-      // A new upstream has not been tested yet.
-      ...(upstreamChanged ? { last_test: null, last_test_ok: null } : {}),
+      // A new upstream keeps the test it just passed, or has not been tested yet.
+      ...(upstreamChanged
+        ? { last_test: tested ? JSON.stringify(tested) : null, last_test_ok: tested ? 1 : null }
+        : {}),
       updated_at: nowIso(),
     });
     const view = await this.view(updated!);
     await this.emit('egress_ip.updated', `egress IP ${view.label} updated`, actor, view, 'update', {
       upstream_changed: upstreamChanged,
     });
-    if (upstreamChanged) for (const listener of this.changeListeners) await listener(id);
+    if (upstreamChanged) {
+      const replaced = { label: row.label, ipAddress: row.ip_address, config: stored };
+      for (const listener of this.changeListeners) await listener(id, replaced);
+    }
     return view;
   }
 
@@ -181,24 +208,28 @@ export class EgressIpsService {
       | 'egress_ip.test.passed'
       | 'egress_ip.test.failed'
       | 'egress_ip.test.recovered'
-      | 'egress_ip.exit_ip.drifted',
+      | 'egress_ip.exit_ip.drifted'
+      | 'egress_ip.update.refused',
+    extra: Record<string, unknown> = {},
   ): Promise<void> {
-    const failed = Object.entries(result.checks)
-      .filter(([, check]) => !check.ok)
-      .map(([name, check]) => `${name}: ${check.error ?? 'failed'}`);
+    const failed = failedChecks(result).join('; ');
     const message = {
       'egress_ip.test.passed': `egress test of ${row.label} passed in ${result.duration_ms} ms`,
       'egress_ip.test.recovered': `egress IP ${row.label} passes its checks again`,
-      'egress_ip.test.failed': `egress test of ${row.label} failed (${failed.join('; ')})`,
+      'egress_ip.test.failed': `egress test of ${row.label} failed (${failed})`,
       'egress_ip.exit_ip.drifted': `egress IP ${row.label} now leaves from ${result.checks.exit_ip.observed}, not the declared ${row.ip_address}`,
+      'egress_ip.update.refused': `update of egress IP ${row.label} refused: the new upstream failed its test (${failed})`,
     }[type];
     await this.bus.emit({
       type,
       level: type === 'egress_ip.test.passed' || type === 'egress_ip.test.recovered' ? 'info' : 'warn',
       message,
       actor,
-      data: { egress_ip_id: row.id, label: row.label, result },
-      sse: { message: { topic: 'egress-ips', action: 'update', id: row.id }, ownerUserId: null },
+      data: { egress_ip_id: row.id, label: row.label, result, ...extra },
+      // A refused update changed nothing a dashboard shows.
+      ...(type === 'egress_ip.update.refused'
+        ? {}
+        : { sse: { message: { topic: 'egress-ips', action: 'update', id: row.id }, ownerUserId: null } }),
     });
   }
 
@@ -253,6 +284,12 @@ export class EgressIpsService {
       sse: { message: { topic: 'egress-ips', action, id: view.id }, ownerUserId: null },
     });
   }
+}
+
+function failedChecks(result: EgressTestResult): string[] {
+  return Object.entries(result.checks)
+    .filter(([, check]) => !check.ok)
+    .map(([name, check]) => `${name}: ${check.error ?? 'failed'}`);
 }
 
 function boundConflict(hostIds: string[]) {

@@ -6,12 +6,13 @@ import {
   RuntimeError,
   type RuntimeNotice,
   type UpstreamSpec,
+  UpstreamSwitchReverted,
   type WorkspaceRuntime,
   type WorkspaceSpec,
 } from '../runtime/workspace-runtime.js';
 import type { HostPatch, HostsRepository, HostWithOwner } from '../store/hosts-repository.js';
 import { nowIso } from './clock.js';
-import type { EgressIpsService } from './egress-ips-service.js';
+import type { EgressIpsService, ReplacedUpstream } from './egress-ips-service.js';
 import { errors } from './errors.js';
 import { type AccessSettings, activeBinding, hostView, linuxUserFor } from './host-view.js';
 import type { TaskRunner } from './task-runner.js';
@@ -24,8 +25,11 @@ export interface WorkspaceLimits {
 
 /** Host lifecycle as tasks: start, stop, rebuild; plus removal, upstream switches and crash reconciliation. */
 export class HostLifecycle {
-  /** The egress IP each running host's gateway uses now (a restarted gateway learns it at the next switch). */
-  private readonly current = new Map<string, string>();
+  /**
+   * The upstream each running host's egress gateway uses now, as it was when applied (a restarted gateway
+   * learns it at the next switch): what a failed switch goes back to.
+   */
+  private readonly current = new Map<string, UpstreamSpec>();
 
   constructor(
     private readonly hosts: HostsRepository,
@@ -56,7 +60,7 @@ export class HostLifecycle {
         await this.setStatus(current, { status: 'starting', last_error: null }, actor);
         const latest = (await this.activeUpstream(hostId)) ?? upstream;
         await this.runtime.start(this.spec(current), latest, progress);
-        this.current.set(hostId, latest.egressIpId);
+        this.current.set(hostId, latest);
         await this.setStatus(
           current,
           { status: 'running', started_at: nowIso(), image: this.runtime.imageTag() },
@@ -112,7 +116,7 @@ export class HostLifecycle {
           throw errors.conflict('no_egress_bound', 'The host has no egress IP bound');
         await this.setStatus(current, { status: 'rebuilding' }, actor);
         await this.runtime.rebuild(this.spec(current), upstream, progress);
-        if (upstream) this.current.set(hostId, upstream.egressIpId);
+        if (upstream) this.current.set(hostId, upstream);
         const status = wasRunning ? 'running' : current.status === 'created' ? 'created' : 'stopped';
         await this.setStatus(current, { status, image: this.runtime.imageTag(), last_error: null }, actor, {
           type: 'host.rebuilt',
@@ -132,16 +136,39 @@ export class HostLifecycle {
     await this.runtime.remove(host.id);
   }
 
-  /** Points a running host's egress gateway at its current active binding. */
-  async switchToActiveUpstream(hostId: string, actor: Actor): Promise<void> {
+  /**
+   * Points a running host's egress gateway at its current active binding. When the new path fails its checks,
+   * the host goes back to the upstream it had (`previous` when this gateway did not apply it itself), as long
+   * as that upstream is still bound to it, and stays running.
+   */
+  async switchToActiveUpstream(hostId: string, actor: Actor, previous?: UpstreamSpec): Promise<void> {
     const upstream = await this.activeUpstream(hostId);
     const host = await this.hosts.findById(hostId);
     if (!upstream || !host || host.status !== 'running') return;
+    const fallback = await this.stillBound(hostId, this.current.get(hostId) ?? previous);
     try {
-      await this.runtime.switchUpstream(hostId, upstream);
-      this.current.set(hostId, upstream.egressIpId);
+      await this.runtime.switchUpstream(hostId, upstream, fallback);
+      this.current.set(hostId, upstream);
     } catch (error) {
-      // The runtime leaves a host whose new path failed its checks stopped; the record must say so.
+      if (error instanceof UpstreamSwitchReverted && fallback) {
+        this.current.set(hostId, fallback);
+        await this.bus.emit({
+          type: 'host.upstream.switch_failed',
+          level: 'warn',
+          message: `host ${host.short_id} stays on ${fallback.label} (${fallback.exitIp}) as it was: the switch to ${upstream.label} (${upstream.exitIp}) failed (${error.code}: ${error.message})`,
+          actor,
+          userId: host.user_id,
+          hostId,
+          data: {
+            egress_ip_id: upstream.egressIpId,
+            kept_egress_ip_id: fallback.egressIpId,
+            code: error.code,
+            error: error.message,
+          },
+        });
+        return;
+      }
+      // Without an upstream to go back to, the runtime leaves the host stopped; the record must say so.
       const code = error instanceof RuntimeError ? error.code : 'internal';
       await this.fail(hostId, code, error instanceof Error ? error.message : String(error), actor);
       return;
@@ -157,10 +184,16 @@ export class HostLifecycle {
   }
 
   /** An egress IP's upstream changed: running hosts that use it switch in place. */
-  async egressChanged(egressIpId: string): Promise<void> {
+  async egressChanged(egressIpId: string, replaced: ReplacedUpstream): Promise<void> {
+    const previous: UpstreamSpec = {
+      egressIpId,
+      label: replaced.label,
+      exitIp: replaced.ipAddress,
+      config: replaced.config,
+    };
     for (const host of await this.hosts.list({ statuses: ['running'] })) {
       if (await this.usesUpstream(host.id, egressIpId)) {
-        await this.switchToActiveUpstream(host.id, systemActor).catch((error: unknown) =>
+        await this.switchToActiveUpstream(host.id, systemActor, previous).catch((error: unknown) =>
           this.log.error({ err: error, hostId: host.id }, 'switching upstream failed'),
         );
       }
@@ -203,7 +236,7 @@ export class HostLifecycle {
       }
     }
     for (const host of running) {
-      const current = this.current.get(host.id);
+      const current = this.current.get(host.id)?.egressIpId;
       const desired = activeBinding((await this.hosts.bindings([host.id])).get(host.id) ?? []);
       if (!desired || !current || desired.egress_ip_id === current) continue;
       await this.bus.emit({
@@ -221,10 +254,17 @@ export class HostLifecycle {
 
   private async usesUpstream(hostId: string, egressIpId: string): Promise<boolean> {
     const current = this.current.get(hostId);
-    if (current) return current === egressIpId;
+    if (current) return current.egressIpId === egressIpId;
     return (
       activeBinding((await this.hosts.bindings([hostId])).get(hostId) ?? [])?.egress_ip_id === egressIpId
     );
+  }
+
+  /** The upstream, if its egress IP is still bound to the host (an unbound one is never gone back to). */
+  private async stillBound(hostId: string, upstream: UpstreamSpec | undefined): Promise<UpstreamSpec | null> {
+    if (!upstream) return null;
+    const bindings = (await this.hosts.bindings([hostId])).get(hostId) ?? [];
+    return bindings.some((binding) => binding.egress_ip_id === upstream.egressIpId) ? upstream : null;
   }
 
   /** Stops the running hosts of a user whose access ended (disabled, expired). */

@@ -25,6 +25,7 @@ import {
   RuntimeError,
   type RuntimeNotice,
   type UpstreamSpec,
+  UpstreamSwitchReverted,
   type WorkspaceEndpoints,
   type WorkspaceRuntime,
   type WorkspaceSpec,
@@ -190,7 +191,7 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
     );
   }
 
-  async switchUpstream(hostId: string, upstream: UpstreamSpec): Promise<void> {
+  async switchUpstream(hostId: string, upstream: UpstreamSpec, fallback: UpstreamSpec | null): Promise<void> {
     checkHostId(hostId);
     return this.exclusive(hostId, () =>
       this.guard(async () => {
@@ -198,28 +199,40 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
         const workspace = await this.find(hostId, 'workspace');
         if (!gateway?.running || !workspace?.running)
           throw new RuntimeError('not_running', `host ${hostId} is not running`);
-        const serverIp = await resolveServer(upstream.config.server);
         const { hostAddress } = await this.ensureUplink();
-        const before = await v2rayPid(gateway.pid);
-        await this.writeGatewayFiles(hostId, upstream, serverIp, hostAddress);
-        // The entrypoint reloads the ruleset (one nft transaction) and restarts v2ray: while v2ray is down
-        // the TPROXY rules find no socket and the packets are dropped; nothing else may leave.
-        await this.docker.getContainer(gateway.id).kill({ signal: 'SIGHUP' });
-        try {
+        const apply = async (target: UpstreamSpec) => {
+          const serverIp = await resolveServer(target.config.server);
+          const before = await v2rayPid(gateway.pid);
+          await this.writeGatewayFiles(hostId, target, serverIp, hostAddress);
+          // The entrypoint reloads the ruleset (one nft transaction) and restarts v2ray: while v2ray is down
+          // the TPROXY rules find no socket and the packets are dropped; nothing else may leave.
+          await this.docker.getContainer(gateway.id).kill({ signal: 'SIGHUP' });
           await this.waitForGateway(gateway.id, before);
           await verifyEgressPath(
             {
               workspacePid: workspace.pid,
               gatewayPid: gateway.pid,
-              exitIp: upstream.exitIp,
+              exitIp: target.exitIp,
               uplinkHostAddress: hostAddress,
             },
             this.plan,
             this.checkOptions(),
           );
+        };
+        try {
+          await apply(upstream);
         } catch (error) {
+          const failure = asRuntimeError(error);
+          // The way back is checked like the way there: a host never runs on an unverified path.
+          const reverted =
+            fallback !== null &&
+            (await apply(fallback).then(
+              () => true,
+              () => false,
+            ));
+          if (reverted) throw new UpstreamSwitchReverted(failure);
           await this.stopNow(hostId).catch(() => undefined);
-          throw error;
+          throw failure;
         }
       }),
     );

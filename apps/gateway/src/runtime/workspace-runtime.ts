@@ -44,6 +44,17 @@ export class RuntimeError extends Error {
   }
 }
 
+/**
+ * A switch whose new upstream failed, after the egress gateway went back to the upstream it had and passed its
+ * checks again: the host is still running. `code` and the message are the new upstream's failure.
+ */
+export class UpstreamSwitchReverted extends RuntimeError {
+  constructor(failure: RuntimeError) {
+    super(failure.code, failure.message);
+    this.name = 'UpstreamSwitchReverted';
+  }
+}
+
 export interface ImageStatus {
   name: 'workspace' | 'egress-gateway';
   tag: string;
@@ -78,8 +89,12 @@ export interface WorkspaceRuntime {
   rebuild(spec: WorkspaceSpec, upstream: UpstreamSpec | null, progress: ProgressReporter): Promise<void>;
   /** Removes every container, network link and volume of the host. */
   remove(hostId: string): Promise<void>;
-  /** Switches a running host's egress gateway to another upstream in place; traffic is dropped meanwhile. */
-  switchUpstream(hostId: string, upstream: UpstreamSpec): Promise<void>;
+  /**
+   * Switches a running host's egress gateway to another upstream in place; traffic is dropped meanwhile. When
+   * the new path fails its checks, the gateway goes back to `fallback` (the upstream it had) and the call fails
+   * with UpstreamSwitchReverted; without a fallback, or when the fallback fails too, the host is left stopped.
+   */
+  switchUpstream(hostId: string, upstream: UpstreamSpec, fallback: UpstreamSpec | null): Promise<void>;
   state(hostId: string): Promise<WorkspaceState>;
   endpoints(hostId: string): Promise<WorkspaceEndpoints | null>;
   /**

@@ -36,6 +36,20 @@ export class EgressIpsRepository {
     return Number(result.numDeletedRows) > 0;
   }
 
+  /** Running hosts bound to an egress IP (as active or standby), oldest binding first. */
+  async runningHostIds(egressIpId: string): Promise<string[]> {
+    const rows = await this.db
+      .selectFrom('bindings')
+      .innerJoin('hosts', 'hosts.id', 'bindings.host_id')
+      .select('bindings.host_id')
+      .where('bindings.egress_ip_id', '=', egressIpId)
+      .where('hosts.status', '=', 'running')
+      .orderBy('bindings.created_at', 'asc')
+      .orderBy('bindings.id', 'asc')
+      .execute();
+    return rows.map((row) => row.host_id);
+  }
+
   /** Host ids bound to each of the given egress IPs, oldest binding first. */
   async boundHostIds(egressIpIds: string[]): Promise<Map<string, string[]>> {
     const out = new Map<string, string[]>(egressIpIds.map((id) => [id, []]));

@@ -3,6 +3,7 @@ import {
   type ImageStatus,
   RuntimeError,
   type UpstreamSpec,
+  UpstreamSwitchReverted,
   type WorkspaceEndpoints,
   type WorkspaceRuntime,
   type WorkspaceSpec,
@@ -18,6 +19,8 @@ export class MemoryRuntime implements WorkspaceRuntime {
   readonly calls: string[] = [];
   /** Set to make the next start fail with this code. */
   failNextStart: string | null = null;
+  /** Set to make the next switch fail its checks with this code. */
+  failNextSwitch: string | null = null;
   /** Milliseconds each lifecycle call takes (to observe busy hosts). */
   delayMs = 0;
 
@@ -60,9 +63,19 @@ export class MemoryRuntime implements WorkspaceRuntime {
     this.hosts.delete(hostId);
   }
 
-  async switchUpstream(hostId: string, upstream: UpstreamSpec) {
+  async switchUpstream(hostId: string, upstream: UpstreamSpec, fallback: UpstreamSpec | null) {
     this.calls.push(`switch ${hostId} ${upstream.exitIp}`);
     const host = this.hosts.get(hostId);
+    if (this.failNextSwitch) {
+      const failure = new RuntimeError(this.failNextSwitch, `simulated ${this.failNextSwitch}`);
+      this.failNextSwitch = null;
+      if (host && fallback) {
+        host.upstream = fallback;
+        throw new UpstreamSwitchReverted(failure);
+      }
+      if (host) host.state = 'stopped';
+      throw failure;
+    }
     if (host) host.upstream = upstream;
   }
 

@@ -26,6 +26,7 @@ import { verifyEgressPath } from '../../src/runtime/path-check.js';
 import {
   RuntimeError,
   type UpstreamSpec,
+  UpstreamSwitchReverted,
   type WorkspaceEndpoints,
   type WorkspaceSpec,
 } from '../../src/runtime/workspace-runtime.js';
@@ -264,9 +265,18 @@ describe('DockerWorkspaceRuntime (real Docker, egress lab)', { skip, timeout: 60
   });
 
   it('switches to another protocol and exit in place', async () => {
-    await runtime.switchUpstream(ids.main, upstream('socks', 1));
+    await runtime.switchUpstream(ids.main, upstream('socks', 1), null);
     assert.equal(await exitSeen(ids.main), lab.exits[1]!.address);
-    await runtime.switchUpstream(ids.main, upstream('ss-aes-256-gcm', 0));
+    await runtime.switchUpstream(ids.main, upstream('ss-aes-256-gcm', 0), null);
+    assert.equal(await exitSeen(ids.main), lab.exits[0]!.address);
+  });
+
+  it('goes back to the upstream it had when the new one fails its checks, and keeps running', async () => {
+    await assert.rejects(
+      runtime.switchUpstream(ids.main, upstream('socks', 1, '198.51.100.99'), upstream('ss-aes-256-gcm', 0)),
+      (error: unknown) => error instanceof UpstreamSwitchReverted && error.code === 'exit_ip_mismatch',
+    );
+    assert.equal(await runtime.state(ids.main), 'running');
     assert.equal(await exitSeen(ids.main), lab.exits[0]!.address);
   });
 

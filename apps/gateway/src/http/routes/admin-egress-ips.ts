@@ -2,6 +2,7 @@ import {
   CreateEgressIpRequest,
   EgressIp,
   EgressIpList,
+  EgressTestFailedError,
   EgressTestResult,
   UpdateEgressIpRequest,
 } from '@ccp/api';
@@ -57,10 +58,12 @@ export function registerAdminEgressRoutes(app: Api, { egressIps }: HttpServices)
         summary:
           'Update an egress IP: each given field replaces the stored one; a secret sent as "********" is kept ' +
           'while type, server and server_port stay as stored (with any of them changed, send the secret again). ' +
-          'Running hosts bound to it switch to the new upstream without a restart.',
+          'Running hosts bound to it switch to the new upstream without a restart; while there are any, a new ' +
+          'upstream is tested first, and one that fails is not stored (422 egress_test_failed with test_result). ' +
+          'A host whose own switch fails stays on the upstream it had.',
         params: Params,
         body: UpdateEgressIpRequest,
-        response: { 200: EgressIp, ...errorResponses(400, 404) },
+        response: { 200: EgressIp, ...errorResponses(400, 404), 422: EgressTestFailedError },
       },
     },
     (request) => egressIps.update(request.params.ipID, request.body, actorOf(principalOf(request))),
