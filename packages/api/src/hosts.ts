@@ -84,7 +84,9 @@ export const Task = Type.Object({
   progress: Type.Integer({ minimum: 0, maximum: 100 }),
   stage: Type.String(),
   message: Type.String(),
-  error: Type.Union([Type.Object({ code: Type.String(), message: Type.String() }), Type.Null()]),
+  error: Type.Union([Type.Object({ code: Type.String(), message: Type.String() }), Type.Null()], {
+    description: 'Why the task failed; code `cancelled` when a stop or delete of the host ended a start',
+  }),
   requested_by: Type.String(),
   created_at: Timestamp,
   started_at: NullableTimestamp,

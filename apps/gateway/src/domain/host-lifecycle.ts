@@ -53,13 +53,15 @@ export class HostLifecycle {
       hostId,
       userId: host.user_id,
       actor,
-      work: async (progress) => {
+      // A start may wait long on an upstream that does not answer; a stop or delete ends it.
+      cancellable: true,
+      work: async (progress, signal) => {
         const current = await this.require(hostId);
         if (current.status === 'running' && (await this.runtime.state(hostId)) === 'running')
           return 'already running';
         await this.setStatus(current, { status: 'starting', last_error: null }, actor);
         const latest = (await this.activeUpstream(hostId)) ?? upstream;
-        await this.runtime.start(this.spec(current), latest, progress);
+        await this.runtime.start(this.spec(current), latest, progress, signal);
         this.current.set(hostId, latest);
         await this.setStatus(
           current,
@@ -78,8 +80,10 @@ export class HostLifecycle {
     return this.accepted(row.id);
   }
 
+  /** Queues a stop; a start still running for the host is cancelled first (its task fails as `cancelled`). */
   async stop(hostId: string, actor: Actor): Promise<TaskAccepted> {
     const host = await this.require(hostId);
+    await this.tasks.cancel(hostId, 'the host was stopped', actor);
     const row = await this.tasks.submit({
       kind: 'stop',
       hostId,
@@ -129,8 +133,12 @@ export class HostLifecycle {
     return this.accepted(row.id);
   }
 
-  /** Removes everything the engine holds for a host; refused while a task runs for it. */
-  async remove(host: HostWithOwner, _actor: Actor): Promise<void> {
+  /**
+   * Removes everything the engine holds for a host, after cancelling a start still running for it; refused
+   * while another task runs for it.
+   */
+  async remove(host: HostWithOwner, actor: Actor): Promise<void> {
+    await this.tasks.cancel(host.id, 'the host was deleted', actor);
     if (this.tasks.isBusy(host.id))
       throw errors.conflict('host_busy', 'A task is running for this host; try again when it ends');
     await this.runtime.remove(host.id);
@@ -279,6 +287,7 @@ export class HostLifecycle {
   /** Removes the engine's resources of every host of a user about to be deleted. */
   async removeHostsOf(userId: string): Promise<void> {
     for (const host of await this.hosts.list({ userId })) {
+      await this.tasks.cancel(host.id, 'the owner was deleted', systemActor);
       await this.tasks.idleFor(host.id);
       await this.runtime.remove(host.id);
     }

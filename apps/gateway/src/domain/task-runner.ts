@@ -8,7 +8,11 @@ import type { TaskRow, TasksRepository } from '../store/tasks-repository.js';
 import { isoOut, nowIso } from './clock.js';
 import { errors } from './errors.js';
 
-export type TaskWork = (progress: (percent: number, stage: string) => Promise<void>) => Promise<string>;
+/** A task's work; `signal` aborts when the task is cancelled (only for `cancellable` requests). */
+export type TaskWork = (
+  progress: (percent: number, stage: string) => Promise<void>,
+  signal: AbortSignal,
+) => Promise<string>;
 
 export interface TaskRequest {
   kind: string;
@@ -16,8 +20,20 @@ export interface TaskRequest {
   userId: string;
   actor: Actor;
   work: TaskWork;
-  /** Called when the task failed, after the row is written (the host's status follows it). */
+  /** A stop or delete of the host may end it (a start waiting on an upstream that never answers). */
+  cancellable?: boolean;
+  /**
+   * Called when the task failed, after the row is written (the host's status follows it). Not called for a
+   * cancelled task: whoever cancelled it takes the host over.
+   */
   onFailure?: (code: string, message: string) => Promise<void>;
+}
+
+interface RunningTask {
+  /** Settles once the task's row holds its outcome. */
+  done: Promise<void>;
+  /** Present while the task may be cancelled. */
+  cancel?: AbortController;
 }
 
 export function taskView(row: TaskRow): Task {
@@ -43,7 +59,7 @@ const requester = (actor: Actor) =>
 
 /** Persisted host tasks: at most one unfinished per host, progress streamed, every outcome logged. */
 export class TaskRunner {
-  private readonly running = new Map<string, Promise<void>>();
+  private readonly running = new Map<string, RunningTask>();
 
   constructor(
     private readonly tasks: TasksRepository,
@@ -64,12 +80,13 @@ export class TaskRunner {
     }
     // Claim the host before the first await below, so a concurrent request sees it busy.
     let release!: () => void;
-    this.running.set(
-      hostId,
-      new Promise<void>((resolve) => {
+    const cancel = request.cancellable ? new AbortController() : undefined;
+    this.running.set(hostId, {
+      done: new Promise<void>((resolve) => {
         release = resolve;
       }),
-    );
+      ...(cancel ? { cancel } : {}),
+    });
     try {
       const row = await this.tasks.insert({
         id: randomUUID(),
@@ -89,7 +106,7 @@ export class TaskRunner {
       });
       this.notify(row, 'create');
       setImmediate(() => {
-        this.execute(row, request)
+        this.execute(row, request, cancel?.signal ?? new AbortController().signal)
           .catch((error: unknown) =>
             this.log.error({ err: error, taskId: row.id }, 'task bookkeeping failed'),
           )
@@ -108,12 +125,23 @@ export class TaskRunner {
 
   /** Resolves when no task is running (shutdown, tests). */
   async idle(): Promise<void> {
-    while (this.running.size > 0) await Promise.all([...this.running.values()]);
+    while (this.running.size > 0) await Promise.all([...this.running.values()].map((task) => task.done));
   }
 
   /** Waits for the task of one host, if any, to end. */
   async idleFor(hostId: string): Promise<void> {
-    await this.running.get(hostId);
+    await this.running.get(hostId)?.done;
+  }
+
+  /**
+   * Cancels the host's task if it may be cancelled, and waits until it has unwound and its row says
+   * `failed` with `cancelled` (the message: `why`, and who asked). Another kind of task is left running.
+   */
+  async cancel(hostId: string, why: string, actor: Actor): Promise<void> {
+    for (let task = this.running.get(hostId); task?.cancel; task = this.running.get(hostId)) {
+      task.cancel.abort(`${why} (${requester(actor)})`);
+      await task.done;
+    }
   }
 
   isBusy(hostId: string): boolean {
@@ -149,7 +177,7 @@ export class TaskRunner {
     return failed;
   }
 
-  private async execute(task: TaskRow, request: TaskRequest): Promise<void> {
+  private async execute(task: TaskRow, request: TaskRequest, signal: AbortSignal): Promise<void> {
     let row = await this.tasks.update(task.id, {
       status: 'running',
       stage: 'starting',
@@ -169,7 +197,7 @@ export class TaskRunner {
       }
     };
     try {
-      const message = await request.work(progress);
+      const message = await request.work(progress, signal);
       row = await this.tasks.update(task.id, {
         status: 'succeeded',
         progress: 100,
@@ -190,6 +218,10 @@ export class TaskRunner {
         },
       });
     } catch (error) {
+      if (signal.aborted) {
+        await this.cancelled(task, request, String(signal.reason));
+        return;
+      }
       const code = error instanceof RuntimeError ? error.code : 'internal';
       const message = error instanceof Error ? error.message : String(error);
       if (!(error instanceof RuntimeError))
@@ -216,6 +248,29 @@ export class TaskRunner {
       });
       await request.onFailure?.(code, message);
     }
+  }
+
+  /** A cancelled task fails with `cancelled`: the contract knows no other end for a task than success and failure. */
+  private async cancelled(task: TaskRow, request: TaskRequest, reason: string): Promise<void> {
+    const row = await this.tasks.update(task.id, {
+      status: 'failed',
+      error_code: 'cancelled',
+      error_message: reason,
+      finished_at: nowIso(),
+    });
+    await this.bus.emit({
+      type: `task.${task.kind}.cancelled`,
+      message: `${task.kind} task cancelled: ${reason}`,
+      actor: request.actor,
+      userId: request.userId,
+      hostId: request.hostId,
+      taskId: task.id,
+      data: { code: 'cancelled' },
+      sse: {
+        message: { topic: 'tasks', action: 'update', id: task.id, payload: taskView(row) },
+        ownerUserId: request.userId,
+      },
+    });
   }
 
   private notify(row: TaskRow, action: 'create' | 'update'): void {

@@ -24,6 +24,7 @@ import {
   type ProgressReporter,
   RuntimeError,
   type RuntimeNotice,
+  startCancelled,
   type UpstreamSpec,
   UpstreamSwitchReverted,
   type WorkspaceEndpoints,
@@ -78,6 +79,13 @@ interface Timeouts {
 
 const DEFAULT_TIMEOUTS: Timeouts = { readyMs: 15_000, httpMs: 10_000, dnsMs: 8_000, stopSeconds: 5 };
 
+/** What a start made so far, so that a cancelled one can take it back. */
+interface StartMade {
+  volumes: string[];
+  /** The workspace container, when this start made it (none was there, or one from another spec). */
+  workspaceId: string | null;
+}
+
 interface ContainerFacts {
   id: string;
   running: boolean;
@@ -131,9 +139,10 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
     spec: WorkspaceSpec,
     upstream: UpstreamSpec,
     progress: ProgressReporter,
+    signal?: AbortSignal,
   ): Promise<WorkspaceEndpoints> {
     checkSpec(spec);
-    return this.exclusive(spec.hostId, () => this.startNow(spec, upstream, progress));
+    return this.exclusive(spec.hostId, () => this.startNow(spec, upstream, progress, signal));
   }
 
   async stop(hostId: string): Promise<void> {
@@ -445,27 +454,39 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
     spec: WorkspaceSpec,
     upstream: UpstreamSpec,
     progress: ProgressReporter,
+    signal?: AbortSignal,
   ): Promise<WorkspaceEndpoints> {
+    // Cancelled while waiting for its turn: nothing was touched yet.
+    if (signal?.aborted) throw startCancelled();
     const began = Date.now();
+    const made: StartMade = { volumes: [], workspaceId: null };
+    const step = async (percent: number, stage: string) => {
+      if (signal?.aborted) throw startCancelled();
+      await progress(percent, stage);
+    };
     try {
-      await progress(5, 'checking the images');
+      await step(5, 'checking the images');
       await this.requireImages();
-      await progress(10, `resolving the upstream ${upstream.config.server}`);
-      const serverIp = await resolveServer(upstream.config.server);
-      await progress(15, 'preparing the volumes and the uplink network');
+      await step(10, `resolving the upstream ${upstream.config.server}`);
+      const serverIp = await resolveServer(upstream.config.server, signal);
+      await step(15, 'preparing the volumes and the uplink network');
       const { hostAddress } = await this.ensureUplink();
-      await this.ensureVolumes(spec.hostId);
+      made.volumes = await this.ensureVolumes(spec.hostId);
       await this.writeGatewayFiles(spec.hostId, upstream, serverIp, hostAddress);
-      await progress(25, 'starting the egress gateway and the workspace');
+      await step(25, 'starting the egress gateway and the workspace');
+      const previousWorkspace = (await this.find(spec.hostId, 'workspace'))?.id;
       // Side by side: the workspace has no network at all until it is linked, after the gateway is ready.
       // Both are awaited even when one fails, so the clean-up below cannot miss a container still starting.
       const [gateway, workspace] = await settleAll([
-        this.recreateGateway(spec.hostId).then((id) => this.waitForGateway(id, null)),
-        this.prepareWorkspace(spec).then((id) => this.startContainer(id)),
+        this.recreateGateway(spec.hostId).then((id) => this.waitForGateway(id, null, signal)),
+        this.prepareWorkspace(spec).then((id) => {
+          if (id !== previousWorkspace) made.workspaceId = id;
+          return this.startContainer(id);
+        }),
       ]);
-      await progress(60, 'linking the workspace to its egress gateway');
+      await step(60, 'linking the workspace to its egress gateway');
       await linkWorkspace(gateway.pid, workspace.pid);
-      await progress(70, `verifying the path through ${upstream.label} (${upstream.exitIp})`);
+      await step(70, `verifying the path through ${upstream.label} (${upstream.exitIp})`);
       if (!gateway.uplinkAddress)
         throw new RuntimeError('network_setup_failed', 'the egress gateway has no uplink address');
       await verifyEgressPath(
@@ -476,19 +497,42 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
           uplinkHostAddress: hostAddress,
         },
         this.plan,
-        this.checkOptions(),
+        { ...this.checkOptions(), signal },
       );
       // sshd has usually been up for a while by now; this also proves the relay.
-      await progress(90, 'waiting for sshd');
+      await step(90, 'waiting for sshd');
       const endpoints = endpointsAt(gateway.uplinkAddress);
-      await this.waitForSsh(endpoints.ssh.host, workspace.id);
+      await this.waitForSsh(endpoints.ssh.host, workspace.id, signal);
       await progress(100, `running through ${upstream.label}, verified in ${Date.now() - began} ms`);
       return endpoints;
     } catch (error) {
+      if (signal?.aborted) {
+        await this.undoStart(spec.hostId, made);
+        throw startCancelled();
+      }
       // Never half-running: whatever failed, both containers end up stopped.
       await this.stopNow(spec.hostId).catch(() => undefined);
       throw asRuntimeError(error);
     }
+  }
+
+  /**
+   * After a cancelled start: what it made goes (the egress gateway, made anew by every start, with its files; a
+   * new workspace container; new volumes), what was there before is stopped. A first start leaves nothing.
+   */
+  private async undoStart(hostId: string, made: StartMade): Promise<void> {
+    const gateway = await this.find(hostId, 'egress-gateway');
+    if (gateway) await this.removeContainer(gateway.id);
+    if (made.workspaceId) await this.removeContainer(made.workspaceId);
+    else await this.stopNow(hostId);
+    for (const volume of made.volumes) await this.docker.getVolume(volume).remove().catch(ignoreStatus(404));
+    await rm(this.gatewayDir(hostId), { recursive: true, force: true });
+    const mounts = this.options.folderMountsDir;
+    if (made.workspaceId && mounts) await rmdir(path.join(mounts, hostId)).catch(() => {});
+  }
+
+  private async removeContainer(id: string): Promise<void> {
+    await this.docker.getContainer(id).remove({ force: true, v: true }).catch(ignoreStatus(404));
   }
 
   private async stopNow(hostId: string): Promise<void> {
@@ -667,9 +711,14 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
    * Until the egress gateway's entrypoint has loaded the kill switch and v2ray listens (a new v2ray, when
    * `previousV2ray` is given). Only then may a workspace be linked to it.
    */
-  private async waitForGateway(id: string, previousV2ray: number | null): Promise<ContainerFacts> {
+  private async waitForGateway(
+    id: string,
+    previousV2ray: number | null,
+    signal?: AbortSignal,
+  ): Promise<ContainerFacts> {
     const until = Date.now() + this.timeouts.readyMs;
     while (Date.now() < until) {
+      if (signal?.aborted) throw startCancelled();
       const facts = await this.inspect(id);
       if (!facts?.running) break;
       const pid = await v2rayPid(facts.pid);
@@ -685,9 +734,10 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
   }
 
   /** Until the workspace's sshd greets through the relay, i.e. from where the SSH proxy will connect. */
-  private async waitForSsh(host: string, workspaceId: string): Promise<void> {
+  private async waitForSsh(host: string, workspaceId: string, signal?: AbortSignal): Promise<void> {
     const until = Date.now() + this.timeouts.readyMs;
     while (Date.now() < until) {
+      if (signal?.aborted) throw startCancelled();
       if (await sshBanner(host, WORKSPACE_PORTS.ssh)) return;
       const facts = await this.inspect(workspaceId);
       if (!facts?.running)
@@ -769,7 +819,9 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
     }
   }
 
-  private async ensureVolumes(hostId: string): Promise<void> {
+  /** Makes the host's volumes where missing; returns the names of those it made. */
+  private async ensureVolumes(hostId: string): Promise<string[]> {
+    const made: string[] = [];
     for (const [name, role] of [
       [homeVolume(hostId), 'home'],
       [hostKeysVolume(hostId), 'host-keys'],
@@ -782,8 +834,10 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
           Name: name,
           Labels: { [HOST_LABEL]: hostId, [ROLE_LABEL]: role, [OWNER_LABEL]: this.owner },
         });
+        made.push(name);
       }
     }
+    return made;
   }
 
   /**
@@ -928,11 +982,17 @@ function endpointsAt(address: string): WorkspaceEndpoints {
 /**
  * v2ray must get an IP literal (spike-egress.md §8.3): inside the gateway, names resolve through the tunnel.
  */
-async function resolveServer(server: string): Promise<string> {
+async function resolveServer(server: string, signal?: AbortSignal): Promise<string> {
   if (net.isIP(server)) return server;
   try {
-    return (await lookup(server, { family: 4 })).address;
+    // A lookup cannot be aborted; a cancelled start stops waiting for it.
+    const cancelled = new Promise<never>((_, reject) => {
+      signal?.addEventListener('abort', () => reject(startCancelled()), { once: true });
+    });
+    cancelled.catch(() => {});
+    return (await Promise.race([lookup(server, { family: 4 }), cancelled])).address;
   } catch (error) {
+    if (signal?.aborted) throw startCancelled();
     throw new RuntimeError(
       'upstream_unresolvable',
       `cannot resolve the upstream host ${server}: ${(error as NodeJS.ErrnoException).code ?? error}`,

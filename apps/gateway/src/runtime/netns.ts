@@ -18,6 +18,13 @@ export interface CommandResult {
   stderr: string;
 }
 
+export interface RunOptions {
+  input?: string;
+  timeoutMs?: number;
+  /** Kills the program when it aborts (a cancelled start). */
+  signal?: AbortSignal;
+}
+
 /**
  * Runs a program with an argument array (never a shell), optionally feeding stdin; rejects on a non-zero
  * exit.
@@ -25,13 +32,18 @@ export interface CommandResult {
 export function run(
   command: string,
   args: readonly string[],
-  options: { input?: string; timeoutMs?: number } = {},
+  options: RunOptions = {},
 ): Promise<CommandResult> {
   return new Promise((resolve, reject) => {
     const child = execFile(
       command,
       args,
-      { timeout: options.timeoutMs ?? 10_000, maxBuffer: 1 << 20, encoding: 'utf8' },
+      {
+        timeout: options.timeoutMs ?? 10_000,
+        maxBuffer: 1 << 20,
+        encoding: 'utf8',
+        signal: options.signal,
+      },
       (error, stdout, stderr) => {
         if (error) {
           const detail = stderr.trim().split('\n').slice(-3).join(' | ') || error.message;
@@ -50,7 +62,7 @@ export function runInNetns(
   pid: number,
   command: string,
   args: readonly string[],
-  options: { input?: string; timeoutMs?: number } = {},
+  options: RunOptions = {},
 ): Promise<CommandResult> {
   return run('nsenter', [`--net=/proc/${pid}/ns/net`, '--', command, ...args], options);
 }

@@ -34,6 +34,8 @@ export interface PathCheckOptions {
   nodeCommand: string;
   httpTimeoutMs: number;
   dnsTimeoutMs: number;
+  /** Ends the check at once (a cancelled start): it may wait seconds on an upstream that never answers. */
+  signal?: AbortSignal;
 }
 
 interface DnsOutcome {
@@ -236,6 +238,7 @@ export async function verifyEgressPath(
     const [program, gateway] = await Promise.all([
       runInNetns(target.workspacePid, options.nodeCommand, ['-e', PROGRAM, JSON.stringify(task)], {
         timeoutMs: budget,
+        signal: options.signal,
       }),
       gatewayGuards(target.gatewayPid),
     ]);

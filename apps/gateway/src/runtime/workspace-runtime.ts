@@ -55,6 +55,9 @@ export class UpstreamSwitchReverted extends RuntimeError {
   }
 }
 
+/** What a start whose signal was aborted fails with, once it has undone what it made. */
+export const startCancelled = () => new RuntimeError('cancelled', 'the start was cancelled');
+
 export interface ImageStatus {
   name: 'workspace' | 'egress-gateway';
   tag: string;
@@ -82,8 +85,17 @@ export interface ExecResult {
 
 /** The container engine behind hosts. Docker today; a Kubernetes driver can implement the same contract. */
 export interface WorkspaceRuntime {
-  /** Creates what is missing and starts the egress gateway, then the workspace; verifies the path last. */
-  start(spec: WorkspaceSpec, upstream: UpstreamSpec, progress: ProgressReporter): Promise<WorkspaceEndpoints>;
+  /**
+   * Creates what is missing and starts the egress gateway, then the workspace; verifies the path last. Once
+   * `signal` aborts, it stops waiting, removes what this start created (containers, volumes, files), stops
+   * what existed before, and fails with `startCancelled()`.
+   */
+  start(
+    spec: WorkspaceSpec,
+    upstream: UpstreamSpec,
+    progress: ProgressReporter,
+    signal?: AbortSignal,
+  ): Promise<WorkspaceEndpoints>;
   stop(hostId: string): Promise<void>;
   /** Recreates the workspace container from the current image, keeping its home and SSH host keys. */
   rebuild(spec: WorkspaceSpec, upstream: UpstreamSpec | null, progress: ProgressReporter): Promise<void>;

@@ -2,6 +2,7 @@ import {
   type ExecResult,
   type ImageStatus,
   RuntimeError,
+  startCancelled,
   type UpstreamSpec,
   UpstreamSwitchReverted,
   type WorkspaceEndpoints,
@@ -23,19 +24,52 @@ export class MemoryRuntime implements WorkspaceRuntime {
   failNextSwitch: string | null = null;
   /** Milliseconds each lifecycle call takes (to observe busy hosts). */
   delayMs = 0;
+  /** While set, starts wait as on an upstream that never answers, until cancelled or `releaseStarts()`. */
+  holdStarts = false;
+  private readonly held = new Set<() => void>();
 
-  private async pause(): Promise<void> {
-    if (this.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.delayMs));
+  releaseStarts(): void {
+    this.holdStarts = false;
+    for (const release of this.held) release();
+  }
+
+  private async pause(signal?: AbortSignal, hold = false): Promise<void> {
+    const ms = this.delayMs;
+    if (ms <= 0 && !hold) return;
+    await new Promise<void>((resolve, reject) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.held.delete(done);
+        signal?.removeEventListener('abort', cancelled);
+        resolve();
+      };
+      const cancelled = () => {
+        clearTimeout(timer);
+        this.held.delete(done);
+        reject(startCancelled());
+      };
+      const timer = hold ? undefined : setTimeout(done, ms);
+      if (hold) this.held.add(done);
+      if (signal?.aborted) cancelled();
+      else signal?.addEventListener('abort', cancelled, { once: true });
+    });
   }
 
   async start(
     spec: WorkspaceSpec,
     upstream: UpstreamSpec,
     progress: (p: number, s: string) => Promise<void>,
+    signal?: AbortSignal,
   ) {
     this.calls.push(`start ${spec.hostId} ${upstream.exitIp}`);
     await progress(50, 'starting containers');
-    await this.pause();
+    try {
+      await this.pause(signal, this.holdStarts);
+    } catch (error) {
+      // Like the Docker driver: a cancelled start leaves nothing behind.
+      this.calls.push(`start cancelled ${spec.hostId}`);
+      throw error;
+    }
     if (this.failNextStart) {
       const code = this.failNextStart;
       this.failNextStart = null;

@@ -103,6 +103,43 @@ for (const kind of DATABASES) {
       assert.equal((await labelled(host.id)).containers.filter((c) => c.State === 'running').length, 0);
     });
 
+    it('ends a start waiting on an upstream that never answers when the host is stopped, leaving nothing', async () => {
+      const user = await t.createUser('gus');
+      const silent = await t.request('POST', '/v1/admin/egress-ips', {
+        body: {
+          label: 'silent upstream',
+          ip_address: lab.exits[0]!.address,
+          // A lab address that drops every packet: the start's path check waits on it for many seconds.
+          proxy_config: { ...lab.exits[0]!.variants['socks-auth'].proxyConfig, server: '203.0.113.59' },
+        },
+      });
+      const host = (
+        await t.request('POST', '/v1/admin/hosts', {
+          body: { user_id: user.id, egress_ip_id: silent.body.id },
+        })
+      ).body;
+      created.push(host.id);
+      const start = (await t.request('POST', `/v1/admin/hosts/${host.id}/start`)).body.task_id;
+      const stage = async () => (await t.request('GET', `/v1/admin/tasks/${start}`)).body.stage as string;
+      for (let waited = 0; !(await stage()).startsWith('verifying the path'); waited += 100) {
+        assert.ok(waited < 60_000, `the start never reached the path check (${await stage()})`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+
+      const began = Date.now();
+      const stop = await t.request('POST', `/v1/admin/hosts/${host.id}/stop`);
+      const took = Date.now() - began;
+      assert.equal(stop.status, 202, JSON.stringify(stop.body));
+      assert.ok(took < 5000, `the stop answered after ${took} ms`);
+      assert.equal((await waitTask(stop.body.task_id)).status, 'succeeded');
+      const cancelled = (await t.request('GET', `/v1/admin/tasks/${start}`)).body;
+      assert.equal(cancelled.status, 'failed');
+      assert.equal(cancelled.error.code, 'cancelled');
+      assert.equal((await t.request('GET', `/v1/admin/hosts/${host.id}`)).body.status, 'stopped');
+      const left = await labelled(host.id);
+      assert.deepEqual([left.containers.length, left.volumes.length], [0, 0]);
+    });
+
     it("removes a deleted user's workspaces with their volumes", async () => {
       const user = await t.createUser('frank');
       const host = (

@@ -132,7 +132,7 @@ for (const kind of DATABASES) {
       const started = await t.request('POST', `/v1/admin/hosts/${created.id}/start`);
       assert.equal(started.status, 202);
       assert.equal(started.body.status_url, `/v1/admin/tasks/${started.body.task_id}`);
-      const busy = await t.request('POST', `/v1/admin/hosts/${created.id}/stop`);
+      const busy = await t.request('POST', `/v1/admin/hosts/${created.id}/rebuild`);
       assert.equal(busy.status, 409);
       assert.equal(busy.body.code, 'host_busy');
       assert.equal(busy.body.task_id, started.body.task_id);

@@ -61,6 +61,7 @@ for (const kind of DATABASES) {
     const events = async (type: string, hostId?: string) =>
       (await t.request('GET', `/v1/admin/events?type=${type}${hostId ? `&host_id=${hostId}` : ''}`)).body
         .events as any[];
+    const task = async (id: string) => (await t.request('GET', `/v1/admin/tasks/${id}`)).body;
 
     describe('edits are tested before they are applied', () => {
       it('refuses an edit that fails the test while running hosts use the egress IP, storing nothing', async () => {
@@ -161,5 +162,83 @@ for (const kind of DATABASES) {
         assert.deepEqual(updated.body.bound_host_ids, [stopped.id]);
       });
     });
+
+    describe('a start can be cancelled', () => {
+      it('ends a waiting start when the host is stopped: the start is cancelled, the stop runs', async () => {
+        const created = await host(await egress('198.51.100.71'));
+        runtime.holdStarts = true;
+        try {
+          const started = await t.request('POST', `/v1/admin/hosts/${created.id}/start`);
+          assert.equal(started.status, 202);
+          await waitFor(() => runtime.calls.includes(`start ${created.id} 198.51.100.71`));
+          const began = Date.now();
+          const stop = await t.request('POST', `/v1/admin/hosts/${created.id}/stop`);
+          assert.equal(stop.status, 202, JSON.stringify(stop.body));
+          assert.ok(Date.now() - began < 2000, 'the stop did not wait for the start');
+          assert.notEqual(stop.body.task_id, started.body.task_id);
+          await t.gateway.tasks.idle();
+
+          const cancelled = await task(started.body.task_id);
+          assert.equal(cancelled.status, 'failed');
+          assert.equal(cancelled.error.code, 'cancelled');
+          assert.match(cancelled.error.message, /stop/);
+          assert.ok(cancelled.finished_at);
+          assert.equal((await task(stop.body.task_id)).status, 'succeeded');
+          const details = (await t.request('GET', `/v1/admin/hosts/${created.id}`)).body;
+          assert.equal(details.status, 'stopped');
+          assert.ok(runtime.calls.includes(`start cancelled ${created.id}`));
+          assert.equal(runtime.hosts.has(created.id), false, 'the cancelled start left nothing behind');
+          assert.equal((await events('task.start.cancelled', created.id)).length, 1);
+          assert.equal((await events('host.failed', created.id)).length, 0);
+        } finally {
+          runtime.releaseStarts();
+          await t.gateway.tasks.idle();
+        }
+      });
+
+      it('ends a waiting start when the host is deleted, and deletes it', async () => {
+        const created = await host(await egress('198.51.100.72'));
+        runtime.holdStarts = true;
+        try {
+          const started = await t.request('POST', `/v1/admin/hosts/${created.id}/start`);
+          await waitFor(() => runtime.calls.includes(`start ${created.id} 198.51.100.72`));
+          const deleted = await t.request('DELETE', `/v1/admin/hosts/${created.id}`);
+          assert.equal(deleted.status, 204, JSON.stringify(deleted.body));
+          const cancelled = await task(started.body.task_id);
+          assert.equal(cancelled.status, 'failed');
+          assert.equal(cancelled.error.code, 'cancelled');
+          assert.equal((await t.request('GET', `/v1/admin/hosts/${created.id}`)).status, 404);
+          assert.ok(runtime.calls.includes(`remove ${created.id}`));
+          assert.equal(runtime.hosts.has(created.id), false);
+        } finally {
+          runtime.releaseStarts();
+          await t.gateway.tasks.idle();
+        }
+      });
+
+      it('still refuses a rebuild while a start runs', async () => {
+        const created = await host(await egress('198.51.100.73'));
+        runtime.holdStarts = true;
+        try {
+          const started = await t.request('POST', `/v1/admin/hosts/${created.id}/start`);
+          const busy = await t.request('POST', `/v1/admin/hosts/${created.id}/rebuild`);
+          assert.equal(busy.status, 409);
+          assert.equal(busy.body.code, 'host_busy');
+          assert.equal(busy.body.task_id, started.body.task_id);
+        } finally {
+          runtime.releaseStarts();
+          await t.gateway.tasks.idle();
+        }
+        assert.equal((await t.request('GET', `/v1/admin/hosts/${created.id}`)).body.status, 'running');
+      });
+    });
   });
+}
+
+async function waitFor(condition: () => boolean, ms = 2000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!condition()) {
+    if (Date.now() > until) throw new Error('timed out waiting');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
 }

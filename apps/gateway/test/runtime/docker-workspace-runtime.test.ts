@@ -117,7 +117,7 @@ describe('egress gateway files', () => {
 const skip = needs('lab', 'docker');
 const docker = new Docker({ socketPath: '/var/run/docker.sock' });
 const run = `t${randomBytes(3).toString('hex')}`;
-const ids = { main: `${run}-main`, wrong: `${run}-wrong` };
+const ids = { main: `${run}-main`, wrong: `${run}-wrong`, cancel: `${run}-cancel` };
 const noProgress = async () => {};
 
 /** `docker exec` in a host's container (the test may use the CLI; the runtime never does). */
@@ -390,6 +390,58 @@ describe('DockerWorkspaceRuntime (real Docker, egress lab)', { skip, timeout: 60
       containers.filter((container) => container.State === 'running'),
       [],
     );
+  });
+
+  /** Starts a host through an upstream that never answers and cancels it once the path check waits on it. */
+  const cancelledStart = async (hostId: string) => {
+    const silent: UpstreamSpec = {
+      ...upstream('socks', 0),
+      config: { ...(variant(lab, 'socks', 0).proxyConfig as ProxyConfig), server: '203.0.113.59' },
+    };
+    const controller = new AbortController();
+    let abortedAt = 0;
+    const start = runtime.start(
+      spec(hostId),
+      silent,
+      async (_progress, stage) => {
+        if (!stage.startsWith('verifying the path')) return;
+        setTimeout(() => {
+          abortedAt = Date.now();
+          controller.abort();
+        }, 1000);
+      },
+      controller.signal,
+    );
+    await assert.rejects(
+      start,
+      (error: unknown) => error instanceof RuntimeError && error.code === 'cancelled',
+    );
+    assert.ok(abortedAt > 0, 'the start reached the path check');
+    const took = Date.now() - abortedAt;
+    assert.ok(took < 5000, `the cancelled start took ${took} ms to end`);
+  };
+
+  it('ends a first start that waits on a silent upstream at once, leaving nothing behind', async () => {
+    await cancelledStart(ids.cancel);
+    assert.deepEqual(await labelled(ids.cancel), { containers: [], volumes: [] });
+    assert.equal(await runtime.state(ids.cancel), 'missing');
+    await assert.rejects(stat(path.join(dataDir, 'runtime', 'egress', ids.cancel)), { code: 'ENOENT' });
+  });
+
+  it('keeps the workspace and home of a host that ran before when its start is cancelled', async () => {
+    await runtime.stop(ids.main);
+    const before = await labelled(ids.main);
+    await cancelledStart(ids.main);
+    const left = await labelled(ids.main);
+    assert.deepEqual(
+      left.containers.map((container) => [container.Names[0], container.State]),
+      [[`/${workspace(ids.main)}`, 'exited']],
+    );
+    assert.deepEqual(
+      left.volumes.map((volume) => volume.Name).sort(),
+      before.volumes.map((volume) => volume.Name).sort(),
+    );
+    assert.equal(await runtime.state(ids.main), 'stopped');
   });
 
   it('removes every container, volume and file of a host', async () => {

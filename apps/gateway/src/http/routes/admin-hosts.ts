@@ -71,7 +71,7 @@ export function registerAdminHostRoutes(app: Api, { hosts, lifecycle, tasks, ima
         reply.status(202).send(await lifecycle[name](request.params.hostID, actorOf(principalOf(request)))),
     );
   action('start', 'Start the host (409 no_egress_bound without a binding, 409 host_busy while a task runs)');
-  action('stop', 'Stop the host');
+  action('stop', 'Stop the host; a start still running is cancelled first (that task fails with cancelled)');
   action(
     'rebuild',
     'Recreate the workspace from the current image; the home volume and SSH host keys are kept',
@@ -82,7 +82,9 @@ export function registerAdminHostRoutes(app: Api, { hosts, lifecycle, tasks, ima
     {
       schema: {
         tags,
-        summary: 'Delete the host with its containers and home volume',
+        summary:
+          'Delete the host with its containers and home volume; a start still running is cancelled first, ' +
+          'another task answers 409 host_busy',
         params: HostParams,
         response: { 204: NoContent, ...errorResponses(404, 409) },
       },
