@@ -10,13 +10,16 @@ ccp_main() {
   fi
   [ -n "$ccp_username" ] || ccp_die 1 'no username given'
   ccp_read_secret "Password for $ccp_username: "
-  ccp_username=$(ccp_json "$ccp_username") || exit $?
+  ccp_username=$(ccp_json "$ccp_username") || exit "$?"
   [ -n "$ccp_line" ] || ccp_die 1 'no password given'
-  ccp_password=$(ccp_json "$ccp_line") || exit $?
+  ccp_password=$(ccp_json "$ccp_line") || exit "$?"
 
   while :; do
     ccp_host_field=''
-    if [ -n "$ccp_short_id" ]; then ccp_host_field=",\"host\":\"$(ccp_json "$ccp_short_id")\""; fi
+    if [ -n "$ccp_short_id" ]; then
+      ccp_host_field=$(ccp_json "$ccp_short_id") || exit "$?"
+      ccp_host_field=",\"host\":\"$ccp_host_field\""
+    fi
     ccp_http POST /v1/bootstrap/sessions \
       "{\"username\":\"$ccp_username\",\"password\":\"$ccp_password\"$ccp_host_field}"
     case "$ccp_status:$(ccp_field code)" in

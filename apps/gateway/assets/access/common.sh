@@ -26,8 +26,9 @@ ccp_setup() {
   for ccp_tool in curl ssh sed; do
     command -v "$ccp_tool" >/dev/null 2>&1 || ccp_die 4 "this script needs '$ccp_tool'; install it and run it again"
   done
-  # The password is read from the terminal: the script itself arrives through the pipe.
-  if ! { : </dev/tty; } 2>/dev/null; then
+  # The password is read from the terminal: the script itself arrives through the pipe. The probe runs in a
+  # subshell because dash ends the whole shell when a redirection on `:` fails.
+  if ! (: </dev/tty) 2>/dev/null; then
     ccp_die 4 'this script needs a terminal to read the password from; run it in an interactive shell'
   fi
   ccp_tmp=$(mktemp -d "${TMPDIR:-/tmp}/ccp.XXXXXX") || ccp_die 4 'cannot create a temporary directory'

@@ -3,7 +3,7 @@ ccp_main() {
   ccp_setup
   ccp_read_secret "Password for host $CCP_SHORT_ID: "
   [ -n "$ccp_line" ] || ccp_die 1 'no password given'
-  ccp_password=$(ccp_json "$ccp_line") || exit $?
+  ccp_password=$(ccp_json "$ccp_line") || exit "$?"
   ccp_task=''
   while :; do
     if [ -n "$ccp_task" ]; then

@@ -11,11 +11,70 @@ import { labUnavailable } from '../../../../test/lab/lab.js';
 import { HOST_LABEL } from '../../src/runtime/docker-workspace-runtime.js';
 import { freePort, type LabGateway, startLabGateway } from '../helpers/lab-gateway.js';
 import { PtySession } from '../helpers/pty-session.js';
-import type { TestGateway } from '../helpers/test-gateway.js';
+import { startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
 
 const exec = promisify(execFile);
 const docker = new Docker({ socketPath: '/var/run/docker.sock' });
 const skip = labUnavailable();
+
+// Debian's /bin/sh is dash, where a failed redirection on a special built-in (`: </dev/tty`) ends the shell.
+describe('the scripts under dash and bash, with and without a terminal', { timeout: 120_000 }, () => {
+  let t: TestGateway;
+  let apiUrl: string;
+  let entryPath: string;
+  let password: string;
+
+  before(async () => {
+    const port = await freePort();
+    apiUrl = `http://127.0.0.1:${port}`;
+    t = await startTestGateway('sqlite', { HTTP_PORT: String(port), PUBLIC_API_URL: apiUrl });
+    await t.listen();
+    const user = await t.createUser('scriptuser');
+    password = user.password;
+    const host = (await t.request('POST', '/v1/admin/hosts', { body: { user_id: user.id } })).body;
+    entryPath = `/entry/${host.short_id}`;
+  });
+  after(() => t?.close());
+
+  const scripts = [
+    { name: 'entry', path: () => entryPath, prompts: [] as string[] },
+    { name: 'bootstrap', path: () => '/v1/bootstrap/script', prompts: ['scriptuser'] },
+  ];
+  for (const shell of ['dash', 'bash']) {
+    for (const script of scripts) {
+      it(`${script.name} under ${shell} without a terminal: exit 4 and says it needs one`, async () => {
+        // setsid leaves the shell without a controlling terminal, so /dev/tty cannot be opened.
+        const command = `curl -fsSL '${apiUrl}${script.path()}' | ${shell}`;
+        const run = await exec('setsid', ['-w', shell, '-c', command], {
+          env: { PATH: process.env.PATH },
+        }).catch((error) => error);
+        assert.equal(run.code, 4, `stdout: ${run.stdout}\nstderr: ${run.stderr}`);
+        assert.match(run.stderr, /this script needs a terminal to read the password from/);
+      });
+
+      it(`${script.name} under ${shell} in a terminal: asks without echo and ends with the answer's exit code`, async () => {
+        const cases = [
+          { typed: 'not-the-password', code: 1, says: /cloud-cli-proxy: Wrong username or password/ },
+          { typed: password, code: 8, says: /ask an administrator to bind an egress IP/ },
+        ];
+        for (const { typed, code, says } of cases) {
+          const session = new PtySession(`curl -fsSL '${apiUrl}${script.path()}' | ${shell}`, {
+            PATH: process.env.PATH,
+          });
+          for (const answer of script.prompts) {
+            await session.waitFor('Username: ');
+            session.type(`${answer}\r`);
+          }
+          await session.waitFor('Password for ');
+          session.type(`${typed}\r`);
+          assert.equal(await session.exitCode(30_000), code, session.screen);
+          assert.match(session.screen, says);
+          assert.ok(!session.screen.includes(typed), 'the password is not echoed');
+        }
+      });
+    }
+  }
+});
 
 describe('the entry and bootstrap scripts, typed at in a terminal, against real workspaces', {
   skip,
