@@ -78,6 +78,26 @@ function signature(entry: Entry | undefined): string | null {
 
 const seconds = (ms: number) => Math.floor(ms / 1000);
 
+/**
+ * Whether `name` can be one entry of a folder on every system. Names listed by the workspace come from its
+ * SFTP server, which its root can replace: a separator (`/`, or `\` on Windows), NUL, `.` or `..` in one
+ * would lead the copy on this machine elsewhere.
+ */
+function isPlainName(name: string): boolean {
+  return name !== '' && name !== '.' && name !== '..' && !/[/\\\0]/.test(name);
+}
+
+/** Copies everything `from` holds into `to`, both open files of this machine. */
+async function copyContent(from: fs.FileHandle, to: fs.FileHandle): Promise<void> {
+  const buffer = Buffer.alloc(256 * 1024);
+  for (let at = 0; ; ) {
+    const { bytesRead } = await from.read(buffer, 0, buffer.length, at);
+    if (bytesRead === 0) return;
+    await to.write(buffer, 0, bytesRead, at);
+    at += bytesRead;
+  }
+}
+
 /** `20261122T031318Z`: sorts by time and is safe in a file name. */
 function utcStamp(date = new Date()): string {
   return date
@@ -140,8 +160,11 @@ export class HotSync {
   /** The last error said about a path (cleared when it syncs), and situations already reported once. */
   private readonly lastProblem = new Map<string, string>();
   private readonly reported = new Map<string, string>();
-  /** Per-pass caches of directories checked to be real (no link on the way out of the root). */
-  private checkedLocalDirs = new Set<string>();
+  /**
+   * Per pass: local folders found or made (writes in them still check them), and workspace folders checked
+   * to be real (no link on the way out of the root).
+   */
+  private knownLocalDirs = new Set<string>();
   private checkedRemoteDirs = new Set<string>();
   /** Per pass: folders that could not be listed (their contents are left alone), and leftover temp files. */
   private unreadable = new Set<string>();
@@ -234,8 +257,31 @@ export class HotSync {
 
   // ---- paths -------------------------------------------------------------------------------------------
 
+  /** The parts of `rel`; a part that is not a plain name is refused, whatever the path came from. */
+  private partsOf(rel: string): string[] {
+    const parts = rel.split('/');
+    if (!parts.every(isPlainName)) throw new Error(`${JSON.stringify(rel)} is not a path inside the folder`);
+    return parts;
+  }
+
+  /** Where `rel` is on this machine, to look at; anything that changes it goes through `checkedLocalPath`. */
   private localPath(rel: string): string {
-    return rel === '' ? this.options.localRoot : path.join(this.options.localRoot, ...rel.split('/'));
+    return rel === '' ? this.options.localRoot : path.join(this.options.localRoot, ...this.partsOf(rel));
+  }
+
+  /**
+   * Where to act on `rel` on this machine, resolved right before the act: its folder must be the same folder
+   * under the real root, so that a link put in the local tree since the scan (the workspace can make links
+   * here through sshfs) cannot lead a write, or a read sent to the workspace, outside the folder.
+   */
+  private async checkedLocalPath(rel: string): Promise<string> {
+    const parts = this.partsOf(rel);
+    const folder = path.join(this.realLocalRoot, ...parts.slice(0, -1));
+    if ((await fs.realpath(folder)) !== folder)
+      throw new Error(
+        `${parts.slice(0, -1).join('/') || 'the folder'} leads outside the folder on this machine`,
+      );
+    return path.join(folder, parts.at(-1) as string);
   }
 
   private remotePath(rel: string): string {
@@ -261,25 +307,22 @@ export class HotSync {
   }
 
   /**
-   * Makes sure the folder holding `rel` exists locally as a real folder inside the root: missing folders are
-   * made one level at a time, and a link on the way (which could lead out of the root) is refused.
+   * Makes sure the folder holding `rel` exists locally as a folder: missing folders are made one level at a
+   * time, and a link on the way is refused. Each write checks its folder again (`checkedLocalPath`).
    */
   private async ensureLocalParent(rel: string): Promise<void> {
     const dir = path.posix.dirname(rel);
-    if (dir === '.' || this.checkedLocalDirs.has(dir)) return;
+    if (dir === '.' || this.knownLocalDirs.has(dir)) return;
     let at = '';
     for (const part of dir.split('/')) {
       at = at ? `${at}/${part}` : part;
       const found = await this.localEntry(at);
       if (!found) {
-        await fs.mkdir(this.localPath(at));
+        await fs.mkdir(await this.checkedLocalPath(at));
         this.base.set(at, { local: 'd', remote: 'd' });
       } else if (found.type !== 'dir') throw new Error(`${at} is not a folder on this machine`);
     }
-    const real = await fs.realpath(this.localPath(dir));
-    if (real !== path.join(this.realLocalRoot, ...dir.split('/')))
-      throw new Error(`${dir} leads outside the folder on this machine`);
-    this.checkedLocalDirs.add(dir);
+    this.knownLocalDirs.add(dir);
   }
 
   private async ensureRemoteParent(remote: RemoteFs, rel: string): Promise<void> {
@@ -373,6 +416,10 @@ export class HotSync {
         });
         const entries = await Promise.all(
           names.map(async (name): Promise<[string, Entry] | null> => {
+            if (!isPlainName(name)) {
+              this.refuseName('on this machine', dir, name);
+              return null;
+            }
             const rel = dir === '' ? name : `${dir}/${name}`;
             if (this.skipName(name)) {
               const stats = await fs.lstat(this.localPath(rel)).catch(() => null);
@@ -406,7 +453,12 @@ export class HotSync {
         }
         const entries = await Promise.all(
           listing
-            .filter(({ name }) => name !== '.' && name !== '..')
+            .filter(({ name }) => {
+              if (name === '.' || name === '..') return false;
+              if (isPlainName(name)) return true;
+              this.refuseName('in the workspace', dir, name);
+              return false;
+            })
             .map(async ({ name, attrs }): Promise<[string, Entry] | null> => {
               const rel = dir === '' ? name : `${dir}/${name}`;
               if (this.skipName(name)) {
@@ -424,6 +476,15 @@ export class HotSync {
         return entries.filter((entry) => entry !== null);
       },
     );
+  }
+
+  /**
+   * A listed name that is not a plain name is skipped on both sides alike (skipped on one side only, it would
+   * look deleted there), and said once; the name is quoted, as it may hold anything.
+   */
+  private refuseName(side: 'in the workspace' | 'on this machine', dir: string, name: string): void {
+    const text = `${JSON.stringify(name)} listed in ${dir || 'the folder'} ${side} is not a plain file name; not synced`;
+    this.problemOnce(text, text);
   }
 
   /** A folder that cannot be listed is not taken for empty: nothing under it is synced in this pass. */
@@ -450,9 +511,10 @@ export class HotSync {
       const stats = await this.reconcile(remote, local, workspace, true);
       await this.keepHistory(remote);
       for (const { side, rel } of this.staleTemps)
-        await (side === 'local' ? fs.unlink(this.localPath(rel)) : remote.unlink(this.remotePath(rel))).catch(
-          () => {},
-        );
+        await (side === 'local'
+          ? this.checkedLocalPath(rel).then(fs.unlink)
+          : remote.unlink(this.remotePath(rel))
+        ).catch(() => {});
       this.refreshWatchers(local);
       const oversized = [...local]
         .filter(([, e]) => e.type === 'file' && e.size >= this.options.maxFileBytes)
@@ -510,7 +572,7 @@ export class HotSync {
     if (copyId !== stored.id) return;
     // An emptied copy (wiped, or made again) is not "everything deleted in the workspace".
     const listing = await remote.readdir(this.options.remoteRoot).catch(() => []);
-    if (stored.paths.length > 0 && !listing.some(({ name }) => name !== '.' && name !== '..')) return;
+    if (stored.paths.length > 0 && !listing.some(({ name }) => isPlainName(name))) return;
     this.base.replaceWith(stored.paths);
     this.historyId = stored.id;
     this.savedChanges = this.base.changes;
@@ -558,7 +620,7 @@ export class HotSync {
     full: boolean,
     scope?: Set<string>,
   ): Promise<Pass> {
-    this.checkedLocalDirs = new Set();
+    this.knownLocalDirs = new Set();
     this.checkedRemoteDirs = new Set();
     const stats: Pass = { copied: 0, bytes: 0, conflicts: 0, removals: [] };
     const rels = new Set(scope ?? [...local.keys(), ...workspace.keys(), ...this.base.keys()]);
@@ -801,7 +863,7 @@ export class HotSync {
     l: Extract<Entry, { type: 'file' }>,
     place: (temp: string) => Promise<void>,
   ): Promise<string> {
-    const file = await fs.open(this.localPath(rel), constants.O_RDONLY | constants.O_NOFOLLOW);
+    const file = await fs.open(await this.checkedLocalPath(rel), constants.O_RDONLY | constants.O_NOFOLLOW);
     const temp = this.remotePath(this.tempName(rel));
     let handle: Buffer | null = null;
     try {
@@ -839,27 +901,27 @@ export class HotSync {
     r: Entry | undefined,
     stats: Pass,
   ): Promise<void> {
-    const where = this.localPath(rel);
     await this.ensureLocalParent(rel);
+    const where = () => this.checkedLocalPath(rel);
     const expected = signature(l);
     const stillAsSeen = async () => {
       if (signature(await this.localEntry(rel)) !== expected) throw new Moved();
     };
-    /** Moves a finished temporary entry into place, unless the place changed since the scan. */
+    /** Moves a finished temporary entry (relative) into place, unless the place changed since the scan. */
     const place = async (temp: string) => {
       try {
         await stillAsSeen();
-        if (l?.type === 'dir') await fs.rmdir(where);
-        await fs.rename(temp, where);
+        if (l?.type === 'dir') await fs.rmdir(await where());
+        await fs.rename(await this.checkedLocalPath(temp), await where());
       } catch (error) {
-        await fs.unlink(temp).catch(() => {});
+        await this.removeLocalTemp(temp);
         throw error;
       }
     };
     if (!r) {
       return this.removeGone(rel, l, stats, stillAsSeen, {
-        rmdir: () => fs.rmdir(where),
-        unlink: () => fs.unlink(where),
+        rmdir: async () => fs.rmdir(await where()),
+        unlink: async () => fs.unlink(await where()),
         gone: async () => !(await this.localEntry(rel).catch(() => true)),
       });
     }
@@ -867,16 +929,16 @@ export class HotSync {
       if (l?.type !== 'dir') {
         if (l) {
           await stillAsSeen();
-          await fs.unlink(where);
+          await fs.unlink(await where());
         }
-        await fs.mkdir(where, { mode: r.mode });
+        await fs.mkdir(await where(), { mode: r.mode });
       }
       this.base.set(rel, { local: 'd', remote: 'd' });
       return;
     }
     if (r.type === 'link' && !this.coldSource(rel, r)) {
-      const temp = this.localPath(this.tempName(rel));
-      await fs.symlink(r.target, temp);
+      const temp = this.tempName(rel);
+      await fs.symlink(r.target, await this.checkedLocalPath(temp));
       await place(temp);
       this.base.set(rel, { local: `l:${r.target}`, remote: `l:${r.target}` });
       return;
@@ -900,38 +962,69 @@ export class HotSync {
     const prefix = `${this.options.coldRoot}/`;
     if (!r.target.startsWith(prefix)) return null;
     const source = path.posix.normalize(r.target.slice(prefix.length));
-    return source === '.' || source === '..' || source.startsWith('../') ? null : source;
+    return source.split('/').every(isPlainName) ? source : null;
   }
 
   /**
-   * The workspace's version of `rel` in a local temporary file beside it: a downloaded copy, or for a link
-   * into the sshfs layer a copy of the local file it shows.
+   * The workspace's version of `rel` in a local temporary file beside it (returned relative to the root): a
+   * downloaded copy, or for a link into the sshfs layer a copy of the local file it shows.
    */
   private async fetch(remote: RemoteFs, rel: string, r: Entry): Promise<{ temp: string; size: number }> {
     if (r.type === 'file') return { temp: await this.download(remote, rel, r), size: r.size };
     const source = this.coldSource(rel, r);
     if (!source) throw new Error(`${rel} in the workspace holds no content to copy`);
-    const from = this.localPath(source);
-    const stats = await fs.lstat(from);
-    const real = await fs.realpath(path.dirname(from));
-    if (!stats.isFile() || !`${real}${path.sep}`.startsWith(`${this.realLocalRoot}${path.sep}`))
+    // Not followed if it is a link: the workspace names the file, and must not get another one copied.
+    const from = await fs
+      .open(await this.checkedLocalPath(source), constants.O_RDONLY | constants.O_NOFOLLOW)
+      .catch(() => null);
+    const stats = await from?.stat();
+    if (!from || !stats?.isFile()) {
+      await from?.close();
       throw new Error(`${rel} in the workspace links to ${source} through sshfs, which is not a file here`);
-    const temp = this.localPath(this.tempName(rel));
-    await fs.copyFile(from, temp, constants.COPYFILE_EXCL);
-    await fs.chmod(temp, stats.mode & 0o777);
-    await fs.utimes(temp, stats.atime, stats.mtime);
-    return { temp, size: stats.size };
+    }
+    const temp = this.tempName(rel);
+    try {
+      const copy = await this.createLocalTemp(temp);
+      try {
+        await copyContent(from, copy);
+        await copy.chmod(stats.mode & 0o777);
+        await copy.utimes(stats.atime, stats.mtime);
+      } finally {
+        await copy.close();
+      }
+      return { temp, size: stats.size };
+    } catch (error) {
+      await this.removeLocalTemp(temp);
+      throw error;
+    } finally {
+      await from.close();
+    }
   }
 
-  /** Copies a workspace file to a temporary name beside its local place; returns that local path. */
+  /** A new temporary file at `temp` (relative), for writing; never one that was there, nor a link. */
+  private async createLocalTemp(temp: string): Promise<fs.FileHandle> {
+    const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL;
+    return fs.open(await this.checkedLocalPath(temp), flags, 0o600);
+  }
+
+  private async removeLocalTemp(temp: string): Promise<void> {
+    await this.checkedLocalPath(temp)
+      .then(fs.unlink)
+      .catch(() => {});
+  }
+
+  /** Copies a workspace file to a temporary name beside its local place; returns that name (relative). */
   private async download(
     remote: RemoteFs,
     rel: string,
     r: Extract<Entry, { type: 'file' }>,
   ): Promise<string> {
-    const temp = this.localPath(this.tempName(rel));
+    const temp = this.tempName(rel);
     const handle = await remote.open(this.remotePath(rel), 'r');
-    const file = await fs.open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
+    const file = await this.createLocalTemp(temp).catch(async (error) => {
+      await remote.close(handle).catch(() => {});
+      throw error;
+    });
     try {
       // Opening follows a link; the handle must be the very file the scan saw.
       const opened = await remote.fstat(handle);
@@ -952,7 +1045,7 @@ export class HotSync {
       await file.utimes(r.mtime, r.mtime);
       return temp;
     } catch (error) {
-      await fs.unlink(temp).catch(() => {});
+      await this.removeLocalTemp(temp);
       throw error;
     } finally {
       await file.close();
@@ -969,14 +1062,14 @@ export class HotSync {
     await this.ensureLocalParent(rel);
     const { temp, size } = await this.fetch(remote, rel, r);
     // Equal size and time could still be different edits made in the same second: the content decides.
-    if (l.type === 'file' && l.size === size && (await this.sameContent(temp, this.localPath(rel)))) {
-      await fs.unlink(temp);
+    if (l.type === 'file' && l.size === size && (await this.sameContent(temp, rel))) {
+      await this.removeLocalTemp(temp);
       this.base.set(rel, { local: signature(l) ?? '', remote: signature(r) ?? '' });
       return;
     }
     let keptAs = `${rel}.ccp-conflict-${utcStamp()}`;
     for (let n = 2; await this.localEntry(keptAs); n++) keptAs = `${rel}.ccp-conflict-${utcStamp()}-${n}`;
-    await fs.rename(temp, this.localPath(keptAs));
+    await fs.rename(await this.checkedLocalPath(temp), await this.checkedLocalPath(keptAs));
     stats.conflicts++;
     this.options.onConflict?.(rel, keptAs);
     const saved = await this.localEntry(keptAs);
@@ -984,8 +1077,15 @@ export class HotSync {
     await this.push(remote, rel, l, r, stats);
   }
 
+  /** Whether the local files `a` and `b` (relative) hold the same bytes. */
   private async sameContent(a: string, b: string): Promise<boolean> {
-    const [x, y] = await Promise.all([fs.open(a), fs.open(b, constants.O_RDONLY | constants.O_NOFOLLOW)]);
+    const open = async (rel: string) =>
+      fs.open(await this.checkedLocalPath(rel), constants.O_RDONLY | constants.O_NOFOLLOW);
+    const x = await open(a);
+    const y = await open(b).catch(async (error) => {
+      await x.close();
+      throw error;
+    });
     try {
       const bx = Buffer.alloc(256 * 1024);
       const by = Buffer.alloc(bx.length);
@@ -1006,7 +1106,7 @@ export class HotSync {
   // ---- local change notifications -------------------------------------------------------------------------
 
   private markDirty(rel: string): void {
-    if (this.stopped || rel.split('/').some((part) => this.skipName(part))) return;
+    if (this.stopped || rel.split('/').some((part) => this.skipName(part) || !isPlainName(part))) return;
     this.dirty.add(rel);
     if (this.dirtyTimer || !this.remote) return;
     this.dirtyTimer = setTimeout(() => {

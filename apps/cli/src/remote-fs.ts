@@ -8,6 +8,7 @@ export function isMissing(error: unknown): boolean {
 }
 
 export interface RemoteEntry {
+  /** As the workspace's SFTP server sent it, which its root can replace: any string, checked by the caller. */
   name: string;
   attrs: Stats;
 }

@@ -447,6 +447,23 @@ describe('hot sync: a two-way copy of small files, links to sshfs for the rest',
     assert.equal(readFileSync(polled.L('polled.txt'), 'utf8'), 'found by polling\n');
   });
 
+  it('leaves a name with a backslash (a path on Windows) alone on both sides, and says so', async () => {
+    const { engine, notices, L, R } = setup();
+    writeFileSync(L('made\\here.txt'), 'local\n');
+    writeFileSync(R('made\\there.txt'), 'workspace\n');
+    writeFileSync(L('plain.txt'), 'plain\n');
+    await engine.attach((await openSftp()).sftp);
+    await engine.flush();
+    // Skipped on one side only, it would look deleted there: it stays where it is on each side.
+    assert.deepEqual(readdirSync(L('.')).sort(), ['made\\here.txt', 'plain.txt']);
+    assert.deepEqual(readdirSync(R('.')).sort(), ['made\\there.txt', 'plain.txt']);
+    for (const name of ['made\\here.txt', 'made\\there.txt'])
+      assert.ok(
+        notices.some((text) => text.includes(JSON.stringify(name))),
+        notices.join('\n'),
+      );
+  });
+
   it('copies links as links and never writes through them', async () => {
     const { engine, L, R } = setup();
     const outside = path.join(work, `outside-${n}`);
