@@ -272,6 +272,8 @@ export function createApiClient(options: ApiClientOptions = {}) {
       hosts: {
         list: () => get<S<typeof HostList>>('/v1/user/hosts'),
         get: (hostId: string) => get<S<typeof Host>>(`/v1/user/hosts/${id(hostId)}`),
+        start: (hostId: string) => post<S<typeof TaskAccepted>>(`/v1/user/hosts/${id(hostId)}/start`),
+        stop: (hostId: string) => post<S<typeof TaskAccepted>>(`/v1/user/hosts/${id(hostId)}/stop`),
         rebuild: (hostId: string) => post<S<typeof TaskAccepted>>(`/v1/user/hosts/${id(hostId)}/rebuild`),
         vnc: vncOf('user'),
       },

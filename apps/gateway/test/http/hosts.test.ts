@@ -254,6 +254,47 @@ for (const kind of DATABASES) {
       assert.equal((await t.request('GET', '/v1/user/hosts', { token: t.adminToken })).status, 403);
     });
 
+    it('lets owners start and stop their own hosts under the same rules as an admin', async () => {
+      const own = await createHost(alice.id);
+      const others = await createHost(bob.id, exitA);
+      const as = (token: string, action: string, id: string) =>
+        t.request('POST', `/v1/user/hosts/${id}/${action}`, { token });
+      for (const action of ['start', 'stop']) {
+        assert.equal((await as(alice.token, action, others.id)).status, 404, `${action} of another's host`);
+        assert.equal((await as(alice.token, action, randomUUID())).status, 404);
+      }
+      const unbound = await as(alice.token, 'start', own.id);
+      assert.equal(unbound.status, 409);
+      assert.equal(unbound.body.code, 'no_egress_bound');
+      await t.request('POST', '/v1/admin/bindings', { body: { host_id: own.id, egress_ip_id: exitA } });
+
+      runtime.delayMs = 200;
+      const started = await as(alice.token, 'start', own.id);
+      assert.equal(started.status, 202, JSON.stringify(started.body));
+      assert.equal(started.body.status_url, `/v1/user/tasks/${started.body.task_id}`);
+      const busy = await as(alice.token, 'rebuild', own.id);
+      assert.equal(busy.status, 409);
+      assert.equal(busy.body.code, 'host_busy');
+      await settle();
+      runtime.delayMs = 0;
+      const startTask = (await t.request('GET', started.body.status_url, { token: alice.token })).body;
+      assert.equal(startTask.status, 'succeeded');
+      assert.equal(startTask.kind, 'start');
+      assert.equal(startTask.requested_by, `user:alice`);
+      assert.equal((await host(own.id)).status, 'running');
+
+      const stopped = await as(alice.token, 'stop', own.id);
+      assert.equal(stopped.status, 202);
+      await settle();
+      assert.equal(
+        (await t.request('GET', stopped.body.status_url, { token: alice.token })).body.status,
+        'succeeded',
+      );
+      assert.equal((await host(own.id)).status, 'stopped');
+      assert.equal((await host(others.id)).status, 'created', "the other user's host was never touched");
+      assert.equal((await as(t.adminToken, 'start', own.id)).status, 403);
+    });
+
     it('reports the managed images and announces each check on image-status', async () => {
       const stream = await SseClient.open(`${t.url}/v1/admin/sse?topics=image-status&token=${t.adminToken}`);
       const images = await t.request('GET', '/v1/admin/images');
