@@ -133,6 +133,12 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     options.egressTester ?? egressTesterFor(config.egress, v2rayEngine),
   );
   const events = new EventsService(repositories.events);
+  const accessSettings = {
+    publicHost: config.publicHost,
+    publicApiUrl: config.publicApiUrl,
+    publicEntryUrl: config.publicEntryUrl,
+    sshProxyPort: config.sshProxyPort,
+  };
   const ssh = new SshProxy({
     host: config.httpHost,
     port: config.sshProxyPort,
@@ -148,6 +154,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       log: logger.child({ component: 'folder-mounts' }),
     }),
     revocation,
+    accessSettings,
     log: logger.child({ component: 'ssh' }),
   });
   const desktop = new DesktopControl({
@@ -179,12 +186,6 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     counts: () => metricsCounts.counts(),
   });
 
-  const accessSettings = {
-    publicHost: config.publicHost,
-    publicApiUrl: config.publicApiUrl,
-    publicEntryUrl: config.publicEntryUrl,
-    sshProxyPort: config.sshProxyPort,
-  };
   const taskRunner = new TaskRunner(repositories.tasks, bus, logger.child({ component: 'tasks' }));
   const lifecycle = new HostLifecycle(
     repositories.hosts,

@@ -15,6 +15,16 @@ export function activeBinding<T extends { healthy: boolean }>(bindings: T[]): T 
   return bindings.find((b) => b.healthy) ?? bindings[0] ?? null;
 }
 
+/** The command that starts a host when needed and connects to it (the entry short link). */
+export function accessCommand(access: AccessSettings, shortId: string): string {
+  return `curl -fsSL ${access.publicEntryUrl}/entry/${shortId} | sh`;
+}
+
+/** The host's page in the user portal, where its owner can start it. */
+export function portalHostUrl(access: AccessSettings, hostId: string): string {
+  return `${access.publicApiUrl}/portal/hosts/${hostId}`;
+}
+
 export function hostView(
   row: HostWithOwner,
   bindings: BindingDetail[],
@@ -37,7 +47,7 @@ export function hostView(
       ip_address: b.ip_address,
       active: b.id === active?.id,
     })),
-    access_command: `curl -fsSL ${entryUrl} | sh`,
+    access_command: accessCommand(access, row.short_id),
     entry_url: entryUrl,
     ssh_user: `${row.username}+${row.short_id}`,
     ssh_host: access.publicHost,

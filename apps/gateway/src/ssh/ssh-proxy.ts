@@ -13,7 +13,7 @@ import ssh2, {
 } from 'ssh2';
 import type { Access, Refusal as AccessRefusal, Credential } from '../domain/access.js';
 import type { AccessRevocation } from '../domain/access-revocation.js';
-import { linuxUserFor } from '../domain/host-view.js';
+import { type AccessSettings, accessCommand, linuxUserFor, portalHostUrl } from '../domain/host-view.js';
 import { fingerprintOf } from '../domain/ssh-public-key.js';
 import { BackgroundEvents } from '../events/background-events.js';
 import type { EventBus, EventInput } from '../events/event-bus.js';
@@ -37,6 +37,8 @@ export interface SshProxyOptions {
   /** Serves the CLI's folder mounts; without it the subsystem goes to the workspace (which refuses it). */
   folderMounts?: FolderMounts;
   revocation: AccessRevocation;
+  /** Where a user can start a stopped host, for the refusal that says so. */
+  accessSettings: AccessSettings;
   log: Logger;
   timing?: Partial<SshProxyTiming>;
 }
@@ -271,7 +273,8 @@ export class SshProxy {
       return refuse(
         'host_not_running',
         `host ${host.short_id} is ${host.status === 'running' ? 'not reachable' : host.status}; ` +
-          'start it from the dashboard or with its access command, then connect again.',
+          `start it with the Start button at ${portalHostUrl(this.options.accessSettings, host.id)}, or run ` +
+          `its access command, which starts it and connects: ${accessCommand(this.options.accessSettings, host.short_id)}`,
         host,
       );
     }

@@ -11,7 +11,7 @@ import { labUnavailable } from '../../../../test/lab/lab.js';
 import { HOST_KEY_FILE } from '../../src/ssh/host-key.js';
 import { type LabGateway, startLabGateway } from '../helpers/lab-gateway.js';
 import { KeyFactory } from '../helpers/ssh-keygen.js';
-import type { TestGateway } from '../helpers/test-gateway.js';
+import { startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
 
 const skip = labUnavailable();
 
@@ -85,6 +85,55 @@ function readAll(port: number): Promise<string> {
     socket.connect(port, '127.0.0.1');
   });
 }
+
+describe('the SSH proxy refusing a host that is not running', () => {
+  let t: TestGateway;
+  before(async () => {
+    t = await startTestGateway('sqlite', {
+      PUBLIC_API_URL: 'http://gw.example.test:8080',
+      PUBLIC_ENTRY_URL: 'http://gw.example.test',
+    });
+    await t.listen();
+  });
+  after(() => t?.close());
+
+  it('names the ways its owner has to start it: the portal page and the access command', async () => {
+    const user = await t.createUser('stopped-owner');
+    const host = (await t.request('POST', '/v1/admin/hosts', { body: { user_id: user.id } })).body;
+    const refused = await run(
+      'sshpass',
+      [
+        '-e',
+        'ssh',
+        '-p',
+        String(t.gateway.ssh.port),
+        '-F',
+        '/dev/null',
+        '-o',
+        'StrictHostKeyChecking=no',
+        '-o',
+        'UserKnownHostsFile=/dev/null',
+        '-o',
+        'PubkeyAuthentication=no',
+        '-o',
+        'NumberOfPasswordPrompts=1',
+        `stopped-owner+${host.short_id}@127.0.0.1`,
+        'true',
+      ],
+      { env: { SSHPASS: user.password } },
+    );
+    assert.equal(refused.code, 255, refused.stderr);
+    assert.ok(
+      refused.stderr.includes(
+        `host ${host.short_id} is created; start it with the Start button at ` +
+          `http://gw.example.test:8080/portal/hosts/${host.id}, or run its access command, which starts it and ` +
+          `connects: curl -fsSL http://gw.example.test/entry/${host.short_id} | sh`,
+      ),
+      refused.stderr,
+    );
+    assert.ok(!refused.stderr.includes('dashboard'), refused.stderr);
+  });
+});
 
 describe('the SSH proxy, with OpenSSH clients, against a real workspace', { skip, timeout: 900_000 }, () => {
   const suffix = randomBytes(3).toString('hex');
