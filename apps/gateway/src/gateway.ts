@@ -14,6 +14,7 @@ import { EntryService } from './domain/entry-service.js';
 import { EventsService } from './domain/events-service.js';
 import { sweepExpiredUsers } from './domain/expiry-sweep.js';
 import { HostLifecycle } from './domain/host-lifecycle.js';
+import { userSseMessage } from './domain/host-view.js';
 import { HostsService } from './domain/hosts-service.js';
 import { ImagesService } from './domain/images-service.js';
 import { FailureRateLimiter } from './domain/rate-limiter.js';
@@ -105,7 +106,16 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       egress: config.egress,
       folderMountsDir: mountsRoot,
     });
-  const sse = new SseHub({ heartbeatMs: config.sseHeartbeatSeconds * 1000 });
+  const accessSettings = {
+    publicHost: config.publicHost,
+    publicApiUrl: config.publicApiUrl,
+    publicEntryUrl: config.publicEntryUrl,
+    sshProxyPort: config.sshProxyPort,
+  };
+  const sse = new SseHub({
+    heartbeatMs: config.sseHeartbeatSeconds * 1000,
+    forUsers: (message) => userSseMessage(message, accessSettings),
+  });
   const bus = new EventBus(repositories.events, sse, logger.child({ component: 'events' }));
   const limiter = new FailureRateLimiter();
   const revocation = new AccessRevocation(database.changes, (error) =>
@@ -133,12 +143,6 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     options.egressTester ?? egressTesterFor(config.egress, v2rayEngine),
   );
   const events = new EventsService(repositories.events);
-  const accessSettings = {
-    publicHost: config.publicHost,
-    publicApiUrl: config.publicApiUrl,
-    publicEntryUrl: config.publicEntryUrl,
-    sshProxyPort: config.sshProxyPort,
-  };
   const ssh = new SshProxy({
     host: config.httpHost,
     port: config.sshProxyPort,

@@ -1,4 +1,4 @@
-import type { Host, HostStatus } from '@ccp/api';
+import type { Host, HostStatus, SseMessage } from '@ccp/api';
 import type { BindingDetail, HostWithOwner } from '../store/hosts-repository.js';
 import { vncBasePath, vncPagePath } from '../vnc/vnc-access.js';
 import { isoOut } from './clock.js';
@@ -23,6 +23,22 @@ export function accessCommand(access: AccessSettings, shortId: string): string {
 /** The host's page in the user portal, where its owner can start it. */
 export function portalHostUrl(access: AccessSettings, hostId: string): string {
   return `${access.publicApiUrl}/portal/hosts/${hostId}`;
+}
+
+/** The fields of a host's view that depend on whose portal shows it: its links lead into that portal. */
+function portalFields(access: AccessSettings, portal: 'admin' | 'user', hostId: string) {
+  // noVNC builds its stream URL from the page's host and `path`: the same prefix, so the same cookie.
+  return { vnc_url: `${access.publicApiUrl}${vncPagePath(vncBasePath(portal, hostId))}` };
+}
+
+/**
+ * A live message as a user's stream carries it. Host messages are built once, in the admin's view; the owner
+ * gets the user's view, so its links (the desktop's) work with a user's credentials.
+ */
+export function userSseMessage(message: SseMessage, access: AccessSettings): SseMessage {
+  if (message.topic !== 'hosts' || message.payload === undefined) return message;
+  const host = message.payload as Host;
+  return { ...message, payload: { ...host, ...portalFields(access, 'user', host.id) } };
 }
 
 export function hostView(
@@ -52,8 +68,7 @@ export function hostView(
     ssh_user: `${row.username}+${row.short_id}`,
     ssh_host: access.publicHost,
     ssh_port: access.sshProxyPort,
-    // noVNC builds its stream URL from the page's host and `path`: the same prefix, so the same cookie.
-    vnc_url: `${access.publicApiUrl}${vncPagePath(vncBasePath(portal, row.id))}`,
+    ...portalFields(access, portal, row.id),
     last_error: row.last_error,
     created_at: isoOut(row.created_at),
     updated_at: isoOut(row.updated_at),

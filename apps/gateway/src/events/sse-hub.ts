@@ -15,8 +15,9 @@ interface Buffered {
   seq: number;
   message: SseMessage;
   ownerUserId: string | null;
-  /** The wire frame, built once for every client. */
+  /** The wire frames, built once for every client: admin streams get `frame`, user streams `userFrame`. */
   frame: string;
+  userFrame: string;
 }
 
 export interface SseHubOptions {
@@ -24,6 +25,8 @@ export interface SseHubOptions {
   replayBufferSize?: number;
   /** A client whose socket holds more unsent bytes than this is dropped, so it never slows the others. */
   maxPendingBytes?: number;
+  /** A message as user streams carry it (a host in the user's view); unchanged when absent. */
+  forUsers?: (message: SseMessage) => SseMessage;
 }
 
 /** Fans event-bus messages out to SSE clients, filtered by topic and, on user streams, by owner. */
@@ -34,11 +37,13 @@ export class SseHub {
   private readonly heartbeat: NodeJS.Timeout;
   private readonly replayBufferSize: number;
   private readonly maxPendingBytes: number;
+  private readonly forUsers: (message: SseMessage) => SseMessage;
   droppedSlowClients = 0;
 
   constructor(options: SseHubOptions = {}) {
     this.replayBufferSize = options.replayBufferSize ?? 1000;
     this.maxPendingBytes = options.maxPendingBytes ?? 1024 * 1024;
+    this.forUsers = options.forUsers ?? ((message) => message);
     this.heartbeat = setInterval(() => this.beat(), options.heartbeatMs ?? 15_000);
     this.heartbeat.unref();
   }
@@ -68,8 +73,16 @@ export class SseHub {
 
   publish(message: SseMessage, ownerUserId: string | null): void {
     const seq = ++this.seq;
-    const frame = `event: message\nid: ${seq}\ndata: ${JSON.stringify(message)}\n\n`;
-    const entry: Buffered = { seq, message, ownerUserId, frame };
+    const frameOf = (data: SseMessage) => `event: message\nid: ${seq}\ndata: ${JSON.stringify(data)}\n\n`;
+    const frame = frameOf(message);
+    const userMessage = this.forUsers(message);
+    const entry: Buffered = {
+      seq,
+      message,
+      ownerUserId,
+      frame,
+      userFrame: userMessage === message ? frame : frameOf(userMessage),
+    };
     this.buffer.push(entry);
     if (this.buffer.length > this.replayBufferSize) this.buffer.shift();
     for (const client of this.clients) {
@@ -95,7 +108,7 @@ export class SseHub {
   }
 
   private send(client: Client, entry: Buffered): void {
-    this.write(client, entry.frame);
+    this.write(client, client.role === 'admin' ? entry.frame : entry.userFrame);
   }
 
   private beat(): void {

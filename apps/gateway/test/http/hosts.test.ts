@@ -295,6 +295,33 @@ for (const kind of DATABASES) {
       assert.equal((await as(t.adminToken, 'start', own.id)).status, 403);
     });
 
+    it("sends each stream its own role's view of a host: what GET of that portal returns", async () => {
+      const created = await createHost(alice.id);
+      const aliceStream = await SseClient.open(`${t.url}/v1/user/sse?topics=hosts&token=${alice.token}`);
+      const adminStream = await SseClient.open(`${t.url}/v1/admin/sse?topics=hosts&token=${t.adminToken}`);
+      const lastUpdate = (stream: SseClient, status: string) =>
+        stream
+          .messages()
+          .filter((m) => m.data.id === created.id && m.data.action === 'update')
+          .findLast((m) => m.data.payload.status === status)?.data.payload;
+      const viewsMatch = async (status: string) => {
+        for (const stream of [aliceStream, adminStream])
+          await stream.waitFor(() => lastUpdate(stream, status) !== undefined);
+        const mine = await t.request('GET', `/v1/user/hosts/${created.id}`, { token: alice.token });
+        assert.deepEqual(lastUpdate(aliceStream, status), mine.body);
+        assert.match(mine.body.vnc_url, /\/v1\/user\/hosts\//);
+        assert.deepEqual(lastUpdate(adminStream, status), await host(created.id));
+      };
+      // A binding (the hosts service) and a start (the lifecycle) each send an update.
+      await t.request('POST', '/v1/admin/bindings', { body: { host_id: created.id, egress_ip_id: exitA } });
+      await viewsMatch('created');
+      await t.request('POST', `/v1/user/hosts/${created.id}/start`, { token: alice.token });
+      await settle();
+      await viewsMatch('running');
+      aliceStream.close();
+      adminStream.close();
+    });
+
     it('reports the managed images and announces each check on image-status', async () => {
       const stream = await SseClient.open(`${t.url}/v1/admin/sse?topics=image-status&token=${t.adminToken}`);
       const images = await t.request('GET', '/v1/admin/images');
