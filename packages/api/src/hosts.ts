@@ -95,6 +95,9 @@ export const Task = Type.Object({
 
 export const TaskList = Type.Object({ tasks: Type.Array(Task) });
 
+/** The `message` of a start or bootstrap task that found the host running and changed nothing. */
+export const ALREADY_RUNNING = 'already running';
+
 export const TaskQuery = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 100 })),
   status: Type.Optional(TaskStatus),

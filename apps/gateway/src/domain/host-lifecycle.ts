@@ -1,4 +1,4 @@
-import type { Actor, TaskAccepted } from '@ccp/api';
+import { type Actor, ALREADY_RUNNING, type TaskAccepted } from '@ccp/api';
 import type { Logger } from 'pino';
 import type { EventBus } from '../events/event-bus.js';
 import { systemActor } from '../events/event-bus.js';
@@ -58,7 +58,7 @@ export class HostLifecycle {
       work: async (progress, signal) => {
         const current = await this.require(hostId);
         if (current.status === 'running' && (await this.runtime.state(hostId)) === 'running')
-          return 'already running';
+          return ALREADY_RUNNING;
         await this.setStatus(current, { status: 'starting', last_error: null }, actor);
         const latest = (await this.activeUpstream(hostId)) ?? upstream;
         await this.runtime.start(this.spec(current), latest, progress, signal);
