@@ -1,11 +1,15 @@
 import { useQuery } from '@tanstack/react-query';
 import { api } from '../api';
+import { taskToShow } from '../host-state';
 import { useTask } from '../queries';
 import { TaskProgressBar } from './ui';
 
+/** How many of a host's newest tasks are looked through for one that changed something. */
+const RECENT = 20;
+
 /**
- * The newest task of a host with live progress: the id comes from the action just taken or the task list, and
- * the task itself is kept current by SSE `tasks` messages.
+ * A host's task with live progress: the one just started here, else (for admins) the newest that changed
+ * something (taskToShow). The task itself is kept current by SSE `tasks` messages.
  */
 export function HostTask({
   hostId,
@@ -16,12 +20,12 @@ export function HostTask({
   taskId: string | null;
   scope: 'admin' | 'user';
 }) {
-  const latest = useQuery({
-    queryKey: ['tasks', { host_id: hostId, limit: 1 }],
-    queryFn: () => api.admin.tasks.list({ host_id: hostId, limit: 1 }),
+  const recent = useQuery({
+    queryKey: ['tasks', { host_id: hostId, limit: RECENT }],
+    queryFn: () => api.admin.tasks.list({ host_id: hostId, limit: RECENT }),
     enabled: scope === 'admin',
   });
-  const id = taskId ?? latest.data?.tasks[0]?.id ?? null;
+  const id = taskId ?? taskToShow(recent.data?.tasks ?? [])?.id ?? null;
   const task = useTask(id, scope);
   if (!task.data) return null;
   return <TaskProgressBar task={task.data} />;

@@ -5,6 +5,7 @@ import { api } from '../../api';
 import { DataTable } from '../../components/data-table';
 import { Loading, Section, StatusBadge } from '../../components/ui';
 import { when } from '../../format';
+import { useAdminHosts } from '../../queries';
 
 const STATUSES: TaskStatus[] = ['pending', 'running', 'succeeded', 'failed'];
 
@@ -14,6 +15,9 @@ export function Tasks() {
   const hostId = params.get('host_id') ?? undefined;
   const query = { limit: 100, ...(status ? { status } : {}), ...(hostId ? { host_id: hostId } : {}) };
   const tasks = useQuery({ queryKey: ['tasks', query], queryFn: () => api.admin.tasks.list(query) });
+  // Hosts are named by short ID everywhere; a deleted host's tasks have no host_id at all.
+  const hosts = useAdminHosts();
+  const shortIds = new Map(hosts.data?.hosts.map((h) => [h.id, h.short_id]));
   const setFilter = (key: string, value: string) => {
     const next = new URLSearchParams(params);
     if (value) next.set(key, value);
@@ -39,7 +43,7 @@ export function Tasks() {
       >
         {hostId ? (
           <p className="hint">
-            Host {hostId} ·{' '}
+            Host {shortIds.get(hostId) ?? '…'} ·{' '}
             <button type="button" className="link" onClick={() => setFilter('host_id', '')}>
               show all
             </button>
@@ -59,7 +63,11 @@ export function Tasks() {
                   <progress max={100} value={t.progress} /> {t.stage}
                 </td>
                 <td>
-                  {t.host_id ? <Link to={`/admin/hosts/${t.host_id}`}>{t.host_id.slice(0, 8)}</Link> : '—'}
+                  {t.host_id ? (
+                    <Link to={`/admin/hosts/${t.host_id}`}>{shortIds.get(t.host_id) ?? '…'}</Link>
+                  ) : (
+                    '—'
+                  )}
                 </td>
                 <td>{t.requested_by}</td>
                 <td>{when(t.created_at)}</td>

@@ -1,4 +1,4 @@
-import { ChangePasswordRequest } from '@ccp/api';
+import { ChangePasswordRequest, type Host } from '@ccp/api';
 import { useMutation, useQuery } from '@tanstack/react-query';
 import type { FormEvent } from 'react';
 import { Link, useNavigate, useParams, useSearchParams } from 'react-router';
@@ -11,6 +11,7 @@ import { HostTask } from '../../components/host-task';
 import { KeysPanel } from '../../components/keys-panel';
 import { ActionButton, ErrorText, Loading, Section, StatusBadge } from '../../components/ui';
 import { when } from '../../format';
+import { failedHostNextStep } from '../../host-state';
 import { useForm } from '../../use-form';
 import { apiFieldErrors } from '../../validation';
 
@@ -34,6 +35,7 @@ export function PortalHosts() {
               </span>
             }
           >
+            {h.status === 'failed' ? <HostFailure host={h} onList /> : null}
             <HostAccess host={h} />
             <OpenDesktopButton host={h} />
           </Section>
@@ -48,13 +50,15 @@ export function PortalHost() {
   const [params, setParams] = useSearchParams();
   const host = useQuery({ queryKey: ['host', hostId], queryFn: () => api.user.hosts.get(hostId) });
   const taskId = params.get('task');
-  const rebuild = useMutation({
-    mutationFn: () => api.user.hosts.rebuild(hostId),
+  const action = useMutation({
+    mutationFn: (kind: 'start' | 'stop' | 'rebuild') => api.user.hosts[kind](hostId),
     // The task id goes into the URL so the progress survives a reload or a new sign-in.
     onSuccess: (accepted) => setParams({ task: accepted.task_id }, { replace: true }),
   });
   if (!host.data) return <Loading error={host.error} />;
   const h = host.data;
+  const busy = ['starting', 'stopping', 'rebuilding'].includes(h.status);
+  const pending = (kind: string) => action.isPending && action.variables === kind;
   return (
     <>
       <p>
@@ -66,24 +70,61 @@ export function PortalHost() {
       <p className="hint">
         Started {when(h.started_at)} · egress {h.bindings.find((b) => b.active)?.ip_address ?? '—'}
       </p>
-      {h.last_error ? <p className="error">{h.last_error}</p> : null}
+      {h.status === 'failed' ? <HostFailure host={h} /> : null}
       <Section title="Access">
         <HostAccess host={h} />
         <HostDesktop host={h} scope="user" />
       </Section>
-      <Section title="Rebuild">
-        <p className="hint">Recreates the workspace from the current image. Your home directory is kept.</p>
-        <ActionButton
-          pending={rebuild.isPending}
-          disabled={['starting', 'stopping', 'rebuilding'].includes(h.status)}
-          onClick={() => rebuild.mutate()}
-        >
-          Rebuild
-        </ActionButton>
-        <ErrorText error={rebuild.error} />
+      <Section title="Start and stop">
+        <div className="row wrap">
+          <ActionButton
+            kind="primary"
+            pending={pending('start')}
+            disabled={busy || h.status === 'running'}
+            onClick={() => action.mutate('start')}
+          >
+            Start
+          </ActionButton>
+          <ActionButton
+            pending={pending('stop')}
+            disabled={busy || h.status === 'stopped' || h.status === 'created'}
+            onClick={() => action.mutate('stop')}
+          >
+            Stop
+          </ActionButton>
+          <ActionButton pending={pending('rebuild')} disabled={busy} onClick={() => action.mutate('rebuild')}>
+            Rebuild
+          </ActionButton>
+        </div>
+        <p className="hint">
+          Stopping keeps your files. Rebuild recreates the workspace from the current image; your home
+          directory is kept.
+        </p>
+        <ErrorText error={action.error} />
         {taskId ? <HostTask hostId={h.id} taskId={taskId} scope="user" /> : null}
       </Section>
     </>
+  );
+}
+
+/** Why a host failed and what its owner can do next; on the list, the next step is on the host's page. */
+function HostFailure({ host, onList = false }: { host: Host; onList?: boolean }) {
+  const next = failedHostNextStep(host);
+  return (
+    <div className="failure" role="alert" data-testid="host-failure">
+      <p>
+        <strong>The host failed:</strong> {host.last_error ?? 'no reason was recorded'}
+      </p>
+      <p>
+        {next.text}
+        {next.canRetry && onList ? (
+          <>
+            {' '}
+            <Link to={`/portal/hosts/${host.id}`}>Open the host</Link>
+          </>
+        ) : null}
+      </p>
+    </div>
   );
 }
 

@@ -1,0 +1,23 @@
+import { ALREADY_RUNNING, type Host, type Task } from '@ccp/api';
+
+/**
+ * The task a host's page shows, from its newest tasks (newest first): the newest that changed something. A
+ * start or bootstrap that found the host running tells nothing about it, so it only shows when nothing else is.
+ */
+export function taskToShow(tasks: Task[]): Task | null {
+  const changed = tasks.find((t) => !(t.status === 'succeeded' && t.message === ALREADY_RUNNING));
+  return changed ?? tasks[0] ?? null;
+}
+
+/** What the owner of a failed host can do next: start it again, unless it cannot start at all. */
+export function failedHostNextStep(host: Host): { canRetry: boolean; text: string } {
+  if (host.bindings.length === 0)
+    return {
+      canRetry: false,
+      text: 'It has no egress IP, so it cannot start. Ask your administrator to bind one.',
+    };
+  return {
+    canRetry: true,
+    text: 'Press Start to try again. If it fails again, send your administrator the message above.',
+  };
+}

@@ -1,0 +1,203 @@
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { freePort } from '../../gateway/test/helpers/lab-gateway.js';
+import { MemoryRuntime } from '../../gateway/test/helpers/memory-runtime.js';
+import {
+  ADMIN_PASSWORD,
+  startTestGateway,
+  type TestGateway,
+} from '../../gateway/test/helpers/test-gateway.js';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const DASHBOARD = fileURLToPath(new URL('..', import.meta.url));
+const VITE = fileURLToPath(new URL('../../../node_modules/.bin/vite', import.meta.url));
+const SHOTS = fileURLToPath(new URL('../../../test-output/dashboard/', import.meta.url));
+const skip = existsSync(CHROMIUM) ? undefined : `no Chromium at ${CHROMIUM} (Debian package chromium)`;
+
+/** The dev server, forwarding the API to the gateway: it builds nothing into dist/, which other tests serve. */
+async function startVite(apiUrl: string): Promise<{ url: string; child: ChildProcess }> {
+  const port = await freePort();
+  const child = spawn(VITE, ['--port', String(port), '--strictPort', '--host', '127.0.0.1'], {
+    cwd: DASHBOARD,
+    env: { ...process.env, DASHBOARD_DEV_API: apiUrl },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`vite did not start:\n${output}`)), 60_000);
+    const read = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes(`:${port}`)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout?.on('data', read);
+    child.stderr?.on('data', read);
+    child.once('exit', (code) => reject(new Error(`vite exited with ${code}:\n${output}`)));
+  });
+  return { url: `http://127.0.0.1:${port}`, child };
+}
+
+async function signIn(page: Page, username: string, password: string): Promise<void> {
+  await page.getByLabel('Username').fill(username);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+}
+
+/**
+ * What a user and an admin meet every day, in Chromium against a gateway on the memory runtime (no Docker): the
+ * portal's Start and Stop, a failed host's reason and next step, short IDs on the task list, and the task a
+ * host's page chooses to show.
+ */
+describe('everyday use of the dashboard in Chromium', { skip, timeout: 300_000 }, () => {
+  const runtime = new MemoryRuntime();
+  let t: TestGateway;
+  let vite: { url: string; child: ChildProcess };
+  let browser: Browser;
+  let user: { id: string; password: string };
+  let egressIpId: string;
+
+  const createHost = async (bound: boolean) => {
+    const body = { user_id: user.id, ...(bound ? { egress_ip_id: egressIpId } : {}) };
+    const created = await t.request('POST', '/v1/admin/hosts', { body });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    return created.body as { id: string; short_id: string };
+  };
+  const hostStatus = async (id: string) => (await t.request('GET', `/v1/admin/hosts/${id}`)).body.status;
+  const pageAs = async (username: string, password: string, path: string) => {
+    const context = await browser.newContext({ baseURL: vite.url, viewport: { width: 1280, height: 800 } });
+    const page = await context.newPage();
+    await page.goto(path);
+    await signIn(page, username, password);
+    await page.waitForURL(`**${path}`);
+    return page;
+  };
+  const shot = (page: Page, name: string) =>
+    page.screenshot({ path: `${SHOTS}everyday-${name}.png`, fullPage: true });
+
+  before(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    t = await startTestGateway('sqlite', {}, runtime);
+    await t.listen();
+    vite = await startVite(t.url);
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+    const created = await t.request('POST', '/v1/admin/users', {
+      body: { username: 'dana', password: 'dana-password' },
+    });
+    user = { id: created.body.id, password: 'dana-password' };
+    const egress = await t.request('POST', '/v1/admin/egress-ips', {
+      body: {
+        label: 'exit one',
+        ip_address: '198.51.100.31',
+        proxy_config: { type: 'socks', server: '198.51.100.31', server_port: 1080 },
+      },
+    });
+    egressIpId = egress.body.id;
+  });
+
+  after(async () => {
+    await browser?.close();
+    vite?.child.kill();
+    await t?.close();
+  });
+
+  it('lets a user start and stop their own host from its page, and greys out what cannot be pressed', async () => {
+    const host = await createHost(true);
+    const page = await pageAs('dana', user.password, `/portal/hosts/${host.id}`);
+    const start = page.getByRole('button', { name: 'Start', exact: true });
+    const stop = page.getByRole('button', { name: 'Stop', exact: true });
+    assert.equal(await stop.isDisabled(), true, 'a host never started cannot be stopped');
+    const background = (locator: typeof start) =>
+      locator.evaluate((button) => getComputedStyle(button).backgroundColor);
+    const primary = await background(start);
+    await start.click();
+    const progress = page.getByTestId('task-progress');
+    await progress.and(page.locator('[data-status="succeeded"]')).waitFor();
+    await page.getByRole('heading', { name: /running/ }).waitFor();
+    assert.equal(await hostStatus(host.id), 'running');
+    assert.equal(await start.isDisabled(), true);
+    assert.notEqual(await background(start), primary, 'a disabled Start does not keep the primary colour');
+    assert.equal(
+      await start.evaluate((button) => getComputedStyle(button).cursor),
+      'not-allowed',
+      'and says it cannot be pressed',
+    );
+    await shot(page, 'portal-host-running');
+    await stop.click();
+    await page.getByRole('heading', { name: /stopped/ }).waitFor();
+    assert.equal(await hostStatus(host.id), 'stopped');
+    await page.context().close();
+  });
+
+  it("shows a user's failed host with its reason and the next step", async () => {
+    const host = await createHost(true);
+    const page = await pageAs('dana', user.password, `/portal/hosts/${host.id}`);
+    const start = page.getByRole('button', { name: 'Start', exact: true });
+    await start.waitFor();
+    runtime.failNextStart = 'image_missing';
+    await start.click();
+    const failure = page.getByTestId('host-failure');
+    await failure.waitFor();
+    assert.match((await failure.textContent()) ?? '', /image_missing: simulated image_missing/);
+    assert.match((await failure.textContent()) ?? '', /Press Start to try again/);
+    await shot(page, 'portal-host-failed');
+    await page.goto('/portal');
+    const onList = page.getByTestId('host-failure').filter({ hasText: 'image_missing' });
+    await onList.getByRole('link', { name: 'Open the host' }).waitFor();
+
+    // Without an egress IP the owner cannot fix it: the next step is the administrator.
+    const [binding] = (await t.request('GET', `/v1/admin/hosts/${host.id}`)).body.bindings;
+    assert.equal((await t.request('DELETE', `/v1/admin/bindings/${binding.id}`)).status, 204);
+    await page.goto(`/portal/hosts/${host.id}`);
+    await page
+      .getByTestId('host-failure')
+      .getByText(/Ask your administrator to bind one/)
+      .waitFor();
+    await page.context().close();
+  });
+
+  /** A running host whose newest task is a bootstrap that found it running and changed nothing. */
+  const startedThenBootstrapped = async () => {
+    const host = await createHost(true);
+    assert.equal((await t.request('POST', `/v1/admin/hosts/${host.id}/start`)).status, 202);
+    await t.gateway.tasks.idle();
+    const bootstrap = await t.request('POST', '/v1/bootstrap/sessions', {
+      token: null,
+      body: { username: 'dana', password: user.password, host: host.short_id },
+    });
+    assert.equal(bootstrap.status, 202, JSON.stringify(bootstrap.body));
+    await t.gateway.tasks.idle();
+    return host;
+  };
+
+  it("shows on a host's page its newest task that changed something", async () => {
+    const host = await startedThenBootstrapped();
+    const page = await pageAs('admin', ADMIN_PASSWORD, `/admin/hosts/${host.id}`);
+    const progress = page.getByTestId('task-progress');
+    await progress.waitFor();
+    assert.match(
+      (await progress.textContent()) ?? '',
+      /^start · done/,
+      'the start, not the bootstrap that found it running',
+    );
+    await shot(page, 'admin-host-lifecycle');
+    await page.context().close();
+  });
+
+  it('names hosts by short ID on the task list', async () => {
+    const host = await startedThenBootstrapped();
+    const page = await pageAs('admin', ADMIN_PASSWORD, `/admin/tasks?host_id=${host.id}`);
+    const links = page.getByRole('link', { name: host.short_id, exact: true });
+    await links.first().waitFor();
+    assert.equal(await links.count(), 2, 'the start and the bootstrap, each naming the host by short ID');
+    assert.equal(await page.getByText(host.id.slice(0, 8)).count(), 0, 'no UUID prefix');
+    await page.getByText(`Host ${host.short_id}`).waitFor();
+    await shot(page, 'admin-tasks');
+    await page.context().close();
+  });
+});
