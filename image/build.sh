@@ -95,7 +95,8 @@ if ! flock -n 9; then
 fi
 
 step 'checking docker'
-bash "$REPO/scripts/docker.sh" ensure
+# Without the lock's descriptor: a dockerd started here would inherit it and hold the lock for its whole life.
+bash "$REPO/scripts/docker.sh" ensure 9>&-
 
 WORK=$(mktemp -d /var/tmp/ccp-image-build.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
