@@ -23,7 +23,8 @@ async function startVite(apiUrl: string): Promise<{ url: string; child: ChildPro
   const port = await freePort();
   const child = spawn(VITE, ['--port', String(port), '--strictPort', '--host', '127.0.0.1'], {
     cwd: DASHBOARD,
-    env: { ...process.env, DASHBOARD_DEV_API: apiUrl },
+    // Plain output (CI=true turns colours on), so the address line can be read.
+    env: { ...process.env, DASHBOARD_DEV_API: apiUrl, NO_COLOR: '1', FORCE_COLOR: '0' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -31,7 +32,8 @@ async function startVite(apiUrl: string): Promise<{ url: string; child: ChildPro
     const timer = setTimeout(() => reject(new Error(`vite did not start:\n${output}`)), 60_000);
     const read = (chunk: Buffer) => {
       output += chunk.toString();
-      if (output.includes(`:${port}`)) {
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: ANSI colour sequences
+      if (output.replace(/\u001b\[[0-9;]*m/g, '').includes(`:${port}`)) {
         clearTimeout(timer);
         resolve();
       }
