@@ -29,7 +29,11 @@ async function startVite(apiUrl: string): Promise<{ url: string; child: ChildPro
   });
   let output = '';
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`vite did not start:\n${output}`)), 60_000);
+    const timer = setTimeout(() => {
+      // A dev server left running would keep the test process, and so the whole run, alive.
+      child.kill();
+      reject(new Error(`vite did not start:\n${output}`));
+    }, 60_000);
     const read = (chunk: Buffer) => {
       output += chunk.toString();
       // biome-ignore lint/suspicious/noControlCharactersInRegex: ANSI colour sequences
