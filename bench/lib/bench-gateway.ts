@@ -9,6 +9,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import type Docker from 'dockerode';
 import ssh2 from 'ssh2';
+import { desktopPasswordOf } from '../../apps/gateway/dist/domain/access.js';
 import { linuxUserFor } from '../../apps/gateway/dist/domain/host-view.js';
 import { SecretBox } from '../../apps/gateway/dist/domain/secret-box.js';
 import {
@@ -121,6 +122,8 @@ export interface BenchHost {
   userKeyFile: string;
   /** The workspace's sshd as the proxy reaches it: the relay in the egress gateway. */
   direct: { host: string; port: number; linuxUser: string; privateKey: string; privateKeyFile: string };
+  /** The VNC password the desktop asks for on the direct path (the proxy answers it for its clients). */
+  desktopPassword: string;
 }
 
 /**
@@ -175,7 +178,8 @@ async function createRunningHost(
     | undefined;
   db.close();
   if (!row?.gateway_key_sealed) throw new Error(`host ${hostId} has no gateway key`);
-  const privateKey = SecretBox.openInDirectory(dataDir).open(row.gateway_key_sealed);
+  const box = SecretBox.openInDirectory(dataDir);
+  const privateKey = box.open(row.gateway_key_sealed);
   const runtime = new DockerWorkspaceRuntime({
     docker,
     images,
@@ -201,6 +205,7 @@ async function createRunningHost(
       privateKey,
       privateKeyFile,
     },
+    desktopPassword: desktopPasswordOf(box, hostId),
   };
 }
 

@@ -143,6 +143,7 @@ await runBench('start bench', 30 * 60_000, async () => {
     shortId: hostId.slice(-6),
     linuxUser: USER,
     authorizedKey,
+    desktopPassword: 'bench-pw',
     limits: LIMITS,
   });
   const chosen = variant(lab, UPSTREAM);

@@ -76,8 +76,8 @@ await runBench('vnc bench', 20 * 60_000, async () => {
   const proxied = `${gateway.baseUrl.replace('http', 'ws')}/v1/user/hosts/${host.id}/vnc/websockify`;
   const direct = `ws://${host.direct.host}:6080/websockify`;
   console.log(`Proxy: ${proxied}\nDirect: ${direct} (the relay in the egress gateway)\n`);
-  const paths: { name: string; url: string; headers: Record<string, string> }[] = [
-    { name: 'direct', url: direct, headers: {} },
+  const paths: { name: string; url: string; headers: Record<string, string>; password?: string }[] = [
+    { name: 'direct', url: direct, headers: {}, password: host.desktopPassword },
     { name: 'proxy', url: proxied, headers: { authorization: `Bearer ${token}` } },
   ];
 
@@ -85,8 +85,8 @@ await runBench('vnc bench', 20 * 60_000, async () => {
   const rows: string[][] = [];
   const results = new Map<string, { mib: number[]; p50: number[] }>();
   for (let round = 1; round <= ROUNDS; round++) {
-    for (const { name, url, headers } of paths) {
-      const session = await openRfb(url, headers);
+    for (const { name, url, headers, password } of paths) {
+      const session = await openRfb(url, headers, password);
       const gatewayRssBefore = rssMiB(gateway.child.pid!) ?? Number.NaN;
       const bulk = await throughput(session);
       const times = await roundTrips(session);

@@ -1,6 +1,8 @@
-// A minimal RFB 3.8 client over a WebSocket (what noVNC speaks through websockify): security type None, raw
-// encoding, and framebuffer update requests. Enough to time full-screen transfers and small round trips.
+// A minimal RFB 3.8 client over a WebSocket (what noVNC speaks through websockify): security type None (what
+// the gateway's proxy offers) or VNC authentication (what the desktop itself asks for), raw encoding, and
+// framebuffer update requests. Enough to time full-screen transfers and small round trips.
 import WebSocket from 'ws';
+import { vncAuthResponse } from '../../apps/gateway/dist/vnc/vnc-auth.js';
 
 /** Bytes of a WebSocket as one stream: `read(n)` resolves with exactly n bytes, in order; `skip(n)` drops n
  * bytes as they arrive, without copying (pixel data). */
@@ -78,7 +80,12 @@ export interface RfbSession {
   close(): void;
 }
 
-export async function openRfb(url: string, headers: Record<string, string>): Promise<RfbSession> {
+/** `password` answers a desktop that asks for VNC authentication (the direct path). */
+export async function openRfb(
+  url: string,
+  headers: Record<string, string>,
+  password?: string,
+): Promise<RfbSession> {
   const socket = new WebSocket(url, ['binary'], { headers, perMessageDeflate: false, maxPayload: 2 ** 28 });
   const reader = new ByteReader();
   socket.on('message', (data: Buffer) => reader.push(data));
@@ -95,8 +102,14 @@ export async function openRfb(url: string, headers: Record<string, string>): Pro
   socket.send(Buffer.from('RFB 003.008\n'));
   const count = (await reader.read(1))[0]!;
   const types = await reader.read(count);
-  if (!types.includes(1)) throw new Error(`the server offers no security type None: ${[...types]}`);
-  socket.send(Buffer.from([1]));
+  if (password !== undefined && types.includes(2)) {
+    socket.send(Buffer.from([2]));
+    socket.send(vncAuthResponse(password, await reader.read(16)));
+  } else if (types.includes(1)) {
+    socket.send(Buffer.from([1]));
+  } else {
+    throw new Error(`the server offers no security type this client can use: ${[...types]}`);
+  }
   if ((await reader.read(4)).readUInt32BE(0) !== 0) throw new Error('security handshake failed');
   socket.send(Buffer.from([1])); // ClientInit: shared
   const init = await reader.read(24);

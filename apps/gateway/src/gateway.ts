@@ -169,6 +169,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
   });
   const vnc = new VncProxy({
     auth,
+    access,
     control: desktop,
     runtime,
     hosts: repositories.hosts,
@@ -200,6 +201,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     accessSettings,
     config.workspaceLimits,
     logger.child({ component: 'hosts' }),
+    (hostId) => access.desktopPassword(hostId),
   );
   const hosts = new HostsService(
     repositories.hosts,

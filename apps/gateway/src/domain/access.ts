@@ -209,6 +209,15 @@ export class Access {
     return { ok: true, host };
   }
 
+  /**
+   * The VNC password of a host's desktop. The workspace's VNC server asks for it and the gateway's proxy answers
+   * (browsers never see it), so what else reaches the relay cannot use the desktop. Derived from the secret key:
+   * nothing to store, and the same on every gateway sharing the key. VNC authentication uses 8 characters.
+   */
+  desktopPassword(hostId: string): string {
+    return desktopPasswordOf(this.box, hostId);
+  }
+
   /** The gateway's own key for logging in to a host's workspace; null before the host was first started. */
   workspaceKeyFor(host: HostWithOwner): string | null {
     return host.gateway_key_sealed ? this.box.open(host.gateway_key_sealed) : null;
@@ -295,6 +304,10 @@ function mayActOn(principal: Principal, host: HostWithOwner, action: HostAction)
   if (principal.role === 'admin') return true;
   return principal.role === 'user' && host.user_id === principal.id && USER_HOST_ACTIONS.has(action);
 }
+
+/** `Access.desktopPassword`, for whoever holds the secret key (the VNC bench's direct path). */
+export const desktopPasswordOf = (box: SecretBox, hostId: string): string =>
+  box.derive(`desktop vnc password ${hostId}`, 6).toString('base64url');
 
 const principalOf = (user: UserRow): Principal => ({ id: user.id, username: user.username, role: user.role });
 

@@ -40,6 +40,8 @@ export class HostLifecycle {
     private readonly access: AccessSettings,
     private readonly limits: WorkspaceLimits,
     private readonly log: Logger,
+    /** The VNC password of a host's desktop (Access.desktopPassword). */
+    private readonly desktopPassword: (hostId: string) => string,
   ) {}
 
   /** Queues a start; `bootstrap` marks the task as one the bootstrap paths may show and hand off. */
@@ -344,6 +346,7 @@ export class HostLifecycle {
       shortId: host.short_id,
       linuxUser: linuxUserFor(host.username),
       authorizedKey: host.gateway_public_key ?? '',
+      desktopPassword: this.desktopPassword(host.id),
       limits: this.limits,
     };
   }

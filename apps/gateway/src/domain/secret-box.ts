@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
@@ -32,6 +32,12 @@ export class SecretBox {
     const cipher = createCipheriv('aes-256-gcm', this.key, iv);
     const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
     return `v1.${iv.toString('base64')}.${cipher.getAuthTag().toString('base64')}.${body.toString('base64')}`;
+  }
+
+  /** A secret of its own for `purpose`, the same on every gateway that shares the key, and never stored: HKDF,
+   * so nothing derived tells anything about the key or about another purpose's secret. */
+  derive(purpose: string, length = 32): Buffer {
+    return Buffer.from(hkdfSync('sha256', this.key, Buffer.alloc(0), `cloud-cli-proxy ${purpose}`, length));
   }
 
   open(sealed: string): string {

@@ -9,6 +9,7 @@ import Docker from 'dockerode';
 import type { EgressSettings } from '../config.js';
 import { tunnelDns, type VerificationPlan, verificationPlan } from '../egress/egress-verification.js';
 import { cappedOutput, EXEC_OUTPUT_CAP } from './capped-output.js';
+import { DESKTOP_PASSWORD_FILE, desktopPasswordArchive } from './desktop-secret.js';
 import {
   GATEWAY_NETWORK,
   renderEgressGatewayFiles,
@@ -644,6 +645,7 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
         `WORKSPACE_AUTHORIZED_KEYS=${spec.authorizedKey}`,
         // noVNC is served on the link only: the relay in the egress gateway is its one way in.
         `WORKSPACE_DESKTOP_ADDRESS=${WORKSPACE_LINK.workspaceAddress}`,
+        `WORKSPACE_DESKTOP_PASSWORD_FILE=${DESKTOP_PASSWORD_FILE}`,
       ],
       HostConfig: {
         Init: true,
@@ -687,6 +689,8 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
         RestartPolicy: { Name: 'unless-stopped' },
       },
     });
+    // Before it starts: the desktop's supervisor reads it when it starts the VNC server.
+    await container.putArchive(desktopPasswordArchive(spec.desktopPassword), { path: '/' });
     return container.id;
   }
 
@@ -964,6 +968,9 @@ function checkSpec(spec: WorkspaceSpec): void {
   checkHostId(spec.hostId);
   if (!LINUX_USER.test(spec.linuxUser))
     throw new RuntimeError('invalid_spec', `not a usable Linux user name: ${spec.linuxUser}`);
+  // VNC authentication uses 8 bytes; without any the desktop would refuse to start.
+  if (!/^[\x21-\x7e]{1,8}$/.test(spec.desktopPassword))
+    throw new RuntimeError('invalid_spec', 'the desktop password must be 1 to 8 printable characters');
   const { memoryMb, cpus, pids } = spec.limits;
   if (!(memoryMb >= 64 && cpus > 0 && pids >= 32))
     throw new RuntimeError('invalid_spec', `limits too small: ${JSON.stringify(spec.limits)}`);

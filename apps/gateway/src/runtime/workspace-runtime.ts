@@ -17,6 +17,8 @@ export interface WorkspaceSpec {
   linuxUser: string;
   /** Public half of the gateway's per-host key, authorised for `linuxUser`. */
   authorizedKey: string;
+  /** The VNC password of the desktop (8 characters): the gateway's proxy answers with it, nobody else knows it. */
+  desktopPassword: string;
   limits: { memoryMb: number; cpus: number; pids: number };
 }
 

@@ -4,6 +4,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
+import type { Access } from '../domain/access.js';
 import { type AccessRevocation, sessionEndReason } from '../domain/access-revocation.js';
 import type { AuthService } from '../domain/auth-service.js';
 import { errors } from '../domain/errors.js';
@@ -15,6 +16,7 @@ import type { HostsRepository, HostWithOwner } from '../store/hosts-repository.j
 import type { UsersRepository } from '../store/users-repository.js';
 import type { DesktopControl } from './desktop-control.js';
 import { desktopFile } from './desktop-files.js';
+import { joinRfb } from './rfb-handshake.js';
 import {
   desktopToken,
   originAllowed,
@@ -43,6 +45,7 @@ export interface DesktopAccess {
 
 export interface VncProxyOptions {
   auth: AuthService;
+  access: Access;
   control: DesktopControl;
   runtime: WorkspaceRuntime;
   hosts: HostsRepository;
@@ -136,7 +139,11 @@ export class VncProxy {
     return { status: 200, headers: file.headers, body: createReadStream(file.path) };
   }
 
-  /** Joins an accepted client WebSocket to the desktop's stream. */
+  /**
+   * Joins an accepted client WebSocket to the desktop's stream. The gateway answers the desktop's VNC
+   * authentication with the host's password and offers the browser none (joinRfb), so the password never leaves
+   * the gateway; past that handshake every byte is relayed as it is.
+   */
   openSession(client: WebSocket, access: DesktopAccess, clientAddress: string): void {
     // Nothing is read from the client until the desktop's side is open.
     client.pause();
@@ -164,38 +171,66 @@ export class VncProxy {
           this.options.log.warn({ err: error, host_id: access.host.id }, 'desktop stream failed');
           if (!this.live.has(session.id)) fail('desktop unreachable');
         });
+        client.on('close', () => {
+          if (upstream.readyState === WebSocket.CONNECTING) upstream.terminate();
+        });
         upstream.on('open', () => {
-          upstream.pause();
           if (client.readyState !== WebSocket.OPEN) {
             upstream.terminate();
             return;
           }
-          this.live.set(session.id, session);
-          this.emitOpened(session);
-          relay(client, upstream, (bytes) => {
-            session.traffic.toDesktop += bytes;
-          });
-          relay(upstream, client, (bytes) => {
-            session.traffic.toClient += bytes;
-          });
-          upstream.on('close', () => {
-            if (session.closeReason === 'client_closed') session.closeReason = 'desktop_closed';
-            if (client.readyState === WebSocket.OPEN) client.close(1001, session.closeReason);
-          });
-          client.on('close', () => {
-            if (upstream.readyState === WebSocket.OPEN) upstream.close(1000);
-            else upstream.terminate();
-            if (this.live.delete(session.id)) this.emitClosed(session);
-          });
           client.resume();
-          upstream.resume();
-        });
-        client.on('close', () => {
-          if (upstream.readyState === WebSocket.CONNECTING) upstream.terminate();
+          joinRfb(client, upstream, this.options.access.desktopPassword(access.host.id)).then(
+            (pending) => this.relaySession(session, upstream, pending),
+            (error: Error) => {
+              this.options.log.warn({ err: error, host_id: access.host.id }, 'desktop handshake failed');
+              upstream.terminate();
+              fail(error.message);
+            },
+          );
         });
       },
       (error: Error) => fail(error.message),
     );
+  }
+
+  /** Past the handshake: counts, relays and logs the stream, starting with what either side sent meanwhile. */
+  private relaySession(
+    session: LiveSession,
+    upstream: WebSocket,
+    pending: { fromBrowser: Buffer; fromDesktop: Buffer },
+  ): void {
+    const { client } = session;
+    if (client.readyState !== WebSocket.OPEN || upstream.readyState !== WebSocket.OPEN) {
+      upstream.terminate();
+      if (client.readyState === WebSocket.OPEN) client.close(1001, 'desktop_closed');
+      return;
+    }
+    this.live.set(session.id, session);
+    this.emitOpened(session);
+    if (pending.fromBrowser.length > 0) {
+      session.traffic.toDesktop += pending.fromBrowser.length;
+      upstream.send(pending.fromBrowser);
+    }
+    if (pending.fromDesktop.length > 0) {
+      session.traffic.toClient += pending.fromDesktop.length;
+      client.send(pending.fromDesktop);
+    }
+    relay(client, upstream, (bytes) => {
+      session.traffic.toDesktop += bytes;
+    });
+    relay(upstream, client, (bytes) => {
+      session.traffic.toClient += bytes;
+    });
+    upstream.on('close', () => {
+      if (session.closeReason === 'client_closed') session.closeReason = 'desktop_closed';
+      if (client.readyState === WebSocket.OPEN) client.close(1001, session.closeReason);
+    });
+    client.on('close', () => {
+      if (upstream.readyState === WebSocket.OPEN) upstream.close(1000);
+      else upstream.terminate();
+      if (this.live.delete(session.id)) this.emitClosed(session);
+    });
   }
 
   /** Ends every session, and waits until their events are written. */

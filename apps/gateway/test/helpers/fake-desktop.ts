@@ -1,12 +1,74 @@
+import { randomBytes } from 'node:crypto';
 import http, { type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import WebSocket, { WebSocketServer } from 'ws';
+import { vncAuthResponse } from '../../src/vnc/vnc-auth.js';
 
-/** A stand-in for a workspace's websockify: serves one page, greets every stream with an RFB banner and echoes it. */
+const VERSION = Buffer.from('RFB 003.008\n', 'latin1');
+
+/** A WebSocket's messages as one byte stream: `read(n)` resolves with the next n bytes. */
+export class StreamBytes {
+  private buffered = Buffer.alloc(0);
+  private waiting: { size: number; resolve: (data: Buffer) => void; reject: (error: Error) => void } | null =
+    null;
+  private closed = false;
+
+  constructor(private readonly socket: WebSocket) {
+    socket.on('message', this.onMessage);
+    socket.on('close', this.onClose);
+  }
+
+  read(size: number): Promise<Buffer> {
+    return new Promise((resolve, reject) => {
+      this.waiting = { size, resolve, reject };
+      this.settle();
+    });
+  }
+
+  /** Stops reading; later messages go to whoever listens next. */
+  detach(): Buffer {
+    this.socket.off('message', this.onMessage);
+    this.socket.off('close', this.onClose);
+    return this.buffered;
+  }
+
+  private readonly onMessage = (data: Buffer) => {
+    this.buffered = Buffer.concat([this.buffered, data]);
+    this.settle();
+  };
+
+  private readonly onClose = () => {
+    this.closed = true;
+    this.settle();
+  };
+
+  private settle(): void {
+    const waiting = this.waiting;
+    if (!waiting) return;
+    if (this.buffered.length >= waiting.size) {
+      this.waiting = null;
+      const data = this.buffered.subarray(0, waiting.size);
+      this.buffered = this.buffered.subarray(waiting.size);
+      waiting.resolve(data);
+    } else if (this.closed) {
+      this.waiting = null;
+      waiting.reject(new Error('the stream closed'));
+    }
+  }
+}
+
+/**
+ * A stand-in for a workspace's websockify in front of a VNC server that asks for a password (as TigerVNC with
+ * `-SecurityTypes VncAuth` does): serves one page; on a stream it asks for VNC authentication, accepts any of
+ * `passwords()`, and from then on echoes every message.
+ */
 export class FakeDesktop {
   readonly requests: { url: string; headers: IncomingHttpHeaders }[] = [];
   readonly upgrades: IncomingHttpHeaders[] = [];
+  /** Streams past authentication. */
   readonly streams: WebSocket[] = [];
+  /** Authentication attempts that failed. */
+  refused = 0;
   private readonly server = http.createServer((request, response) => {
     this.requests.push({ url: request.url ?? '', headers: request.headers });
     if (request.url === '/vnc.html') {
@@ -18,13 +80,37 @@ export class FakeDesktop {
   });
   private readonly wss = new WebSocketServer({ server: this.server });
 
-  constructor() {
+  constructor(private readonly passwords: () => string[]) {
     this.wss.on('connection', (socket, request) => {
       this.upgrades.push(request.headers);
-      this.streams.push(socket);
-      socket.send(Buffer.from('RFB 003.008\n'));
-      socket.on('message', (data: Buffer) => socket.send(data));
+      this.authenticate(socket).catch(() => socket.terminate());
     });
+  }
+
+  private async authenticate(socket: WebSocket): Promise<void> {
+    const bytes = new StreamBytes(socket);
+    socket.send(VERSION);
+    await bytes.read(12);
+    socket.send(Buffer.from([1, 2]));
+    if ((await bytes.read(1))[0] !== 2) throw new Error('no VNC authentication');
+    const challenge = randomBytes(16);
+    socket.send(challenge);
+    const response = await bytes.read(16);
+    if (!this.passwords().some((password) => vncAuthResponse(password, challenge).equals(response))) {
+      this.refused += 1;
+      const reason = Buffer.from('Authentication failure');
+      const failure = Buffer.alloc(8);
+      failure.writeUInt32BE(1, 0);
+      failure.writeUInt32BE(reason.length, 4);
+      socket.send(Buffer.concat([failure, reason]));
+      socket.close();
+      return;
+    }
+    socket.send(Buffer.alloc(4));
+    const early = bytes.detach();
+    this.streams.push(socket);
+    if (early.length > 0) socket.send(early);
+    socket.on('message', (data: Buffer) => socket.send(data));
   }
 
   async listen(): Promise<number> {
@@ -39,15 +125,34 @@ export class FakeDesktop {
   }
 }
 
-/** Opens a stream through the gateway; resolves with the socket and its first message, or the refusal. */
+/**
+ * Opens a stream through the gateway as a browser's RFB client does, up to the end of security (which the
+ * gateway answers with none); resolves with the socket and the version it greeted with, or the refusal.
+ */
 export function openStream(
   url: string,
   headers: Record<string, string>,
-): Promise<{ socket: WebSocket; banner: string } | { status: number }> {
+): Promise<{ socket: WebSocket; banner: string } | { status: number } | { closed: number; reason: string }> {
   return new Promise((resolve, reject) => {
     const socket = new WebSocket(url, ['binary'], { headers });
     socket.once('unexpected-response', (_request, response) => resolve({ status: response.statusCode ?? 0 }));
-    socket.once('message', (data: Buffer) => resolve({ socket, banner: data.toString('latin1') }));
     socket.once('error', reject);
+    socket.once('close', (code, reason) => resolve({ closed: code, reason: reason.toString() }));
+    socket.once('open', () => {
+      const bytes = new StreamBytes(socket);
+      void (async () => {
+        const banner = (await bytes.read(12)).toString('latin1');
+        socket.send(VERSION);
+        const count = (await bytes.read(1))[0]!;
+        const types = [...(await bytes.read(count))];
+        if (types.join() !== '1') throw new Error(`the gateway offered security types ${types}`);
+        socket.send(Buffer.from([1]));
+        const result = (await bytes.read(4)).readUInt32BE(0);
+        if (result !== 0) throw new Error(`security result ${result}`);
+        bytes.detach();
+        socket.removeAllListeners('close');
+        resolve({ socket, banner });
+      })().catch(reject);
+    });
   });
 }

@@ -15,8 +15,8 @@ for (const kind of DATABASES) {
     let closed = false;
 
     before(async () => {
-      desktop = new FakeDesktop();
       const runtime = new MemoryRuntime();
+      desktop = new FakeDesktop(() => [...runtime.hosts.values()].map((host) => host.spec.desktopPassword));
       runtime.desktopEndpoint = { host: '127.0.0.1', port: await desktop.listen() };
       const port = await freePort();
       t = await startTestGateway(kind, { DASHBOARD_PORT: String(port) }, runtime);

@@ -165,6 +165,7 @@ describe('DockerWorkspaceRuntime (real Docker, egress lab)', { skip, timeout: 60
     shortId: hostId.slice(-6),
     linuxUser: 'alice',
     authorizedKey: key.publicKey,
+    desktopPassword: 'desk-pw1',
     limits: { memoryMb: 512, cpus: 1, pids: 256 },
   });
   const upstream = (name: VariantName, exitIndex = 0, exitIp?: string): UpstreamSpec => {

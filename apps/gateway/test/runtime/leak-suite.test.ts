@@ -273,6 +273,7 @@ describe('leak suite: nothing leaves a workspace except through its upstream', {
           shortId: hostId.slice(-6),
           linuxUser: LINUX_USER,
           authorizedKey: keys.generate('ed25519').publicKey,
+          desktopPassword: 'desk-pw1',
           limits: { memoryMb: 512, cpus: 1, pids: 256 },
         },
         {

@@ -7,8 +7,8 @@ import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { chromium } from 'playwright-core';
-import WebSocket from 'ws';
 import { labUnavailable } from '../../../../test/lab/lab.js';
+import { openStream } from '../helpers/fake-desktop.js';
 import { type LabGateway, startLabGateway } from '../helpers/lab-gateway.js';
 import { type PixelShares, pixelShares } from '../helpers/pixels.js';
 import type { TestGateway } from '../helpers/test-gateway.js';
@@ -86,6 +86,12 @@ describe('the browser desktop of a real workspace', { skip, timeout: 900_000 }, 
     assert.equal(owners, `vnc${suffix}`);
     const listening = await inWorkspace("ss -Hltn 'sport = :6080' | awk '{print $4}'");
     assert.equal(listening, '169.254.77.2:6080');
+    // The VNC password: root's as the gateway put it there, the user's copy for the VNC server (image/README.md).
+    const password = await inWorkspace(
+      'stat -c "%U %a" /etc/ccp-desktop/vncpasswd /run/ccp-desktop-auth/vncpasswd',
+    );
+    assert.equal(password, `root 600\nvnc${suffix} 600`);
+    assert.match(await inWorkspace('ps -o args= -C Xtigervnc'), /-SecurityTypes VncAuth -PasswordFile /);
     const admin = await t.request('GET', `/v1/admin/hosts/${host.id}/vnc/status`);
     assert.equal(admin.body.status, 'running');
   });
@@ -189,18 +195,16 @@ describe('the browser desktop of a real workspace', { skip, timeout: 900_000 }, 
   });
 
   it('stopping the host closes a live stream cleanly, and then start answers 409 host_not_running', async () => {
-    const socket = new WebSocket(
+    // Past the RFB handshake, which the gateway holds with the desktop (its password) and with us (no security).
+    const opened = await openStream(
       `${t.url.replace('http', 'ws')}/v1/user/hosts/${host.id}/vnc/websockify`,
-      ['binary'],
       {
-        headers: { authorization: `Bearer ${user.token}` },
+        authorization: `Bearer ${user.token}`,
       },
     );
-    const banner = await new Promise<string>((resolve, reject) => {
-      socket.once('message', (data: Buffer) => resolve(data.toString('latin1')));
-      socket.once('error', reject);
-    });
-    assert.equal(banner, 'RFB 003.008\n');
+    assert.ok('socket' in opened, JSON.stringify(opened));
+    assert.equal(opened.banner, 'RFB 003.008\n');
+    const { socket } = opened;
     const closed = new Promise<{ code: number; reason: string }>((resolve) =>
       socket.once('close', (code, reason) => resolve({ code, reason: reason.toString() })),
     );

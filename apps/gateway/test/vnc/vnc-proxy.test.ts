@@ -42,10 +42,14 @@ for (const kind of DATABASES) {
     let aliceHost: string;
     let bobHost: string;
     let base: string;
+    /** Set to have the desktop refuse the gateway's password. */
+    let refuse = false;
 
     before(async () => {
-      desktop = new FakeDesktop();
       runtime = new MemoryRuntime();
+      desktop = new FakeDesktop(() =>
+        refuse ? [] : [...runtime.hosts.values()].map((host) => host.spec.desktopPassword),
+      );
       runtime.desktopEndpoint = { host: '127.0.0.1', port: await desktop.listen() };
       t = await startTestGateway(kind, {}, runtime);
       await t.listen();
@@ -181,8 +185,9 @@ for (const kind of DATABASES) {
       const events = await t.request('GET', `/v1/admin/events?type=vnc.session.closed&host_id=${aliceHost}`);
       const last = events.body.events[0];
       assert.equal(last.data.reason, 'user_disabled');
+      // Counted past the handshake, which the gateway holds with each side itself.
       assert.equal(last.data.bytes_in, 'hello desktop'.length);
-      assert.equal(last.data.bytes_out, 'RFB 003.008\n'.length + 'hello desktop'.length);
+      assert.equal(last.data.bytes_out, 'hello desktop'.length);
       assert.equal((await t.request('GET', '/v1/admin/dashboard/stats')).body.sessions.vnc, 0);
     });
 
@@ -215,6 +220,20 @@ for (const kind of DATABASES) {
       await all;
       assert.equal(received, total);
       client.close();
+    });
+
+    it("answers the desktop's password itself, and ends the stream when the desktop refuses it", async () => {
+      const refusedBefore = desktop.refused;
+      refuse = true;
+      try {
+        const opened = await openStream(ws(`${base}/websockify`), bearer(alice.token));
+        assert.ok('closed' in opened, JSON.stringify(opened));
+        assert.equal(opened.closed, 1011);
+        assert.match(opened.reason, /the desktop refused the gateway: Authentication failure/);
+      } finally {
+        refuse = false;
+      }
+      assert.equal(desktop.refused, refusedBefore + 1);
     });
 
     it('reports the desktop of a stopped host and refuses to start it', async () => {
