@@ -245,11 +245,15 @@ describe('dashboard journeys in Chromium', { skip, timeout: 900_000 }, () => {
       admin.waitForEvent('page'),
       desktopPanel.getByRole('button', { name: 'Open desktop' }).click(),
     ]);
-    await tab.waitForURL(/\/vnc\/vnc\.html\?/);
-    assert.doesNotMatch(tab.url(), /token=/, 'the gateway took the token out of the address');
+    // The tab goes to a one-time link, whose ticket the gateway trades for the desktop's cookie and drops.
+    await tab.waitForURL((url) => url.pathname.endsWith('/vnc/vnc.html') && !url.searchParams.has('ticket'));
+    assert.doesNotMatch(tab.url(), /token=|ticket=/, 'no credential in the address');
     const [cookie] = (await admin.cookies()).filter((c) => c.name === 'ccp_vnc');
     assert.equal(cookie?.path, `/v1/admin/hosts/${hostId}/vnc/`);
     assert.equal(cookie?.httpOnly, true);
+    const signedIn = await page.evaluate(() => JSON.parse(sessionStorage.getItem('ccp.session') ?? '{}'));
+    const signature = String(signedIn.token).split('.')[2]!;
+    assert.ok(signature && !cookie!.value.includes(signature), 'the cookie holds no API token');
     await tab.waitForSelector('#screen canvas', { timeout: 20_000 });
     await tab.waitForFunction(() => document.getElementById('status')?.textContent === 'Connected', null, {
       timeout: 20_000,

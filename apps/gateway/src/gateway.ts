@@ -133,7 +133,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     tickets,
     bus,
   );
-  const auth = new AuthService(repositories.users, access, bus, config);
+  const auth = new AuthService(access, bus, config);
   const users = new UsersService(repositories.users, box, bus, revocation);
   const sshKeys = new SshKeysService(repositories.sshKeys, repositories.users, bus);
   const egressIps = new EgressIpsService(
@@ -163,17 +163,14 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
   });
   const desktop = new DesktopControl({
     runtime,
-    hosts: repositories.hosts,
+    access,
     bus,
     log: logger.child({ component: 'vnc' }),
   });
   const vnc = new VncProxy({
     auth,
     access,
-    control: desktop,
     runtime,
-    hosts: repositories.hosts,
-    users: repositories.users,
     bus,
     revocation,
     log: logger.child({ component: 'vnc' }),

@@ -24,7 +24,10 @@ const decodedName = (name: string): string => {
   }
 };
 
-/** A URL as it may be logged: the value of every `token` parameter is replaced, whatever case or percent-encoding
+/** Query parameters that carry a secret: an API token (refused but still sent by some), a desktop ticket. */
+const SECRET_PARAMETERS = new Set(['token', 'ticket']);
+
+/** A URL as it may be logged: the value of every secret parameter is replaced, whatever case or percent-encoding
  * spells its name (the query parser would decode `%74oken` to `token`). */
 export function redactUrl(url: string): string {
   const at = url.indexOf('?');
@@ -35,7 +38,7 @@ export function redactUrl(url: string): string {
     .map((pair) => {
       const eq = pair.indexOf('=');
       const name = eq < 0 ? pair : pair.slice(0, eq);
-      return decodedName(name) === 'token' ? `${name}=[redacted]` : pair;
+      return SECRET_PARAMETERS.has(decodedName(name)) ? `${name}=[redacted]` : pair;
     })
     .join('&');
   return `${url.slice(0, at)}?${query}`;

@@ -39,7 +39,7 @@ import type {
   UserList,
   UserStatus,
 } from './users.js';
-import type { VncStatus } from './vnc.js';
+import type { VncStatus, VncTicket } from './vnc.js';
 
 type S<T extends Type.TSchema> = Type.Static<T>;
 
@@ -191,11 +191,13 @@ export function createApiClient(options: ApiClientOptions = {}) {
     return { close: () => controller.abort() };
   }
 
-  /** A host's desktop: status, and start or restart (each answers once the desktop is up). */
+  /** A host's desktop: status, start or restart (each answers once the desktop is up), and a one-time link to
+   * open it in a browser. */
   const vncOf = (role: Role) => ({
     status: (hostId: string) => get<S<typeof VncStatus>>(`/v1/${role}/hosts/${id(hostId)}/vnc/status`),
     start: (hostId: string) => post<S<typeof VncStatus>>(`/v1/${role}/hosts/${id(hostId)}/vnc/start`),
     restart: (hostId: string) => post<S<typeof VncStatus>>(`/v1/${role}/hosts/${id(hostId)}/vnc/restart`),
+    ticket: (hostId: string) => post<S<typeof VncTicket>>(`/v1/${role}/hosts/${id(hostId)}/vnc/ticket`),
   });
 
   return {

@@ -1,4 +1,5 @@
 import Type from 'typebox';
+import { Timestamp } from './common.js';
 
 export const VncState = Type.Union(
   [
@@ -31,5 +32,16 @@ export const VncStatus = Type.Object({
   }),
 });
 
+export const VncTicket = Type.Object({
+  url: Type.String({
+    description:
+      'The desktop page with a one-time ticket (`&ticket=`), for a browser to open within 60 seconds: the first ' +
+      "request sets the cookie of this host's desktop and redirects to the same page without the ticket. The " +
+      'ticket opens the desktop once, on this host and portal only, and dies with a password change.',
+  }),
+  expires_at: Timestamp,
+});
+
 export type VncState = Type.Static<typeof VncState>;
 export type VncStatus = Type.Static<typeof VncStatus>;
+export type VncTicket = Type.Static<typeof VncTicket>;

@@ -1,7 +1,6 @@
 import { ApiError, type Host, type Role, type VncStatus } from '@ccp/api';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api } from '../api';
-import { session } from '../session';
 import { ActionButton, StatusBadge } from './ui';
 
 /** What each desktop state means to the person looking at it. */
@@ -14,30 +13,53 @@ const MEANING: Record<VncStatus['status'], string> = {
 };
 
 /**
- * Opens the host's desktop (noVNC) in a new tab with the signed-in account's token in `?token=`; the gateway
- * trades it for a cookie scoped to that desktop and drops it from the address. The link is built at the click,
- * so the token is never part of the page, and on the page's own origin: the gateway that serves this page
- * (HTTP_PORT or DASHBOARD_PORT) also serves the desktop, whatever public address `vnc_url` names.
+ * Opens the host's desktop in a new tab. The tab opens at the click (one opened after a request would be taken
+ * for a pop-up), then goes to the one-time link the gateway makes for this desktop: its ticket, good once within
+ * a minute, becomes a cookie for this desktop alone, so the account's token never goes in a URL. The link is
+ * followed on the page's own origin: the gateway that serves this page (HTTP_PORT or DASHBOARD_PORT) also serves
+ * the desktop, whatever public address the link names.
  */
-export function openDesktop(host: Host): void {
-  const token = session.token();
-  if (!token) return;
-  const published = new URL(host.vnc_url, window.location.href);
-  const url = `${window.location.origin}${published.pathname}${published.search}&token=${encodeURIComponent(token)}`;
-  window.open(url, '_blank', 'noopener');
+async function openDesktop(host: Host, scope: Role): Promise<void> {
+  const tab = window.open('', '_blank');
+  if (!tab) throw new Error('The browser did not open a new tab (a pop-up blocker?)');
+  tab.opener = null;
+  try {
+    const link = new URL((await api[scope].hosts.vnc.ticket(host.id)).url);
+    tab.location.replace(`${window.location.origin}${link.pathname}${link.search}`);
+  } catch (error) {
+    tab.close();
+    throw error;
+  }
 }
 
-export function OpenDesktopButton({ host, ready = true }: { host: Host; ready?: boolean }) {
+export function OpenDesktopButton({
+  host,
+  scope,
+  ready = true,
+}: {
+  host: Host;
+  scope: Role;
+  ready?: boolean;
+}) {
+  const open = useMutation({ mutationFn: () => openDesktop(host, scope) });
   const usable = host.status === 'running' && ready;
   return (
-    <ActionButton
-      kind="primary"
-      disabled={!usable}
-      title={usable ? 'Opens in a new tab' : 'The host and its desktop must be running'}
-      onClick={() => openDesktop(host)}
-    >
-      Open desktop
-    </ActionButton>
+    <>
+      <ActionButton
+        kind="primary"
+        pending={open.isPending}
+        disabled={!usable}
+        title={usable ? 'Opens in a new tab' : 'The host and its desktop must be running'}
+        onClick={() => open.mutate()}
+      >
+        Open desktop
+      </ActionButton>
+      {open.isError ? (
+        <p className="error" role="alert">
+          Opening the desktop failed: {outcomeOf(open.error)}
+        </p>
+      ) : null}
+    </>
   );
 }
 
@@ -94,7 +116,7 @@ export function HostDesktop({ host, scope }: { host: Host; scope: Role }) {
         </p>
       ) : null}
       <div className="row wrap">
-        <OpenDesktopButton host={host} ready={vnc?.running ?? false} />
+        <OpenDesktopButton host={host} scope={scope} ready={vnc?.running ?? false} />
         <ActionButton
           pending={control.isPending && control.variables === 'start'}
           disabled={!hostRunning || !vnc?.can_start || control.isPending}

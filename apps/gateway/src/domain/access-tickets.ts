@@ -5,30 +5,27 @@ export interface TicketGrant {
   hostId: string;
 }
 
-interface Issued extends TicketGrant {
-  expiresAt: number;
-}
-
 const digest = (secret: string) => createHash('sha256').update(secret, 'utf8').digest('base64url');
 
 /**
- * One-time SSH tickets handed out by the bootstrap flow: each opens one SSH login to one host of one user,
- * once, within its lifetime. Only digests are kept, in memory: a restart voids tickets, which costs the user a
- * re-run of the bootstrap script and nothing else.
+ * One-time tickets: each opens one thing (an SSH login from the bootstrap flow, a host's desktop) to one host of
+ * one user, once, within its lifetime. Each kind has its own instance, so a ticket of one kind never opens
+ * another. Only digests are kept, in memory: a restart voids tickets, which costs the user a re-run of the
+ * bootstrap script or another click on "Open desktop", and nothing else.
  */
-export class AccessTickets {
-  private readonly issued = new Map<string, Issued>();
+export class AccessTickets<G extends TicketGrant = TicketGrant> {
+  private readonly issued = new Map<string, { grant: G; expiresAt: number }>();
 
   constructor(
     private readonly lifetimeMs = 2 * 60_000,
-    private readonly now: () => number = Date.now,
+    private readonly now: () => number = () => Date.now(),
   ) {}
 
-  issue(grant: TicketGrant): { ticket: string; expiresAt: Date } {
+  issue(grant: G): { ticket: string; expiresAt: Date } {
     this.prune();
     const ticket = `ccpt_${randomBytes(24).toString('base64url')}`;
     const expiresAt = this.now() + this.lifetimeMs;
-    this.issued.set(digest(ticket), { ...grant, expiresAt });
+    this.issued.set(digest(ticket), { grant, expiresAt });
     return { ticket, expiresAt: new Date(expiresAt) };
   }
 
@@ -38,13 +35,12 @@ export class AccessTickets {
   }
 
   /** Uses up the ticket: returns what it grants, or null when it is unknown, used or expired. */
-  redeem(secret: string): TicketGrant | null {
+  redeem(secret: string): G | null {
     const key = digest(secret);
     const found = this.issued.get(key);
     if (!found) return null;
     this.issued.delete(key);
-    if (found.expiresAt <= this.now()) return null;
-    return { userId: found.userId, hostId: found.hostId };
+    return found.expiresAt > this.now() ? found.grant : null;
   }
 
   private prune(): void {

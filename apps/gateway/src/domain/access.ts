@@ -1,5 +1,5 @@
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
-import type { Actor } from '@ccp/api';
+import type { Actor, Role } from '@ccp/api';
 import type { EventBus } from '../events/event-bus.js';
 import type { HostsRepository, HostWithOwner } from '../store/hosts-repository.js';
 import type { SshKeysRepository } from '../store/ssh-keys-repository.js';
@@ -8,7 +8,7 @@ import { sessionEndReason } from './access-revocation.js';
 import { AccessTickets, type TicketGrant } from './access-tickets.js';
 import { isExpired } from './auth-service.js';
 import { type AppError, errors } from './errors.js';
-import type { Principal } from './principal.js';
+import type { CredentialHolder, Principal } from './principal.js';
 import { FailureRateLimiter } from './rate-limiter.js';
 import type { SecretBox } from './secret-box.js';
 import { SHORT_ID_PATTERN, verifyAgainstNothing, verifyPassword } from './secrets.js';
@@ -47,6 +47,15 @@ export interface AccessLimits {
 
 const DEFAULT_LIMITS: AccessLimits = { checksPerAddress: 4, checksInAll: 32 };
 
+/** How long a desktop ticket may wait to be used: the tab the dashboard opens uses it at once. */
+const DESKTOP_TICKET_MS = 60_000;
+
+/** What a desktop ticket opens: one host's desktop on one portal's path, for the account as it was then. */
+interface DesktopGrant extends TicketGrant {
+  portal: Role;
+  tokenVersion: number;
+}
+
 const ANONYMOUS: Actor = { kind: 'anonymous', id: null, username: null };
 const actorOf = (user: UserRow): Actor => ({ kind: user.role, id: user.id, username: user.username });
 const digest = (text: string) => createHash('sha256').update(text, 'utf8').digest();
@@ -61,6 +70,7 @@ export class Access {
   private readonly checking = new Map<string, number>();
   private checkingInAll = 0;
   private readonly limits: AccessLimits;
+  private readonly desktopTickets = new AccessTickets<DesktopGrant>(DESKTOP_TICKET_MS);
 
   constructor(
     private readonly users: UsersRepository,
@@ -207,6 +217,53 @@ export class Access {
         host,
       };
     return { ok: true, host };
+  }
+
+  /**
+   * Whom a credential issued for (`userId`, `tokenVersion`, `role`) stands for now: it dies when the account is
+   * deleted, disabled or expired, changes role, or its token version moved on (a password change or rotation).
+   */
+  async holder(userId: string, tokenVersion: unknown, role: unknown): Promise<CredentialHolder> {
+    const user = await this.users.findTokenState(userId);
+    if (!user || user.token_version !== tokenVersion || user.role !== role)
+      throw errors.unauthorized('The token has been revoked');
+    if (user.status === 'disabled') throw errors.unauthorized('The account is disabled');
+    if (isExpired(user)) throw errors.unauthorized('The account has expired');
+    return { id: user.id, username: user.username, role: user.role, tokenVersion: user.token_version };
+  }
+
+  /**
+   * A one-time ticket to the desktop of a running host, on the caller's portal, so that the page a browser opens
+   * carries this in its address instead of the API token.
+   */
+  async desktopTicket(
+    principal: Principal,
+    hostId: string,
+  ): Promise<{ ticket: string; expiresAt: Date; host: HostWithOwner }> {
+    const host = await this.requireHost(principal, hostId, 'desktop');
+    if (host.status !== 'running')
+      throw errors.conflict('host_not_running', 'The host is not running; start it before its desktop');
+    // The caller's token was checked against this version moments ago; the ticket dies when it moves on.
+    const account = await this.users.findTokenState(principal.id);
+    if (!account) throw errors.unauthorized('The token has been revoked');
+    const issued = this.desktopTickets.issue({
+      userId: principal.id,
+      hostId: host.id,
+      portal: principal.role,
+      tokenVersion: account.token_version,
+    });
+    return { ...issued, host };
+  }
+
+  /** Uses up a desktop ticket presented on `portal`'s path to `hostId`'s desktop: whom it was made for, while
+   * their account is as it was then. A ticket presented anywhere else is used up all the same. */
+  async redeemDesktopTicket(ticket: string, portal: Role, hostId: string): Promise<CredentialHolder> {
+    const grant = this.desktopTickets.redeem(ticket);
+    if (!grant || grant.hostId !== hostId || grant.portal !== portal)
+      throw errors.unauthorized(
+        'The desktop ticket is unknown, used, expired or for another desktop: open the desktop again',
+      );
+    return this.holder(grant.userId, grant.tokenVersion, grant.portal);
   }
 
   /**

@@ -1,11 +1,12 @@
+import { hkdfSync } from 'node:crypto';
 import type { LoginResponse } from '@ccp/api';
 import { createSigner, createVerifier, TokenError } from 'fast-jwt';
 import type { EventBus } from '../events/event-bus.js';
-import type { UserRow, UsersRepository } from '../store/users-repository.js';
+import type { UserRow } from '../store/users-repository.js';
 import type { Access } from './access.js';
 import { isoOut } from './clock.js';
 import { errors } from './errors.js';
-import type { Principal } from './principal.js';
+import type { CredentialHolder, Principal } from './principal.js';
 
 const ISSUER = 'cloud-cli-proxy';
 
@@ -21,9 +22,10 @@ export const isExpired = (user: Pick<UserRow, 'expires_at'>, now = new Date().to
 export class AuthService {
   private readonly sign: (payload: Record<string, unknown>) => string;
   private readonly verify: (token: string) => Record<string, unknown>;
+  private readonly signPass: (payload: Record<string, unknown>) => string;
+  private readonly verifyPass: (pass: string) => Record<string, unknown>;
 
   constructor(
-    private readonly users: UsersRepository,
     private readonly access: Access,
     private readonly bus: EventBus,
     private readonly options: AuthOptions,
@@ -43,6 +45,21 @@ export class AuthService {
       allowedIss: ISSUER,
       requiredClaims: ['iss', 'sub', 'iat', 'exp'],
       cache: 1000,
+    });
+    // Desktop passes have a key of their own (from the same secret, so rotating it ends them too): a pass is
+    // never an API token, and an API token never a pass.
+    const passKey = Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), 'cloud-cli-proxy desktop pass', 32));
+    this.signPass = createSigner({
+      key: passKey,
+      algorithm: 'HS256',
+      iss: ISSUER,
+      expiresIn: options.tokenTtlSeconds * 1000,
+    });
+    this.verifyPass = createVerifier({
+      key: passKey,
+      algorithms: ['HS256'],
+      allowedIss: ISSUER,
+      requiredClaims: ['iss', 'sub', 'iat', 'exp', 'host'],
     });
   }
 
@@ -68,25 +85,40 @@ export class AuthService {
 
   /** Checks a bearer token and the account behind it on every request, so revocation takes effect at once. */
   async authenticate(token: string): Promise<Principal> {
-    let subject: string;
-    let version: unknown;
-    let role: unknown;
-    try {
-      const payload = this.verify(token);
-      subject = String(payload.sub ?? '');
-      version = payload.ver;
-      role = payload.role;
-    } catch (error) {
-      if (error instanceof TokenError && error.code === TokenError.codes.expired)
-        throw errors.unauthorized('The token has expired');
-      throw errors.unauthorized('The token is not valid');
-    }
-    const user = await this.users.findTokenState(subject);
-    if (!user || user.token_version !== version || user.role !== role) {
-      throw errors.unauthorized('The token has been revoked');
-    }
-    if (user.status === 'disabled') throw errors.unauthorized('The account is disabled');
-    if (isExpired(user)) throw errors.unauthorized('The account has expired');
-    return { id: user.id, username: user.username, role: user.role };
+    const { id, username, role } = await this.authenticateHolder(token);
+    return { id, username, role };
+  }
+
+  /** `authenticate`, keeping the token version (live sessions end when it moves on). */
+  async authenticateHolder(token: string): Promise<CredentialHolder> {
+    const payload = verified(() => this.verify(token), 'token');
+    return this.access.holder(String(payload.sub ?? ''), payload.ver, payload.role);
+  }
+
+  /**
+   * The pass of one host's desktop (its cookie): good below that host's desktop path only, for as long as an API
+   * token lives, and only while the account stays as it was (like a token).
+   */
+  desktopPass(holder: CredentialHolder, hostId: string): { pass: string; maxAgeSeconds: number } {
+    return {
+      pass: this.signPass({ sub: holder.id, role: holder.role, ver: holder.tokenVersion, host: hostId }),
+      maxAgeSeconds: this.options.tokenTtlSeconds,
+    };
+  }
+
+  async authenticateDesktopPass(pass: string, hostId: string): Promise<CredentialHolder> {
+    const payload = verified(() => this.verifyPass(pass), 'desktop pass');
+    if (payload.host !== hostId) throw errors.unauthorized('The desktop pass is for another desktop');
+    return this.access.holder(String(payload.sub ?? ''), payload.ver, payload.role);
+  }
+}
+
+function verified(check: () => Record<string, unknown>, what: string): Record<string, unknown> {
+  try {
+    return check();
+  } catch (error) {
+    if (error instanceof TokenError && error.code === TokenError.codes.expired)
+      throw errors.unauthorized(`The ${what} has expired`);
+    throw errors.unauthorized(`The ${what} is not valid`);
   }
 }

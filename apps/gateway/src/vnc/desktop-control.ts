@@ -1,12 +1,13 @@
 import http from 'node:http';
 import type { VncStatus } from '@ccp/api';
 import type { Logger } from 'pino';
+import type { Access } from '../domain/access.js';
 import { AppError, errors } from '../domain/errors.js';
 import type { Principal } from '../domain/principal.js';
 import { actorOf } from '../domain/principal.js';
 import type { EventBus } from '../events/event-bus.js';
 import { RuntimeError, type WorkspaceRuntime } from '../runtime/workspace-runtime.js';
-import type { HostsRepository, HostWithOwner } from '../store/hosts-repository.js';
+import type { HostWithOwner } from '../store/hosts-repository.js';
 
 /** The control program in the workspace image (image/README.md, "Desktop"). */
 const CONTROL = '/usr/local/sbin/ccp-desktop';
@@ -27,7 +28,7 @@ interface ControlReport {
 
 export interface DesktopControlOptions {
   runtime: WorkspaceRuntime;
-  hosts: HostsRepository;
+  access: Access;
   bus: EventBus;
   log: Logger;
 }
@@ -40,11 +41,9 @@ export interface DesktopControlOptions {
 export class DesktopControl {
   constructor(private readonly options: DesktopControlOptions) {}
 
-  /** The host the caller may reach: any for an admin, only their own for a user (404 otherwise). */
-  async hostFor(principal: Principal, hostId: string): Promise<HostWithOwner> {
-    const host = await this.options.hosts.findById(hostId);
-    if (!host || (principal.role !== 'admin' && host.user_id !== principal.id)) throw errors.notFound('Host');
-    return host;
+  /** The host whose desktop the caller may use: any for an admin, only their own for a user (404 otherwise). */
+  hostFor(principal: Principal, hostId: string): Promise<HostWithOwner> {
+    return this.options.access.requireHost(principal, hostId, 'desktop');
   }
 
   async status(host: HostWithOwner): Promise<VncStatus> {

@@ -2,28 +2,29 @@ import { randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
+import type { VncTicket } from '@ccp/api';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
 import type { Access } from '../domain/access.js';
-import { type AccessRevocation, sessionEndReason } from '../domain/access-revocation.js';
+import type { AccessRevocation } from '../domain/access-revocation.js';
 import type { AuthService } from '../domain/auth-service.js';
+import { isoOut } from '../domain/clock.js';
 import { errors } from '../domain/errors.js';
-import { actorOf, type Principal } from '../domain/principal.js';
+import { actorOf, type CredentialHolder, type Principal } from '../domain/principal.js';
 import { BackgroundEvents } from '../events/background-events.js';
 import type { EventBus, EventInput } from '../events/event-bus.js';
 import type { WorkspaceRuntime } from '../runtime/workspace-runtime.js';
-import type { HostsRepository, HostWithOwner } from '../store/hosts-repository.js';
-import type { UsersRepository } from '../store/users-repository.js';
-import type { DesktopControl } from './desktop-control.js';
+import type { HostWithOwner } from '../store/hosts-repository.js';
 import { desktopFile } from './desktop-files.js';
 import { joinRfb } from './rfb-handshake.js';
 import {
-  desktopToken,
+  type DesktopCredential,
+  desktopCredential,
   originAllowed,
   type Portal,
-  type TokenSource,
   vncBasePath,
   vncCookie,
+  vncPagePath,
 } from './vnc-access.js';
 
 /** websockify's stream path; any path the web client asks for below the desktop's prefix is mapped onto it. */
@@ -36,20 +37,16 @@ const MAX_MESSAGE = 64 * 1024 * 1024;
 /** Who may use one host's desktop, found for every request. */
 export interface DesktopAccess {
   portal: Portal;
-  principal: Principal;
+  principal: CredentialHolder;
   host: HostWithOwner;
-  token: string;
-  source: TokenSource;
+  source: DesktopCredential['kind'];
   basePath: string;
 }
 
 export interface VncProxyOptions {
   auth: AuthService;
   access: Access;
-  control: DesktopControl;
   runtime: WorkspaceRuntime;
-  hosts: HostsRepository;
-  users: UsersRepository;
   bus: EventBus;
   revocation: AccessRevocation;
   log: Logger;
@@ -99,7 +96,20 @@ export class VncProxy {
     return this.live.size;
   }
 
-  /** Authenticates one request below a desktop's prefix: 401 without a valid token, 403 for the wrong role,
+  /**
+   * A one-time link to a host's desktop for the caller: the page's address carries a ticket that is good once,
+   * for 60 seconds, on this host's desktop only; the API token never goes in a URL.
+   */
+  async ticket(principal: Principal, hostId: string): Promise<VncTicket> {
+    const { ticket, expiresAt, host } = await this.options.access.desktopTicket(principal, hostId);
+    const page = vncPagePath(vncBasePath(principal.role, host.id));
+    return {
+      url: `${this.options.publicApiUrl}${page}&ticket=${ticket}`,
+      expires_at: isoOut(expiresAt.toISOString()),
+    };
+  }
+
+  /** Authenticates one request below a desktop's prefix: 401 without a valid credential, 403 for the wrong role,
    * 404 for a host the caller may not reach, 403 for an upgrade from a foreign origin. */
   async authorize(
     portal: Portal,
@@ -108,20 +118,36 @@ export class VncProxy {
     query: URLSearchParams,
     upgrade: boolean,
   ): Promise<DesktopAccess> {
-    const found = desktopToken(headers, query);
-    if (!found) throw errors.unauthorized('A bearer token, ?token= or the desktop cookie is required');
-    const principal = await this.options.auth.authenticate(found.token);
+    const credential = desktopCredential(headers, query);
+    if (!credential)
+      throw errors.unauthorized('A bearer token, a desktop ticket or the desktop cookie is required');
+    if (credential.kind === 'ticket' && upgrade)
+      throw errors.unauthorized("A desktop ticket opens the page; the page's stream uses the desktop cookie");
+    const principal = await this.holderOf(credential, portal, hostId);
     if (principal.role !== portal)
       throw errors.forbidden(`This desktop path needs ${portal === 'admin' ? 'an admin' : 'a user'} token`);
-    const host = await this.options.control.hostFor(principal, hostId);
-    if (upgrade && !originAllowed(headers, this.options.publicApiUrl, found.source))
+    const host = await this.options.access.requireHost(principal, hostId, 'desktop');
+    if (upgrade && !originAllowed(headers, this.options.publicApiUrl, credential.kind))
       throw errors.forbidden('The WebSocket origin is not allowed');
-    return { portal, principal, host, ...found, basePath: vncBasePath(portal, hostId) };
+    return { portal, principal, host, source: credential.kind, basePath: vncBasePath(portal, hostId) };
   }
 
-  /** The cookie that lets the web client's later requests through (it cannot add headers to them). */
+  private holderOf(credential: DesktopCredential, portal: Portal, hostId: string): Promise<CredentialHolder> {
+    switch (credential.kind) {
+      case 'header':
+        return this.options.auth.authenticateHolder(credential.token);
+      case 'ticket':
+        return this.options.access.redeemDesktopTicket(credential.ticket, portal, hostId);
+      case 'cookie':
+        return this.options.auth.authenticateDesktopPass(credential.pass, hostId);
+    }
+  }
+
+  /** The cookie that lets the web client's later requests through (it cannot add headers to them): a pass for
+   * this host's desktop alone, never the API token. */
   cookieFor(access: DesktopAccess, secure: boolean): string {
-    return vncCookie(access.token, access.basePath, secure);
+    const { pass, maxAgeSeconds } = this.options.auth.desktopPass(access.principal, access.host.id);
+    return vncCookie(pass, access.basePath, maxAgeSeconds, secure);
   }
 
   /**
@@ -257,12 +283,12 @@ export class VncProxy {
     }
   }
 
-  /** Ends sessions whose host left `running` or whose caller lost access without a revocation reaching us. */
+  /** Ends sessions whose host left `running`, or whose caller lost access or changed password, without a
+   * revocation reaching this gateway (another gateway's change, a lost notice). */
   private async recheckSessions(): Promise<void> {
     for (const session of [...this.live.values()]) {
-      const host = await this.options.hosts.findById(session.access.host.id);
-      const user = await this.options.users.findById(session.access.principal.id);
-      const reason = sessionEndReason(user, host);
+      const { principal, host } = session.access;
+      const reason = await this.options.access.liveSessionEnd(principal.id, host.id, principal.tokenVersion);
       if (reason) this.closeWhere((s) => s === session, reason);
     }
   }

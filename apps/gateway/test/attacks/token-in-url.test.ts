@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -21,12 +21,16 @@ describe('attack: an API token in the query string', () => {
   });
   after(() => t.close());
 
-  it('is refused on admin and user routes with a 401 that says to use the header', async () => {
+  it('is refused on admin and user routes, and on the desktop, with a 401 that says to use the header', async () => {
     const user = await t.createUser('urluser');
+    const someHost = randomUUID();
     for (const [url, token] of [
       ['/v1/admin/users', t.adminToken],
       ['/v1/user/ssh-keys', user.token],
       ['/v1/user/hosts', user.token],
+      // The desktop takes a one-time ticket in its URL, never the API token (attacks/desktop-credentials).
+      [`/v1/admin/hosts/${someHost}/vnc/vnc.html`, t.adminToken],
+      [`/v1/user/hosts/${someHost}/vnc/vnc.html`, user.token],
     ] as const) {
       const response = await t.request('GET', `${url}?token=${encodeURIComponent(token)}`, { token: null });
       const body = assertError(response, 401, 'unauthorized');
@@ -48,7 +52,7 @@ describe('attack: an API token in the query string', () => {
 });
 
 describe('attack: reading tokens out of the request log', () => {
-  it('never writes a token from a URL, however its name is spelled', async () => {
+  it('never writes a token or a desktop ticket from a URL, however its name is spelled', async () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'ccp-token-log-'));
     const config = loadConfig({
       ADMIN_JWT_SECRET: randomBytes(36).toString('base64'),
@@ -77,6 +81,8 @@ describe('attack: reading tokens out of the request log', () => {
         `TOKEN=${secret}`,
       ])
         await gateway.http.inject({ url: `/v1/admin/sse?${query}` });
+      for (const query of [`ticket=${secret}`, `autoconnect=true&%74icket=${secret}`])
+        await gateway.http.inject({ url: `/v1/admin/hosts/${randomUUID()}/vnc/vnc.html?${query}` });
       assert.match(written, /incoming request/);
       assert.doesNotMatch(written, /secret-part/);
     } finally {

@@ -59,8 +59,13 @@ for (const kind of DATABASES) {
       await gone;
     });
 
-    it("checks the Origin against the dashboard port's own address, and the token like the main port", async () => {
-      const cookie = `ccp_vnc=${user.token}`;
+    it("checks the Origin against the dashboard port's own address, and the cookie like the main port", async () => {
+      const ticket = await t.request('POST', `${base.replace('/vnc', '')}/vnc/ticket`, { token: user.token });
+      const page = await fetch(`http://${dashboard}${ticket.body.url.replace(/^https?:\/\/[^/]+/, '')}`, {
+        redirect: 'manual',
+      });
+      assert.equal(page.status, 303);
+      const cookie = page.headers.get('set-cookie')!.split(';')[0]!;
       const same = await openStream(`ws://${dashboard}${base}/websockify`, {
         cookie,
         origin: `http://${dashboard}`,

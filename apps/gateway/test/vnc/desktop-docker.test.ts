@@ -143,16 +143,24 @@ describe('the browser desktop of a real workspace', { skip, timeout: 900_000 }, 
     const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true });
     try {
       const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-      const url = new URL(host.vnc_url);
+      // vnc_url, with a one-time ticket, as the dashboard opens it.
+      const ticket = await t.request('POST', `/v1/user/hosts/${host.id}/vnc/ticket`, { token: user.token });
+      assert.equal(ticket.status, 200, JSON.stringify(ticket.body));
+      const published = new URL(host.vnc_url);
+      const url = new URL(ticket.body.url);
+      assert.equal(
+        `${url.pathname}${url.search}`.replace(/&ticket=[^&]+$/, ''),
+        `${published.pathname}${published.search}`,
+      );
       // The published URL names the public address; the test gateway listens on a port of its own.
-      const local = `${t.url}${url.pathname}${url.search}&token=${encodeURIComponent(user.token)}`;
-      const response = await page.goto(local);
+      const response = await page.goto(`${t.url}${url.pathname}${url.search}`);
       assert.equal(response?.status(), 200);
-      // The token left the address bar for an HttpOnly cookie scoped to this host's desktop.
-      assert.doesNotMatch(page.url(), /token=/);
+      // The ticket left the address bar; the HttpOnly cookie scoped to this host's desktop holds its pass.
+      assert.doesNotMatch(page.url(), /ticket=|token=/);
       const [cookie] = await page.context().cookies();
       assert.equal(cookie?.httpOnly, true);
       assert.equal(cookie?.path, `/v1/user/hosts/${host.id}/vnc/`);
+      assert.ok(!cookie?.value.includes(user.token.split('.')[2]!), 'the cookie holds no API token');
 
       await page.waitForSelector('#screen canvas', { timeout: 20_000 });
       await until(

@@ -74,6 +74,12 @@ for (const kind of DATABASES) {
 
     const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
     const ws = (path: string) => `${t.url.replace('http', 'ws')}${path}`;
+    /** The desktop cookie of a user's host, as a browser gets it: a ticket, then its redirect. */
+    const desktopCookie = async (hostId: string, token: string) => {
+      const ticket = await t.request('POST', `/v1/user/hosts/${hostId}/vnc/ticket`, { token });
+      const opened = await raw(t.url, ticket.body.url.replace(/^https?:\/\/[^/]+/, ''));
+      return String(opened.headers['set-cookie']).split(';')[0]!;
+    };
 
     it("serves the gateway's own web client with a valid token, for GET and HEAD", async () => {
       const page = await raw(t.url, `${base}/vnc.html`, { ...bearer(alice.token), cookie: 'other=1' });
@@ -102,7 +108,10 @@ for (const kind of DATABASES) {
         403,
       );
       assert.equal((await raw(t.url, `${base}/vnc.html`, bearer(bob.token))).status, 404);
-      assert.equal((await raw(t.url, `${base}/vnc.html?token=${bob.token}`)).status, 404);
+      const othersTicket = await t.request('POST', `/v1/user/hosts/${aliceHost}/vnc/ticket`, {
+        token: bob.token,
+      });
+      assert.equal(othersTicket.status, 404);
       const before = desktop.upgrades.length;
       assert.deepEqual(await openStream(ws(`${base}/websockify`), {}), { status: 401 });
       assert.deepEqual(await openStream(ws(`${base}/websockify`), bearer(t.adminToken)), { status: 403 });
@@ -110,24 +119,35 @@ for (const kind of DATABASES) {
       assert.equal(desktop.upgrades.length, before, 'no refused stream reached the desktop');
     });
 
-    it('moves ?token= into an HttpOnly cookie scoped to that host, which then admits that host only', async () => {
-      const first = await raw(t.url, `${base}/vnc.html?autoconnect=true&token=${alice.token}`);
+    it('trades a one-time ticket for an HttpOnly cookie scoped to that host, which then admits that host only', async () => {
+      const ticket = await t.request('POST', `/v1/user/hosts/${aliceHost}/vnc/ticket`, {
+        token: alice.token,
+      });
+      assert.equal(ticket.status, 200);
+      const page = `${base}/vnc.html?autoconnect=true&resize=scale&path=${base.slice(1)}/websockify`;
+      assert.match(ticket.body.url, new RegExp(`^http://[^/]+${page.replace(/[?.]/g, '\\$&')}&ticket=ccpt_`));
+      const first = await raw(t.url, ticket.body.url.replace(/^https?:\/\/[^/]+/, ''));
       assert.equal(first.status, 303);
-      assert.equal(first.headers.location, `${base}/vnc.html?autoconnect=true`);
+      assert.equal(first.headers.location, page);
       const cookie = String(first.headers['set-cookie']);
-      assert.match(cookie, new RegExp(`^ccp_vnc=${alice.token.replace(/\./g, '\\.')}; `));
+      assert.match(cookie, /^ccp_vnc=[^;]+; /);
       assert.match(cookie, new RegExp(`Path=${base}/;`));
+      assert.match(cookie, /Max-Age=43200;/);
       assert.match(cookie, /HttpOnly/);
       assert.match(cookie, /SameSite=Strict/);
       const jar = { cookie: cookie.split(';')[0]! };
       assert.equal((await raw(t.url, `${base}/vnc.html`, jar)).status, 200);
       // The prefix alone leads to the page, set to connect to the stream under the same prefix.
-      const page = `${base}/vnc.html?autoconnect=true&resize=scale&path=${base.slice(1)}/websockify`;
       assert.equal((await raw(t.url, `${base}/`, jar)).headers.location, page);
       const details = await t.request('GET', `/v1/user/hosts/${aliceHost}`, { token: alice.token });
       assert.equal(details.body.vnc_url.replace(/^https?:\/\/[^/]+/, ''), page);
       // The same cookie presented for another host (a browser would not even send it there).
-      assert.equal((await raw(t.url, `/v1/user/hosts/${bobHost}/vnc/vnc.html`, jar)).status, 404);
+      assert.equal((await raw(t.url, `/v1/user/hosts/${bobHost}/vnc/vnc.html`, jar)).status, 401);
+      // An admin's ticket opens the admin path; a stopped host has no ticket.
+      const admin = await t.request('POST', `/v1/admin/hosts/${aliceHost}/vnc/ticket`);
+      assert.match(admin.body.url, new RegExp(`/v1/admin/hosts/${aliceHost}/vnc/vnc\\.html\\?`));
+      const wrongRole = await t.request('POST', `/v1/user/hosts/${aliceHost}/vnc/ticket`);
+      assert.equal(wrongRole.status, 403);
     });
 
     it('refuses path traversal and anything but a plain relative path', async () => {
@@ -151,7 +171,7 @@ for (const kind of DATABASES) {
     });
 
     it('checks the Origin of upgrades that rely on the cookie', async () => {
-      const cookie = `ccp_vnc=${alice.token}`;
+      const cookie = await desktopCookie(aliceHost, alice.token);
       const own = new URL(t.url).host;
       const foreign = await openStream(ws(`${base}/websockify`), { cookie, origin: 'https://evil.example' });
       assert.deepEqual(foreign, { status: 403 });

@@ -37,7 +37,7 @@ export function PortalHosts() {
           >
             {h.status === 'failed' ? <HostFailure host={h} onList /> : null}
             <HostAccess host={h} />
-            <OpenDesktopButton host={h} />
+            <OpenDesktopButton host={h} scope="user" />
           </Section>
         ))
       )}

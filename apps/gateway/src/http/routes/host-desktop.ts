@@ -1,9 +1,9 @@
-import { VncStatus } from '@ccp/api';
+import { VncStatus, VncTicket } from '@ccp/api';
 import websocket from '@fastify/websocket';
 import type { FastifyRequest } from 'fastify';
 import Type from 'typebox';
 import { errors } from '../../domain/errors.js';
-import { vncPagePath } from '../../vnc/vnc-access.js';
+import { vncPagePath, withoutTicket } from '../../vnc/vnc-access.js';
 import type { DesktopAccess } from '../../vnc/vnc-proxy.js';
 import type { Api } from '../api.js';
 import { principalOf } from '../plugins/authentication.js';
@@ -15,8 +15,8 @@ type Portal = 'admin' | 'user';
 const HostParams = Type.Object({ hostID: Type.String({ format: 'uuid' }) });
 const ProxyParams = Type.Object({ hostID: Type.String({ format: 'uuid' }), '*': Type.String() });
 
-/** Status, start and restart of a host's desktop; inside the portal's scope (its role check applies). */
-export function registerHostDesktopRoutes(app: Api, { desktop }: HttpServices, portal: Portal): void {
+/** Status, start, restart and tickets of a host's desktop; inside the portal's scope (its role check applies). */
+export function registerHostDesktopRoutes(app: Api, { desktop, vnc }: HttpServices, portal: Portal): void {
   const tags = [portal === 'admin' ? 'hosts' : 'user portal'];
   const whose = portal === 'admin' ? 'a host' : 'an own host';
   const schema = (summary: string, statuses: number[]) => ({
@@ -51,6 +51,19 @@ export function registerHostDesktopRoutes(app: Api, { desktop }: HttpServices, p
       },
     );
   }
+
+  app.post(
+    '/hosts/:hostID/vnc/ticket',
+    {
+      schema: {
+        tags,
+        summary: `A one-time link that opens the desktop of ${whose} in a browser (no API token in the URL)`,
+        params: HostParams,
+        response: { 200: VncTicket, ...errorResponses(404, 409) },
+      },
+    },
+    async (request) => vnc.ticket(principalOf(request), request.params.hostID),
+  );
 }
 
 declare module 'fastify' {
@@ -61,8 +74,8 @@ declare module 'fastify' {
 
 /**
  * The desktop's reverse proxy below `/v1/{admin,user}/hosts/{hostID}/vnc/`: GET and HEAD of the web client's
- * files and the WebSocket of its stream. Outside the portals' scopes, because a browser's later requests carry
- * the cookie set from `?token=`, not a header; every request is authenticated here instead.
+ * files and the WebSocket of its stream. Outside the portals' scopes, because a browser's requests carry a
+ * ticket (the first) or the desktop cookie, not a header; every request is authenticated here instead.
  */
 export async function registerDesktopProxyRoutes(app: Api, { vnc, config }: HttpServices): Promise<void> {
   await app.register(async (scope) => {
@@ -88,16 +101,14 @@ export async function registerDesktopProxyRoutes(app: Api, { vnc, config }: Http
           const access = accessOf(request);
           const rest = (request.params as { '*': string })['*'];
           reply.header('referrer-policy', 'no-referrer').header('x-content-type-options', 'nosniff');
-          if (access.source === 'query') {
-            // The page's own requests cannot carry a header: the token moves into the host's desktop cookie,
-            // and out of the address bar.
+          if (access.source === 'ticket') {
+            // The page's own requests cannot carry a header: the used ticket leaves the address bar, and a pass
+            // for this host's desktop goes into its cookie.
             const secure = config.publicApiUrl.startsWith('https:') || request.protocol === 'https';
-            const url = new URL(request.url, 'http://gateway');
-            url.searchParams.delete('token');
             return reply
               .header('set-cookie', vnc.cookieFor(access, secure))
               .header('cache-control', 'no-store')
-              .redirect(`${url.pathname}${url.search}`, 303);
+              .redirect(withoutTicket(request.url), 303);
           }
           if (rest === '') return reply.redirect(vncPagePath(access.basePath), 303);
           const file = await vnc.fetchFile(access, rest);
