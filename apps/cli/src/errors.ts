@@ -26,6 +26,16 @@ export class ConfigError extends CliError {
   readonly exitCode = 4;
 }
 
+/** The session command ended with a failure status, and the session with it: exit 5. */
+export class SessionCommandError extends CliError {
+  readonly exitCode = 5;
+}
+
+/** The host was stopped (by an administrator, a schedule or its owner elsewhere) while connected: exit 6. */
+export class HostStoppedError extends CliError {
+  readonly exitCode = 6;
+}
+
 /** The exit code for anything thrown: ours by type; anything else is a bug (70, EX_SOFTWARE), never 1–4. */
 export function exitCodeOf(error: unknown): number {
   if (error instanceof CliError) return error.exitCode;

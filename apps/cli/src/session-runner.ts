@@ -2,13 +2,13 @@ import { type Socket, connect as tcpConnect } from 'node:net';
 import type { Client, ClientChannel } from 'ssh2';
 import { CommandProxy } from './command-proxy.js';
 import type { Config, MountMode } from './config.js';
-import { CliError, NetworkError } from './errors.js';
+import { CliError, NetworkError, SessionCommandError } from './errors.js';
 import { InputBuffer } from './input-buffer.js';
 import type { KnownHosts } from './known-hosts.js';
 import { FolderMountKeeper, type MountOutcome } from './mount.js';
 import { connectSsh, execCollect, type SshTarget } from './ssh-connection.js';
-import { StatusLine, yellow } from './terminal.js';
-import { type AttachPlan, attachScript } from './tmux.js';
+import { restoreTerminal, StatusLine, yellow } from './terminal.js';
+import { type AttachPlan, attachScript, sessionEndedMessage, takeStatusScript } from './tmux.js';
 
 /** An outage longer than this ends the CLI with exit 2; shorter ones are ridden out. */
 export const RECONNECT_WINDOW_MS = 30_000;
@@ -161,7 +161,12 @@ export async function runSession(options: RunOptions): Promise<number> {
     for (;;) {
       const code = await runOnce(link, { ...options, plan }, proxy, input, mounts, reportMount);
       if (code !== null) {
+        // tmux ends with 0 when the session's command ended; that command's own failure is told apart here.
+        const left =
+          code === 0 ? Number((await execCollect(link.client, takeStatusScript(plan.name))).stdout) : 0;
         await mounts.close();
+        if (left > 0)
+          throw new SessionCommandError(sessionEndedMessage(options.config.session_command, left));
         return code;
       }
       // The session exists now: later attaches join it and never take over again.
@@ -179,6 +184,11 @@ export async function runSession(options: RunOptions): Promise<number> {
         status.clear();
       }
     }
+  } catch (error) {
+    // tmux did not get to undo its screen when the link died: the error is read on the user's own screen,
+    // not under tmux's status line. A session command's end let tmux undo it itself.
+    if (!(error instanceof SessionCommandError)) restoreTerminal();
+    throw error;
   } finally {
     stdin.off('data', onInput);
     if (stdin.isTTY) stdin.setRawMode(false);

@@ -1,7 +1,7 @@
 import type { Duplex } from 'node:stream';
 import type { EntryReady } from '@ccp/api';
 import { Client, type ClientChannel } from 'ssh2';
-import { AuthError, ConfigError, NetworkError } from './errors.js';
+import { AuthError, ConfigError, HostStoppedError, NetworkError } from './errors.js';
 import type { KnownHosts } from './known-hosts.js';
 
 export interface SshTarget {
@@ -21,6 +21,9 @@ export const targetOf = (entry: EntryReady): SshTarget => ({
 /** Keepalive timing: a link that answers nothing for interval × count is declared dead. */
 export const KEEPALIVE = { intervalMs: 3000, countMax: 4 };
 
+/** The gateway's SSH proxy refuses a host that is not running with a banner naming its state. */
+const STOPPED_BANNER = /\bhost (\S+) is (stopped|stopping)\b/;
+
 /** Opens an SSH connection to the gateway's proxy with the entry's credentials and a pinned host key. */
 export function connectSsh(
   target: SshTarget,
@@ -32,6 +35,11 @@ export function connectSsh(
   return new Promise((resolve, reject) => {
     const client = new Client();
     let mismatch: string | null = null;
+    // The proxy says why it refuses a login in a banner before it ends the connection.
+    let banner = '';
+    client.on('banner', (text: string) => {
+      banner += text;
+    });
     client.once('ready', () => {
       client.removeAllListeners('error');
       // Later errors end the connection; its 'close' is what the session watches.
@@ -50,8 +58,18 @@ export function connectSsh(
             `the SSH host key of ${endpoint} changed (pinned ${mismatch}); refusing to connect. If the gateway's key was really replaced, remove that line from ${knownHosts.file}`,
           ),
         );
+      else if (STOPPED_BANNER.test(banner))
+        reject(
+          new HostStoppedError(
+            `host ${STOPPED_BANNER.exec(banner)?.[1]} was stopped (by an administrator, a schedule or from the portal); the session ended with it. ${banner.trim()}`,
+          ),
+        );
       else if (error.level === 'client-authentication')
-        reject(new AuthError(`the SSH proxy refused the workspace credentials for ${target.username}`));
+        reject(
+          new AuthError(
+            banner.trim() || `the SSH proxy refused the workspace credentials for ${target.username}`,
+          ),
+        );
       else reject(new NetworkError(`cannot connect to the SSH proxy at ${endpoint}: ${error.message}`));
     });
     client.connect({

@@ -37,6 +37,18 @@ export class StatusLine {
   }
 }
 
+/**
+ * Undoes what a tmux client leaves when it cannot end itself: leaves the alternate screen, resets the scroll
+ * region (cursor kept: resetting it moves the cursor home), shows the cursor, resets colours, turns off
+ * mouse reporting and bracketed paste.
+ */
+export const RESTORE_TERMINAL =
+  '\u001b[?1049l\u001b7\u001b[r\u001b8\u001b[?25h\u001b[0m\u001b[?1000l\u001b[?1002l\u001b[?1006l\u001b[?2004l\r\n';
+
+export function restoreTerminal(stream: NodeJS.WriteStream = process.stdout): void {
+  if (stream.isTTY) stream.write(RESTORE_TERMINAL);
+}
+
 /** Reads a secret from the controlling terminal with echo off; null when there is no terminal. */
 export async function readSecret(prompt: string): Promise<string | null> {
   let fd: number;

@@ -40,6 +40,29 @@ export function sessionCommandLine(sessionCommand: string, args: string[]): stri
   ].join(' ');
 }
 
+/**
+ * Where the session command's failure status is left for the client: tmux itself exits 0 when the session's
+ * command ends, so its status would be lost. A shell expression; session names need no quoting.
+ */
+export const statusFile = (name: string) => `"/tmp/ccp-$(id -u)-${name}.status"`;
+
+/** Prints and removes the status left by the session's command, once the session is gone. */
+export const takeStatusScript = (name: string) =>
+  `tmux has-session -t ${name} 2>/dev/null || { cat ${statusFile(name)} 2>/dev/null; rm -f ${statusFile(name)}; }`;
+
+/** What the user is told when the session command ended with a failure status. */
+export function sessionEndedMessage(sessionCommand: string, status: number): string {
+  const why =
+    status === 126
+      ? 'found but cannot be run'
+      : status === 127
+        ? 'command not found'
+        : status > 128
+          ? `killed by signal ${status - 128}`
+          : '';
+  return `the session command \`${sessionCommand}\` ended with status ${status}${why ? ` (${why})` : ''}`;
+}
+
 export interface AttachPlan {
   name: string;
   cwd: string;
@@ -74,7 +97,9 @@ export function attachScript(plan: AttachPlan): string {
     `-c "$PWD"`,
     `-e "PATH=${plan.pathPrefix}:$PATH"`,
     // PATH is set again in the command: the shell tmux runs it with may rebuild PATH from its own files.
-    shellQuote(`export PATH="${plan.pathPrefix}:$PATH"; ${plan.commandLine}`),
+    shellQuote(
+      `rm -f ${statusFile(plan.name)}; export PATH="${plan.pathPrefix}:$PATH"; ${plan.commandLine}; s=$?; [ "$s" -eq 0 ] || echo "$s" > ${statusFile(plan.name)}`,
+    ),
   ]
     .filter(Boolean)
     .join(' ');

@@ -1,0 +1,108 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, describe, it } from 'node:test';
+import ssh2 from 'ssh2';
+import { sendAuthBanner } from '../../gateway/src/ssh/ssh2-internals.js';
+import { exitCodeOf, HostStoppedError } from '../src/errors.js';
+import { KnownHosts } from '../src/known-hosts.js';
+import { connectSsh } from '../src/ssh-connection.js';
+import { RESTORE_TERMINAL } from '../src/terminal.js';
+import { attachScript, sessionCommandLine, sessionEndedMessage, takeStatusScript } from '../src/tmux.js';
+
+describe('a session command that ends with a failure', () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'ccp-session-end-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  // A stand-in tmux: new-session runs its command and ends with 0 (as tmux does); no session outlives it.
+  const fakeTmux = path.join(dir, 'tmux');
+  writeFileSync(
+    fakeTmux,
+    '#!/bin/sh\ncase "$1" in new-session) for a; do last=$a; done; sh -c "$last"; exit 0;; esac\nexit 1\n',
+  );
+  chmodSync(fakeTmux, 0o755);
+  const run = (script: string) =>
+    execFileSync('sh', ['-c', script], {
+      env: { ...process.env, PATH: `${dir}:${process.env.PATH}` },
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).toString();
+  const attachWith = (name: string, command: string) =>
+    run(
+      attachScript({
+        name,
+        cwd: dir,
+        fresh: false,
+        takeOver: false,
+        commandLine: sessionCommandLine(command, []),
+        pathPrefix: dir,
+      }),
+    );
+
+  it('leaves its status for the client, which is told what ended and how', () => {
+    const name = `t-${process.pid}-a`;
+    attachWith(name, "sh -c 'exit 127'");
+    assert.equal(run(takeStatusScript(name)).trim(), '127');
+    // Taken once: a later attach does not hear of it again.
+    assert.equal(run(takeStatusScript(name)).trim(), '');
+    assert.equal(
+      sessionEndedMessage('claude', 127),
+      'the session command `claude` ended with status 127 (command not found)',
+    );
+    assert.equal(
+      sessionEndedMessage('claude', 130),
+      'the session command `claude` ended with status 130 (killed by signal 2)',
+    );
+  });
+
+  it('leaves nothing when the command ends well', () => {
+    const name = `t-${process.pid}-b`;
+    attachWith(name, 'true');
+    assert.equal(run(takeStatusScript(name)).trim(), '');
+  });
+});
+
+describe('a host stopped while connected', () => {
+  it("is told as a stop (exit 6), with the gateway's words, not as refused credentials", async () => {
+    const server = new ssh2.Server(
+      { hostKeys: [ssh2.utils.generateKeyPairSync('ed25519').private] },
+      (connection) => {
+        connection.on('authentication', (ctx) => {
+          if (ctx.method === 'none') return ctx.reject(['password']);
+          sendAuthBanner(
+            connection,
+            'cloud-cli-proxy: host k3m9x2qa is stopped; start it with the Start button',
+          );
+          ctx.reject(['password']);
+          connection.end();
+        });
+        connection.on('error', () => {});
+      },
+    );
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const dir = mkdtempSync(path.join(tmpdir(), 'ccp-stopped-'));
+    try {
+      const port = (server.address() as AddressInfo).port;
+      const error = await connectSsh(
+        { host: '127.0.0.1', port, username: 'alice+k3m9x2qa', password: 'secret' },
+        new KnownHosts(path.join(dir, 'known_hosts')),
+      ).then(
+        () => assert.fail('connected'),
+        (failure: Error) => failure,
+      );
+      assert.ok(error instanceof HostStoppedError, String(error));
+      assert.equal(exitCodeOf(error), 6);
+      assert.match(error.message, /host k3m9x2qa was stopped/);
+      assert.match(error.message, /start it with the Start button/);
+    } finally {
+      server.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('restores the terminal tmux leaves: normal screen, scroll region, cursor', () => {
+    for (const sequence of ['\u001b[?1049l', '\u001b[r', '\u001b[?25h'])
+      assert.ok(RESTORE_TERMINAL.includes(sequence));
+  });
+});
