@@ -342,7 +342,10 @@ for (const kind of DATABASES) {
       assert.equal(all.status, 200);
       // As times: a whole second prints without `.000`, so the text alone does not sort.
       const times = all.body.tasks.map((x: any) => Date.parse(x.created_at));
-      assert.deepEqual(times, [...times].sort((a, b) => b - a));
+      assert.deepEqual(
+        times,
+        [...times].sort((a, b) => b - a),
+      );
       const failed = await t.request('GET', '/v1/admin/tasks?status=failed');
       assert.ok(failed.body.tasks.length >= 1 && failed.body.tasks.every((x: any) => x.status === 'failed'));
       const one = await t.request('GET', '/v1/admin/tasks?limit=1');
