@@ -161,10 +161,11 @@ export async function runSession(options: RunOptions): Promise<number> {
     for (;;) {
       const code = await runOnce(link, { ...options, plan }, proxy, input, mounts, reportMount);
       if (code !== null) {
-        // tmux ends with 0 when the session's command ended; that command's own failure is told apart here.
+        await mounts.close();
+        // tmux ends with 0 when the session's command ended; that command's own failure is told apart here
+        // (after the folder is unmounted, so the keeper never sees the extra call).
         const left =
           code === 0 ? Number((await execCollect(link.client, takeStatusScript(plan.name))).stdout) : 0;
-        await mounts.close();
         if (left > 0)
           throw new SessionCommandError(sessionEndedMessage(options.config.session_command, left));
         return code;

@@ -40,6 +40,7 @@ describe('ccp, the command-line client, against a real workspace', { skip, timeo
   let apiUrl: string;
   let user: { id: string; password: string };
   let shortId: string;
+  let hostId: string;
 
   /** A client machine: its own config directory (and pinned host keys). */
   const client = (name: string, config: Record<string, unknown> = {}) => {
@@ -125,7 +126,7 @@ describe('ccp, the command-line client, against a real workspace', { skip, timeo
     });
     t = lab.t;
     user = await t.createUser(`cli${suffix}`);
-    shortId = (await lab.createHost(user.id)).short_id;
+    ({ short_id: shortId, id: hostId } = await lab.createHost(user.id));
     // The local project: a git repository that exists only on this machine.
     mkdirSync(project);
     execFileSync('git', ['init', '-q', '-b', 'main'], { cwd: project });
@@ -424,5 +425,21 @@ describe('ccp, the command-line client, against a real workspace', { skip, timeo
     assert.equal(JSON.parse((await run(home, ['config', '--json'])).stdout).password_saved, true);
     const listed = await run(home, ['sessions', '--json'], { CCP_PASSWORD: '' });
     assert.equal(listed.code, 0, listed.stderr);
+  });
+
+  // Last: it stops the host.
+  it('tells a session command that fails with its status (exit 5), and a stop by an admin as a stop (exit 6)', async () => {
+    const failing = ccp(client('fails', { session_command: 'false' }), '--session fails');
+    assert.equal(await failing.exitCode(600_000), 5, failing.screen);
+    assert.match(failing.screen, /the session command `false` ended with status 1/);
+
+    const session = ccp(client('stopped'), '--session stopped');
+    await session.waitFor('ccp: session stopped', 600_000);
+    await prove(session, 'ALIVE');
+    const stop = await t.request('POST', `/v1/admin/hosts/${hostId}/stop`);
+    assert.equal(stop.status, 202, JSON.stringify(stop.body));
+    assert.equal(await session.exitCode(90_000), 6, session.screen);
+    assert.match(session.screen, /was stopped/);
+    assert.doesNotMatch(session.screen.split('was stopped')[1] ?? '', /refused the workspace credentials/);
   });
 });
