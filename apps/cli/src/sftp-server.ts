@@ -243,7 +243,14 @@ export class FolderSftpServer {
     });
     on('SYMLINK', async (reqId, targetPath: string, linkPath: string) => {
       const local = await within(reqId, linkPath, false);
-      if (local) await fs.symlink(targetPath, local).then(() => ok(reqId));
+      if (!local) return;
+      // A link that leads out of the folder would be followed by this machine's own programs (the user's
+      // editor, git, hot sync), which the checks here never see: only links within the folder are made.
+      if (!this.inside(path.resolve(path.dirname(local), targetPath))) {
+        sftp.status(reqId, STATUS_CODE.PERMISSION_DENIED, 'a link may only lead within the mounted folder');
+        return;
+      }
+      await fs.symlink(targetPath, local).then(() => ok(reqId));
     });
     on('EXTENDED', async (reqId) => {
       sftp.status(reqId, STATUS_CODE.OP_UNSUPPORTED);

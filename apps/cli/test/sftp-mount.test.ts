@@ -2,9 +2,11 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import {
   existsSync,
+  lstatSync,
   mkdirSync,
   mkdtempSync,
   readFileSync,
+  readlinkSync,
   rmSync,
   symlinkSync,
   writeFileSync,
@@ -71,11 +73,16 @@ describe('reverse sshfs: the local folder served over SFTP, mounted by sshfs -o 
       symlinkSync('moved.txt', path.join(local, 'in'));
       const links = await execCollect(
         client,
-        `cat ${mountpoint}/in; cat ${mountpoint}/out; ln -s ${path.join(work, 'secret.txt')} ${mountpoint}/made-link; cat ${mountpoint}/made-link`,
+        `cat ${mountpoint}/in; cat ${mountpoint}/out; ln -s ${path.join(work, 'secret.txt')} ${mountpoint}/made-link; ln -s ../secret.txt ${mountpoint}/made-up; ln -s moved.txt ${mountpoint}/made-in; cat ${mountpoint}/made-in`,
       );
-      assert.equal(links.stdout, 'from the workspace\n', links.stderr);
+      assert.equal(links.stdout, 'from the workspace\nfrom the workspace\n', links.stderr);
       assert.match(links.stderr, /out: Permission denied/);
-      assert.match(links.stderr, /cat: \S+made-link: Permission denied/);
+      // Links out of the folder are never made on this machine, whether absolute or climbing out.
+      assert.match(links.stderr, /made-link\S*: Permission denied/);
+      assert.match(links.stderr, /made-up\S*: Permission denied/);
+      assert.throws(() => lstatSync(path.join(local, 'made-link')), /ENOENT/);
+      assert.throws(() => lstatSync(path.join(local, 'made-up')), /ENOENT/);
+      assert.equal(readlinkSync(path.join(local, 'made-in')), 'moved.txt');
       channel.close();
     } finally {
       client.end();
