@@ -262,11 +262,11 @@ describe('ccp, the command-line client, against a real workspace', { skip, timeo
           events: Array<{ data: { path: string; layout: string } }>;
         }
       ).events.filter((e) => e.data.layout === 'link');
-    assert.deepEqual(
-      (await linkEvents('ssh.mount.opened')).map((e) => e.data.path),
-      [project],
-    );
-    await until(async () => (await linkEvents('ssh.mount.closed')).length === 1, 'the unmount is logged');
+    // The keeper may mount again within the session (it restores a mount it sees drop); each one is this folder.
+    const opened = (await linkEvents('ssh.mount.opened')).map((e) => e.data.path);
+    assert.ok(opened.length >= 1);
+    assert.deepEqual([...new Set(opened)], [project]);
+    await until(async () => (await linkEvents('ssh.mount.closed')).length >= 1, 'the unmount is logged');
 
     const b = client('mount-full', { mount_mode: 'full', hot_sync_max_file_mb: 1 });
     const full = ccp(b, '--session mount2');
