@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import { type Actor, ALREADY_RUNNING, type TaskAccepted } from '@ccp/api';
 import type { Logger } from 'pino';
 import type { EventBus } from '../events/event-bus.js';
@@ -246,9 +247,16 @@ export class HostLifecycle {
       }
     }
     for (const host of running) {
-      const current = this.current.get(host.id)?.egressIpId;
+      const runs = this.current.get(host.id);
+      const current = runs?.egressIpId;
       const desired = activeBinding((await this.hosts.bindings([host.id])).get(host.id) ?? []);
-      if (!desired || !current || desired.egress_ip_id === current) continue;
+      if (!desired || !runs || !current) continue;
+      if (desired.egress_ip_id === current) {
+        // A switch that failed left the host on the upstream it had; each round tries it again.
+        const wanted = await this.activeUpstream(host.id);
+        if (wanted && !sameUpstream(wanted, runs)) await this.switchToActiveUpstream(host.id, systemActor);
+        continue;
+      }
       await this.bus.emit({
         type: 'host.failover',
         level: 'warn',
@@ -401,4 +409,9 @@ export class HostLifecycle {
       this.bus.notify(sse.message, sse.ownerUserId);
     }
   }
+}
+
+/** Whether a host running `a` already leaves the way `b` says (same exit, same config, key order aside). */
+function sameUpstream(a: UpstreamSpec, b: UpstreamSpec): boolean {
+  return a.exitIp === b.exitIp && isDeepStrictEqual(a.config, b.config);
 }

@@ -142,6 +142,18 @@ for (const kind of DATABASES) {
         assert.equal(logged.data.code, 'exit_ip_mismatch');
         assert.equal(logged.data.egress_ip_id, id);
         assert.equal((await events('host.failed', failed.id)).length, 0);
+
+        // The next health round tries the host again, and this time the switch goes through.
+        await t.gateway.lifecycle.checkUpstreams();
+        assert.equal(runtime.hosts.get(failed.id)?.upstream?.config.server_port, 1082, 'retried');
+        assert.equal((await events('host.upstream_switched', failed.id)).length, 1);
+        const switches = runtime.calls.filter((c) => c.startsWith('switch ')).length;
+        await t.gateway.lifecycle.checkUpstreams();
+        assert.equal(
+          runtime.calls.filter((c) => c.startsWith('switch ')).length,
+          switches,
+          'a host on its current upstream is left alone',
+        );
       });
 
       it('stores an edit at once, clearing last_test, when no running host uses the egress IP', async () => {
