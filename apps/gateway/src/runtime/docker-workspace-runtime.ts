@@ -12,12 +12,13 @@ import { cappedOutput, EXEC_OUTPUT_CAP } from './capped-output.js';
 import { DESKTOP_PASSWORD_FILE, desktopPasswordArchive } from './desktop-secret.js';
 import {
   GATEWAY_NETWORK,
+  relayEnvironment,
   renderEgressGatewayFiles,
   WORKSPACE_LINK,
   WORKSPACE_PORTS,
 } from './egress-gateway-files.js';
 import { MOUNTS_IN_WORKSPACE, makeTraversableDir, propagatesToContainers } from './folder-mount-points.js';
-import { CommandError, linkWorkspace, listensOnTcp, workspaceLinked } from './netns.js';
+import { CommandError, linkWorkspace, listensOnTcp, unlinkWorkspace, workspaceLinked } from './netns.js';
 import { verifyEgressPath } from './path-check.js';
 import {
   type ExecResult,
@@ -93,6 +94,8 @@ interface ContainerFacts {
   pid: number;
   uplinkAddress: string | null;
   labels: Record<string, string>;
+  /** The image name it was created from (tags carry the recipe's hash). */
+  image: string;
 }
 
 const HOST_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
@@ -205,19 +208,29 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
     checkHostId(hostId);
     return this.exclusive(hostId, () =>
       this.guard(async () => {
-        const gateway = await this.find(hostId, 'egress-gateway');
+        const found = await this.find(hostId, 'egress-gateway');
         const workspace = await this.find(hostId, 'workspace');
-        if (!gateway?.running || !workspace?.running)
+        if (!found?.running || !workspace?.running)
           throw new RuntimeError('not_running', `host ${hostId} is not running`);
+        let gateway = found;
         const { hostAddress } = await this.ensureUplink();
         const apply = async (target: UpstreamSpec) => {
           const serverIp = await resolveServer(target.config.server);
-          const before = await v2rayPid(gateway.pid);
           await this.writeGatewayFiles(hostId, target, serverIp, hostAddress);
-          // The entrypoint reloads the ruleset (one nft transaction) and restarts v2ray: while v2ray is down
-          // the TPROXY rules find no socket and the packets are dropped; nothing else may leave.
-          await this.docker.getContainer(gateway.id).kill({ signal: 'SIGHUP' });
-          await this.waitForGateway(gateway.id, before);
+          if (gateway.image === this.options.images.egressGateway) {
+            const before = await v2rayPid(gateway.pid);
+            // The entrypoint reloads the ruleset (one nft transaction) and restarts v2ray: while v2ray is down
+            // the TPROXY rules find no socket and the packets are dropped; nothing else may leave. The relay
+            // into the workspace is not v2ray's, so open sessions stay.
+            await this.docker.getContainer(gateway.id).kill({ signal: 'SIGHUP' });
+            gateway = await this.waitForGateway(gateway.id, before);
+          } else {
+            // A gateway made from an older recipe (this gateway was upgraded while the host ran) may lack what
+            // today's files expect, such as the relay: it is replaced, which ends open sessions this once.
+            await unlinkWorkspace(gateway.pid);
+            gateway = await this.waitForGateway(await this.recreateGateway(hostId), null);
+            await linkWorkspace(gateway.pid, workspace.pid);
+          }
           await verifyEgressPath(
             {
               workspacePid: workspace.pid,
@@ -587,6 +600,7 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
       Env: [
         `EGRESS_TPROXY_MARK=0x${GATEWAY_NETWORK.tproxyMark.toString(16)}`,
         `EGRESS_TPROXY_TABLE=${GATEWAY_NETWORK.tproxyRouteTable}`,
+        ...relayEnvironment(),
         // The entrypoint refuses to start unless each of these holds.
         `EGRESS_SYSCTLS=${Object.entries(sysctls)
           .map(([key, value]) => `${key}=${value}`)
@@ -782,6 +796,7 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
         pid: info.State.Pid,
         uplinkAddress: info.NetworkSettings.Networks[UPLINK_NETWORK]?.IPAddress || null,
         labels: info.Config.Labels ?? {},
+        image: info.Config.Image,
       };
     } catch (error) {
       if (statusCode(error) === 404) return null;

@@ -30,7 +30,17 @@ export const GATEWAY_NETWORK = {
   dnsPort: 53,
 } as const;
 
-const RELAY_OUTBOUND_TAG = 'workspace-relay';
+/**
+ * The relay that carries the control plane's connections to the workspace's sshd and desktop: its own
+ * processes in the egress gateway (image/README.md), beside the tunnel and never inside it, so that restarting
+ * the tunnel for a new upstream or after a crash leaves open sessions alone. The entrypoint reads these.
+ */
+export function relayEnvironment(): string[] {
+  return [
+    `EGRESS_RELAY_PORTS=${Object.values(WORKSPACE_PORTS).join(' ')}`,
+    `EGRESS_RELAY_TARGET=${WORKSPACE_LINK.workspaceAddress}`,
+  ];
+}
 
 export interface EgressGatewayFilesParams {
   upstream: ResolvedUpstream;
@@ -46,49 +56,20 @@ export interface EgressGatewayFiles {
   ruleset: string;
 }
 
-interface V2rayConfigShape {
-  inbounds: object[];
-  outbounds: object[];
-  routing: { rules: object[] };
-}
-
 /**
- * The two files the egress gateway image reads (image/README.md): the tunnel config and its kill switch.
- *
- * Besides the tunnel, v2ray relays the workspace's sshd and desktop to the uplink: one dokodemo-door inbound
- * per port, routed to a freedom outbound that can only dial the workspace's fixed address. That keeps
- * forwarding off in the gateway (the relay is a local socket, like the tunnel) and needs nothing the image
- * lacks; the ruleset admits those ports from `relaySource` only. The rendered gateway config has no parameter
- * for extra inbounds, so they are added to its JSON here.
+ * The two files the egress gateway image reads (image/README.md): the tunnel config and its kill switch. The
+ * ruleset admits the relay's ports on the uplink from `relaySource` alone, and lets only their replies out.
  */
 export function renderEgressGatewayFiles(params: EgressGatewayFilesParams): EgressGatewayFiles {
-  const config = JSON.parse(
-    v2rayEngine.renderGatewayConfig({
-      upstream: params.upstream,
-      socketMark: GATEWAY_NETWORK.socketMark,
-      transparentPort: GATEWAY_NETWORK.transparentPort,
-      // The address does not exist yet when v2ray starts: the container runs with ip_nonlocal_bind=1.
-      dnsListen: { address: WORKSPACE_LINK.gatewayAddress, port: GATEWAY_NETWORK.dnsPort },
-      dns: params.dns,
-      sniffing: true,
-    }),
-  ) as V2rayConfigShape;
-  const relayTags = Object.entries(WORKSPACE_PORTS).map(([name, port]) => {
-    const tag = `relay-${name}`;
-    config.inbounds.push({
-      tag,
-      // The uplink address is only known once Docker has started the container; the ruleset admits the ports
-      // on the uplink from the relay's client alone.
-      listen: '0.0.0.0',
-      port,
-      protocol: 'dokodemo-door',
-      settings: { address: WORKSPACE_LINK.workspaceAddress, port, network: 'tcp' },
-    });
-    return tag;
+  const v2ray = v2rayEngine.renderGatewayConfig({
+    upstream: params.upstream,
+    socketMark: GATEWAY_NETWORK.socketMark,
+    transparentPort: GATEWAY_NETWORK.transparentPort,
+    // The address does not exist yet when v2ray starts: the container runs with ip_nonlocal_bind=1.
+    dnsListen: { address: WORKSPACE_LINK.gatewayAddress, port: GATEWAY_NETWORK.dnsPort },
+    dns: params.dns,
+    sniffing: true,
   });
-  config.outbounds.push({ tag: RELAY_OUTBOUND_TAG, protocol: 'freedom', settings: {} });
-  config.routing.rules.unshift({ type: 'field', inboundTag: relayTags, outboundTag: RELAY_OUTBOUND_TAG });
-
   const ruleset = renderGatewayFirewall({
     table: GATEWAY_NETWORK.table,
     workspaceInterface: WORKSPACE_LINK.gatewayInterface,
@@ -100,5 +81,5 @@ export function renderEgressGatewayFiles(params: EgressGatewayFilesParams): Egre
     dnsPort: GATEWAY_NETWORK.dnsPort,
     relay: { source: params.relaySource, ports: Object.values(WORKSPACE_PORTS) },
   });
-  return { v2ray: `${JSON.stringify(config, null, 2)}\n`, ruleset };
+  return { v2ray, ruleset };
 }

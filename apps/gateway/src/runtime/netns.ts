@@ -112,6 +112,16 @@ export async function linkWorkspace(gatewayPid: number, workspacePid: number): P
   });
 }
 
+/**
+ * Cuts a workspace off its egress gateway while the gateway still runs. Deleting the gateway's end takes the
+ * workspace's with it at once, whereas a removed container's namespace is torn down later, leaving the
+ * workspace's end in the way of a new link for a moment.
+ */
+export async function unlinkWorkspace(gatewayPid: number): Promise<void> {
+  if (await hasInterface(gatewayPid, WORKSPACE_LINK.gatewayInterface))
+    await runInNetns(gatewayPid, 'ip', ['link', 'del', WORKSPACE_LINK.gatewayInterface]);
+}
+
 async function hasInterface(pid: number, name: string): Promise<boolean> {
   const devices = await readFile(`/proc/${pid}/net/dev`, 'utf8');
   return devices.split('\n').some((line) => line.trim().startsWith(`${name}:`));

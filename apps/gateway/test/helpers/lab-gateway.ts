@@ -1,6 +1,7 @@
 import { createServer } from 'node:net';
 import Docker from 'dockerode';
 import { ensureLab, type LabDescription } from '../../../../test/lab/lab.js';
+import type { GatewayOptions } from '../../src/gateway.js';
 import { HOST_LABEL } from '../../src/runtime/docker-workspace-runtime.js';
 import { buildTestImages, labEgressEnv } from './lab-egress.js';
 import { type DatabaseKind, startTestGateway, type TestGateway } from './test-gateway.js';
@@ -58,12 +59,14 @@ export interface LabGateway {
 export async function startLabGateway(
   env: Record<string, string> = {},
   kind: DatabaseKind = 'sqlite',
+  options: Pick<GatewayOptions, 'egressTester'> = {},
 ): Promise<LabGateway> {
   const [, lab] = await Promise.all([buildTestImages(), ensureLab()]);
   const t = await startTestGateway(
     kind,
     { ...labEgressEnv(lab), WORKSPACE_IMAGE_VARIANT: 'test', DOCKER_SOCKET: '/var/run/docker.sock', ...env },
     'docker',
+    options,
   );
   await t.listen();
   const exit = lab.exits[0]!;

@@ -20,7 +20,7 @@ import { needs } from '../../../../test/support/needs.js';
 import { verificationPlan } from '../../src/egress/egress-verification.js';
 import { renderGatewayFirewall } from '../../src/egress/gateway-firewall.js';
 import { DockerWorkspaceRuntime, HOST_LABEL } from '../../src/runtime/docker-workspace-runtime.js';
-import { renderEgressGatewayFiles } from '../../src/runtime/egress-gateway-files.js';
+import { relayEnvironment, renderEgressGatewayFiles } from '../../src/runtime/egress-gateway-files.js';
 import { IMAGE_ROOT } from '../../src/runtime/image-inputs.js';
 import { verifyEgressPath } from '../../src/runtime/path-check.js';
 import {
@@ -60,26 +60,10 @@ describe('egress gateway files', () => {
     );
   });
 
-  it('relays to the workspace address through a freedom outbound that is never the default', () => {
-    const config = JSON.parse(files.v2ray) as {
-      inbounds: { tag: string; port: number; settings: { address?: string } }[];
-      outbounds: { tag: string; protocol: string }[];
-      routing: { rules: { inboundTag: string[]; outboundTag: string }[] };
-    };
-    assert.equal(config.outbounds[0]?.tag, 'proxy');
-    const relays = config.inbounds.filter((inbound) => inbound.tag.startsWith('relay-'));
-    assert.deepEqual(
-      relays.map((inbound) => [inbound.port, inbound.settings.address]),
-      [
-        [22, '169.254.77.2'],
-        [6080, '169.254.77.2'],
-      ],
-    );
-    assert.deepEqual(config.routing.rules[0], {
-      type: 'field',
-      inboundTag: ['relay-ssh', 'relay-desktop'],
-      outboundTag: 'workspace-relay',
-    });
+  it('leaves the relay out of the tunnel, so restarting v2ray never cuts a session', () => {
+    const config = JSON.parse(files.v2ray) as { inbounds: { port: number }[] };
+    assert.ok(config.inbounds.every((inbound) => inbound.port !== 22 && inbound.port !== 6080));
+    assert.deepEqual(relayEnvironment(), ['EGRESS_RELAY_PORTS=22 6080', 'EGRESS_RELAY_TARGET=169.254.77.2']);
   });
 
   it('rejects a relay source that is not an IPv4 literal', () => {
@@ -184,10 +168,12 @@ describe('DockerWorkspaceRuntime (real Docker, egress lab)', { skip, timeout: 60
     (await asUser(hostId, 'curl', '-sS', '--max-time', String(timeout), `${lab.internet.httpUrl}/ip`)).stdout;
 
   let endpoints: WorkspaceEndpoints;
+  let images: { workspace: string; egressGateway: string };
 
   before(async () => {
     await exec('bash', [path.join(IMAGE_ROOT, '..', 'scripts', 'docker.sh'), 'ensure']);
-    const [images, ready] = await Promise.all([buildTestImages(), ensureLab()]);
+    const [built, ready] = await Promise.all([buildTestImages(), ensureLab()]);
+    images = built;
     lab = ready;
     dataDir = await mkdtemp(path.join(tmpdir(), 'ccp-runtime-'));
     runtime = new DockerWorkspaceRuntime({ docker, images, dataDir, egress: labEgressSettings(lab) });
@@ -270,6 +256,38 @@ describe('DockerWorkspaceRuntime (real Docker, egress lab)', { skip, timeout: 60
     assert.equal(await exitSeen(ids.main), lab.exits[1]!.address);
     await runtime.switchUpstream(ids.main, upstream('ss-aes-256-gcm', 0), null);
     assert.equal(await exitSeen(ids.main), lab.exits[0]!.address);
+  });
+
+  it('replaces an egress gateway made from an older recipe at a switch, relay included', async () => {
+    const olderTag = `older-${run}`;
+    await docker.getImage(images.egressGateway).tag({ repo: 'ccp-egress-gateway', tag: olderTag });
+    const older = new DockerWorkspaceRuntime({
+      docker,
+      images: { ...images, egressGateway: `ccp-egress-gateway:${olderTag}` },
+      dataDir,
+      egress: labEgressSettings(lab),
+    });
+    try {
+      const gatewayId = async () => (await docker.getContainer(gateway(ids.main)).inspect()).Id;
+      const current = await gatewayId();
+      await older.switchUpstream(ids.main, upstream('socks', 1), null);
+      assert.notEqual(await gatewayId(), current, 'the gateway of another recipe was replaced');
+      assert.equal(await exitSeen(ids.main), lab.exits[1]!.address);
+      const replaced = await gatewayId();
+      await runtime.switchUpstream(ids.main, upstream('ss-aes-256-gcm', 0), null);
+      assert.notEqual(await gatewayId(), replaced);
+      assert.equal(await exitSeen(ids.main), lab.exits[0]!.address);
+      endpoints = (await runtime.endpoints(ids.main))!;
+      assert.equal((await sshLogin(endpoints, key.privateKey)).user, 'alice');
+      const unchanged = await gatewayId();
+      await runtime.switchUpstream(ids.main, upstream('ss-aes-256-gcm', 0), null);
+      assert.equal(await gatewayId(), unchanged, 'a gateway of the current recipe is reloaded in place');
+    } finally {
+      await docker
+        .getImage(`ccp-egress-gateway:${olderTag}`)
+        .remove()
+        .catch(() => undefined);
+    }
   });
 
   it('goes back to the upstream it had when the new one fails its checks, and keeps running', async () => {
