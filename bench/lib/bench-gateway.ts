@@ -12,10 +12,9 @@ import ssh2 from 'ssh2';
 import { desktopPasswordOf } from '../../apps/gateway/dist/domain/access.js';
 import { linuxUserFor } from '../../apps/gateway/dist/domain/host-view.js';
 import { SecretBox } from '../../apps/gateway/dist/domain/secret-box.js';
-import {
-  DockerWorkspaceRuntime,
-  HOST_LABEL,
-} from '../../apps/gateway/dist/runtime/docker-workspace-runtime.js';
+import { v2rayEngine } from '../../apps/gateway/dist/egress/v2ray-engine.js';
+import { HOST_LABEL } from '../../apps/gateway/dist/runtime/container-specs.js';
+import { DockerWorkspaceRuntime } from '../../apps/gateway/dist/runtime/docker-workspace-runtime.js';
 import { labEgressEnv, labEgressSettings } from '../../apps/gateway/test/helpers/lab-egress.js';
 import { ensureLab, type LabDescription } from '../../test/lab/lab.js';
 import { removeLabelled } from '../start/containers.js';
@@ -182,6 +181,7 @@ async function createRunningHost(
   const privateKey = box.open(row.gateway_key_sealed);
   const runtime = new DockerWorkspaceRuntime({
     docker,
+    engine: v2rayEngine,
     images,
     dataDir: workDir,
     egress: labEgressSettings(lab),

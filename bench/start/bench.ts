@@ -8,10 +8,9 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import Docker from 'dockerode';
 import ssh2 from 'ssh2';
-import {
-  DockerWorkspaceRuntime,
-  HOST_LABEL,
-} from '../../apps/gateway/dist/runtime/docker-workspace-runtime.js';
+import { v2rayEngine } from '../../apps/gateway/dist/egress/v2ray-engine.js';
+import { HOST_LABEL, WORKSPACE_CAPABILITIES } from '../../apps/gateway/dist/runtime/container-specs.js';
+import { DockerWorkspaceRuntime } from '../../apps/gateway/dist/runtime/docker-workspace-runtime.js';
 import type { UpstreamSpec, WorkspaceSpec } from '../../apps/gateway/dist/runtime/workspace-runtime.js';
 import { labEgressSettings } from '../../apps/gateway/test/helpers/lab-egress.js';
 import { ensureLab, type VariantName, variant } from '../../test/lab/lab.js';
@@ -60,17 +59,6 @@ async function dockerCli(args: string[]): Promise<void> {
 
 /** The workspace container as the runtime makes it, but on Docker's default bridge and with no gateway. */
 function rawRunArgs(name: string, hostId: string, image: string, authorizedKey: string): string[] {
-  const caps = [
-    'SETUID',
-    'SETGID',
-    'SYS_CHROOT',
-    'CHOWN',
-    'AUDIT_WRITE',
-    'DAC_OVERRIDE',
-    'FOWNER',
-    'FSETID',
-    'KILL',
-  ];
   const volume = (source: string, target: string) =>
     `type=volume,src=${source},dst=${target},volume-label=${HOST_LABEL}=${hostId}`;
   return [
@@ -81,7 +69,7 @@ function rawRunArgs(name: string, hostId: string, image: string, authorizedKey: 
     `--label=${HOST_LABEL}=${hostId}`,
     `--hostname=ccp-${hostId}`,
     '--cap-drop=ALL',
-    ...caps.map((cap) => `--cap-add=${cap}`),
+    ...WORKSPACE_CAPABILITIES.map((cap) => `--cap-add=${cap}`),
     '--sysctl=net.ipv6.conf.all.disable_ipv6=1',
     '--sysctl=net.ipv6.conf.default.disable_ipv6=1',
     `--memory=${LIMITS.memoryMb}m`,
@@ -133,6 +121,7 @@ await runBench('start bench', 30 * 60_000, async () => {
   const lab = await ensureLab();
   const runtime = new DockerWorkspaceRuntime({
     docker,
+    engine: v2rayEngine,
     images,
     dataDir,
     egress: labEgressSettings(lab),

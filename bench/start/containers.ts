@@ -1,30 +1,11 @@
 // Container helpers of the start bench: when sshd greets, what a container holds in memory, and removing
 // everything one bench run labelled.
 import { readFile } from 'node:fs/promises';
-import net from 'node:net';
 import type Docker from 'dockerode';
+import { sshBanner } from '../../apps/gateway/dist/runtime/readiness.js';
 import { rssMiB } from '../lib/children.js';
 
 const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** One attempt: whether `host:port` sends an SSH banner within a second. */
-function sshBanner(host: string, port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ host, port });
-    let banner = '';
-    const done = (ok: boolean) => {
-      socket.destroy();
-      resolve(ok);
-    };
-    socket.setTimeout(1000, () => done(false));
-    socket.on('data', (chunk: Buffer) => {
-      banner += chunk.toString('latin1');
-      if (banner.length >= 4) done(banner.startsWith('SSH-'));
-    });
-    socket.on('error', () => done(false));
-    socket.on('close', () => done(false));
-  });
-}
 
 /** Polls every 10 ms until sshd at `host:port` greets; fails after `timeoutMs`. */
 export async function waitForSshBanner(host: string, port: number, timeoutMs: number): Promise<void> {

@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import Docker from 'dockerode';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { ensureLab, type LabDescription, labUnavailable } from '../../../test/lab/lab.js';
-import { HOST_LABEL } from '../../gateway/src/runtime/docker-workspace-runtime.js';
+import { HOST_LABEL } from '../../gateway/src/runtime/container-specs.js';
 import { buildTestImages, labEgressEnv } from '../../gateway/test/helpers/lab-egress.js';
 import { freePort } from '../../gateway/test/helpers/lab-gateway.js';
 import { pixelShares } from '../../gateway/test/helpers/pixels.js';

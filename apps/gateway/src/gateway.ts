@@ -34,11 +34,8 @@ import { buildEntryApp, buildHttpApp } from './http/app.js';
 import { listenDashboardPort } from './http/plugins/dashboard.js';
 import { GatewayMetrics } from './http/plugins/metrics.js';
 import { type ContainerEngine, DockerEngine } from './runtime/container-engine.js';
-import {
-  DockerWorkspaceRuntime,
-  gatewayInstanceId,
-  WORKSPACE_UID,
-} from './runtime/docker-workspace-runtime.js';
+import { WORKSPACE_UID } from './runtime/container-specs.js';
+import { DockerWorkspaceRuntime, gatewayInstanceId } from './runtime/docker-workspace-runtime.js';
 import { expectedImageTag } from './runtime/image-inputs.js';
 import type { WorkspaceRuntime } from './runtime/workspace-runtime.js';
 import { FolderMounts } from './ssh/folder-mounts.js';
@@ -98,6 +95,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     options.runtime ??
     new DockerWorkspaceRuntime({
       docker: docker.docker,
+      engine: v2rayEngine,
       images: {
         workspace: await expectedImageTag('workspace', config.workspaceImageVariant),
         egressGateway: await expectedImageTag('egress-gateway'),

@@ -1,6 +1,5 @@
 import { renderGatewayFirewall } from '../egress/gateway-firewall.js';
-import type { ResolvedUpstream, TunnelDnsSettings } from '../egress/tunnel-engine.js';
-import { v2rayEngine } from '../egress/v2ray-engine.js';
+import type { ResolvedUpstream, TunnelDnsSettings, TunnelEngine } from '../egress/tunnel-engine.js';
 
 /**
  * The point-to-point link between a workspace and its egress gateway. Every pair lives in its own two network
@@ -43,6 +42,7 @@ export function relayEnvironment(): string[] {
 }
 
 export interface EgressGatewayFilesParams {
+  engine: TunnelEngine;
   upstream: ResolvedUpstream;
   dns: TunnelDnsSettings;
   /** The control plane's address on the uplink network: the only client of the relay. */
@@ -61,7 +61,7 @@ export interface EgressGatewayFiles {
  * ruleset admits the relay's ports on the uplink from `relaySource` alone, and lets only their replies out.
  */
 export function renderEgressGatewayFiles(params: EgressGatewayFilesParams): EgressGatewayFiles {
-  const v2ray = v2rayEngine.renderGatewayConfig({
+  const v2ray = params.engine.renderGatewayConfig({
     upstream: params.upstream,
     socketMark: GATEWAY_NETWORK.socketMark,
     transparentPort: GATEWAY_NETWORK.transparentPort,
@@ -74,7 +74,7 @@ export function renderEgressGatewayFiles(params: EgressGatewayFilesParams): Egre
     table: GATEWAY_NETWORK.table,
     workspaceInterface: WORKSPACE_LINK.gatewayInterface,
     uplinkInterface: GATEWAY_NETWORK.uplinkInterface,
-    upstream: v2rayEngine.upstreamEndpoint(params.upstream),
+    upstream: params.engine.upstreamEndpoint(params.upstream),
     socketMark: GATEWAY_NETWORK.socketMark,
     tproxyMark: GATEWAY_NETWORK.tproxyMark,
     transparentPort: GATEWAY_NETWORK.transparentPort,

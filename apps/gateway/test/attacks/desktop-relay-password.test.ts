@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import WebSocket from 'ws';
 import { needs } from '../../../../test/support/needs.js';
-import { UPLINK_NETWORK } from '../../src/runtime/docker-workspace-runtime.js';
+import { UPLINK_NETWORK } from '../../src/runtime/container-specs.js';
 import { vncAuthResponse } from '../../src/vnc/vnc-auth.js';
 import { openStream, StreamBytes } from '../helpers/fake-desktop.js';
 import { type LabGateway, startLabGateway } from '../helpers/lab-gateway.js';

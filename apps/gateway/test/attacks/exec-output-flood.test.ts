@@ -7,6 +7,7 @@ import { Readable } from 'node:stream';
 import { after, describe, it } from 'node:test';
 import Docker from 'dockerode';
 import { loadConfig } from '../../src/config.js';
+import { v2rayEngine } from '../../src/egress/v2ray-engine.js';
 import { EXEC_OUTPUT_CAP } from '../../src/runtime/capped-output.js';
 import { DockerWorkspaceRuntime } from '../../src/runtime/docker-workspace-runtime.js';
 import { RuntimeError } from '../../src/runtime/workspace-runtime.js';
@@ -84,6 +85,7 @@ describe('attack: flooding the gateway through the output of a command it runs i
   const runtimeOn = (docker: Docker) =>
     new DockerWorkspaceRuntime({
       docker,
+      engine: v2rayEngine,
       images: { workspace: 'ccp-workspace:test-000000000000', egressGateway: 'ccp-egress:test-000000000000' },
       dataDir,
       egress: config.egress,

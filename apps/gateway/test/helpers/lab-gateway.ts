@@ -2,7 +2,7 @@ import { createServer } from 'node:net';
 import Docker from 'dockerode';
 import { ensureLab, type LabDescription } from '../../../../test/lab/lab.js';
 import type { GatewayOptions } from '../../src/gateway.js';
-import { HOST_LABEL } from '../../src/runtime/docker-workspace-runtime.js';
+import { HOST_LABEL } from '../../src/runtime/container-specs.js';
 import { buildTestImages, labEgressEnv } from './lab-egress.js';
 import { type DatabaseKind, startTestGateway, type TestGateway } from './test-gateway.js';
 

@@ -5,7 +5,7 @@ import { promisify } from 'node:util';
 import Docker from 'dockerode';
 import type { LabDescription } from '../../../../test/lab/lab.js';
 import { needs } from '../../../../test/support/needs.js';
-import { HOST_LABEL } from '../../src/runtime/docker-workspace-runtime.js';
+import { HOST_LABEL } from '../../src/runtime/container-specs.js';
 import { expectedImageTag } from '../../src/runtime/image-inputs.js';
 import { type LabGateway, removeHostResources, startLabGateway } from '../helpers/lab-gateway.js';
 import { DATABASES, type TestGateway } from '../helpers/test-gateway.js';

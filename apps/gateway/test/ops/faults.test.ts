@@ -10,7 +10,7 @@ import Database from 'better-sqlite3';
 import Docker from 'dockerode';
 import { ensureLab, type LabDescription } from '../../../../test/lab/lab.js';
 import { needs } from '../../../../test/support/needs.js';
-import { HOST_LABEL } from '../../src/runtime/docker-workspace-runtime.js';
+import { HOST_LABEL } from '../../src/runtime/container-specs.js';
 import { buildTestImages, labEgressEnv } from '../helpers/lab-egress.js';
 import { freePort, removeHostResources } from '../helpers/lab-gateway.js';
 import { ADMIN_PASSWORD, startTestGateway, type TestGateway } from '../helpers/test-gateway.js';

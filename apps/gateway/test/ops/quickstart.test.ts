@@ -13,7 +13,7 @@ import { promisify } from 'node:util';
 import { parse as parseDotenv } from 'dotenv';
 import { ensureLab, type LabDescription } from '../../../../test/lab/lab.js';
 import { needs } from '../../../../test/support/needs.js';
-import { HOST_LABEL } from '../../src/runtime/docker-workspace-runtime.js';
+import { HOST_LABEL } from '../../src/runtime/container-specs.js';
 import { buildTestImages } from '../helpers/lab-egress.js';
 
 const exec = promisify(execFile);

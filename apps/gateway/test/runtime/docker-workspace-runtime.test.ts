@@ -19,7 +19,9 @@ import {
 import { needs } from '../../../../test/support/needs.js';
 import { verificationPlan } from '../../src/egress/egress-verification.js';
 import { renderGatewayFirewall } from '../../src/egress/gateway-firewall.js';
-import { DockerWorkspaceRuntime, HOST_LABEL } from '../../src/runtime/docker-workspace-runtime.js';
+import { v2rayEngine } from '../../src/egress/v2ray-engine.js';
+import { HOST_LABEL } from '../../src/runtime/container-specs.js';
+import { DockerWorkspaceRuntime } from '../../src/runtime/docker-workspace-runtime.js';
 import { relayEnvironment, renderEgressGatewayFiles } from '../../src/runtime/egress-gateway-files.js';
 import { IMAGE_ROOT } from '../../src/runtime/image-inputs.js';
 import { verifyEgressPath } from '../../src/runtime/path-check.js';
@@ -43,6 +45,7 @@ describe('egress gateway files', () => {
     serverIp: '198.51.100.21',
   };
   const files = renderEgressGatewayFiles({
+    engine: v2rayEngine,
     upstream,
     dns: { dohUrl: 'https://203.0.113.10/dns-query', tcpResolver: { address: '203.0.113.10', port: 53 } },
     relaySource: '172.18.0.1',
@@ -176,7 +179,13 @@ describe('DockerWorkspaceRuntime (real Docker, egress lab)', { skip, timeout: 60
     images = built;
     lab = ready;
     dataDir = await mkdtemp(path.join(tmpdir(), 'ccp-runtime-'));
-    runtime = new DockerWorkspaceRuntime({ docker, images, dataDir, egress: labEgressSettings(lab) });
+    runtime = new DockerWorkspaceRuntime({
+      docker,
+      engine: v2rayEngine,
+      images,
+      dataDir,
+      egress: labEgressSettings(lab),
+    });
     stopWatching = runtime.watch((error) => console.error('watch:', error));
   });
 
@@ -263,10 +272,13 @@ describe('DockerWorkspaceRuntime (real Docker, egress lab)', { skip, timeout: 60
     await docker.getImage(images.egressGateway).tag({ repo: 'ccp-egress-gateway', tag: olderTag });
     const older = new DockerWorkspaceRuntime({
       docker,
+      engine: v2rayEngine,
       images: { ...images, egressGateway: `ccp-egress-gateway:${olderTag}` },
       dataDir,
       egress: labEgressSettings(lab),
     });
+    // Two runtimes of one gateway never exist; this runtime's watcher would relink behind the other's back.
+    stopWatching();
     try {
       const gatewayId = async () => (await docker.getContainer(gateway(ids.main)).inspect()).Id;
       const current = await gatewayId();
@@ -283,6 +295,7 @@ describe('DockerWorkspaceRuntime (real Docker, egress lab)', { skip, timeout: 60
       await runtime.switchUpstream(ids.main, upstream('ss-aes-256-gcm', 0), null);
       assert.equal(await gatewayId(), unchanged, 'a gateway of the current recipe is reloaded in place');
     } finally {
+      stopWatching = runtime.watch((error) => console.error('watch:', error));
       await docker
         .getImage(`ccp-egress-gateway:${olderTag}`)
         .remove()
@@ -383,6 +396,7 @@ describe('DockerWorkspaceRuntime (real Docker, egress lab)', { skip, timeout: 60
   it('refuses to start without its images and names the build command', async () => {
     const missing = new DockerWorkspaceRuntime({
       docker,
+      engine: v2rayEngine,
       images: { workspace: 'ccp-workspace:test-000000000000', egressGateway: runtime.imageTag() },
       dataDir,
       egress: labEgressSettings(lab),

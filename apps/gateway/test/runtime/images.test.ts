@@ -8,6 +8,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { needs } from '../../../../test/support/needs.js';
+import { EGRESS_GATEWAY_CAPABILITIES } from '../../src/runtime/container-specs.js';
 import { IMAGE_ROOT } from '../../src/runtime/image-inputs.js';
 
 // Builds the test variant of both images for real (cached by tag), then runs them the way the runtime will.
@@ -25,7 +26,6 @@ const names = {
 // processes (image/README.md explains each).
 const sshdCaps = ['SETUID', 'SETGID', 'CHOWN', 'SYS_CHROOT', 'AUDIT_WRITE'];
 const sudoCaps = ['DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL'];
-const egressCaps = ['NET_ADMIN', 'NET_BIND_SERVICE', 'SETUID', 'SETGID', 'KILL'];
 const egressSysctls = [
   'net.ipv4.ip_forward=0',
   'net.ipv6.conf.all.disable_ipv6=1',
@@ -301,7 +301,7 @@ describe('workspace and egress gateway images', { skip, timeout: 15 * 60_000 }, 
       label,
       '--network',
       names.network,
-      ...capArgs(egressCaps),
+      ...capArgs([...EGRESS_GATEWAY_CAPABILITIES]),
       ...egressSysctls.flatMap((s) => ['--sysctl', s]),
       '--volume',
       `${config}:/etc/ccp-egress:ro`,

@@ -34,11 +34,9 @@ import {
   variant,
 } from '../../../../test/lab/lab.js';
 import { needs } from '../../../../test/support/needs.js';
-import {
-  DockerWorkspaceRuntime,
-  HOST_LABEL,
-  UPLINK_NETWORK,
-} from '../../src/runtime/docker-workspace-runtime.js';
+import { v2rayEngine } from '../../src/egress/v2ray-engine.js';
+import { HOST_LABEL, UPLINK_NETWORK } from '../../src/runtime/container-specs.js';
+import { DockerWorkspaceRuntime } from '../../src/runtime/docker-workspace-runtime.js';
 import { GATEWAY_NETWORK } from '../../src/runtime/egress-gateway-files.js';
 import { IMAGE_ROOT } from '../../src/runtime/image-inputs.js';
 import { listensOnTcp } from '../../src/runtime/netns.js';
@@ -220,7 +218,13 @@ describe('leak suite: nothing leaves a workspace except through its upstream', {
         () => false,
       );
     dataDir = await mkdtemp(path.join(tmpdir(), 'ccp-leak-'));
-    runtime = new DockerWorkspaceRuntime({ docker, images, dataDir, egress: labEgressSettings(lab) });
+    runtime = new DockerWorkspaceRuntime({
+      docker,
+      engine: v2rayEngine,
+      images,
+      dataDir,
+      egress: labEgressSettings(lab),
+    });
   });
 
   after(async () => {

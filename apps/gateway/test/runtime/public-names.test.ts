@@ -24,7 +24,9 @@ import {
   variant,
 } from '../../../../test/lab/lab.js';
 import { needs } from '../../../../test/support/needs.js';
-import { DockerWorkspaceRuntime, HOST_LABEL } from '../../src/runtime/docker-workspace-runtime.js';
+import { v2rayEngine } from '../../src/egress/v2ray-engine.js';
+import { HOST_LABEL } from '../../src/runtime/container-specs.js';
+import { DockerWorkspaceRuntime } from '../../src/runtime/docker-workspace-runtime.js';
 import { buildTestImages, labPublicEgressSettings } from '../helpers/lab-egress.js';
 import { KeyFactory } from '../helpers/ssh-keygen.js';
 
@@ -74,7 +76,7 @@ describe('workspaces resolve and fetch public names, verified without a probe', 
     dataDir = await mkdtemp(path.join(tmpdir(), 'ccp-public-'));
     const egress = labPublicEgressSettings(lab);
     assert.equal(egress.probe, null, 'no probe of its own');
-    runtime = new DockerWorkspaceRuntime({ docker, images, dataDir, egress });
+    runtime = new DockerWorkspaceRuntime({ docker, engine: v2rayEngine, images, dataDir, egress });
   });
 
   after(async () => {

@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import Docker from 'dockerode';
 import { labUnavailable } from '../../../../test/lab/lab.js';
-import { HOST_LABEL } from '../../src/runtime/docker-workspace-runtime.js';
+import { HOST_LABEL } from '../../src/runtime/container-specs.js';
 import { freePort, type LabGateway, startLabGateway } from '../helpers/lab-gateway.js';
 import { PtySession } from '../helpers/pty-session.js';
 import { startTestGateway, type TestGateway } from '../helpers/test-gateway.js';

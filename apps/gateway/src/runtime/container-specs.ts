@@ -1,0 +1,184 @@
+import { createHash } from 'node:crypto';
+import path from 'node:path';
+import type { ContainerCreateOptions } from 'dockerode';
+import { DESKTOP_PASSWORD_FILE } from './desktop-secret.js';
+import { GATEWAY_NETWORK, relayEnvironment, WORKSPACE_LINK } from './egress-gateway-files.js';
+import { MOUNTS_IN_WORKSPACE } from './folder-mount-points.js';
+import type { WorkspaceSpec } from './workspace-runtime.js';
+
+/**
+ * What a host's two containers are made of, as plain Docker create options: no engine calls here, so every
+ * setting that keeps a workspace contained is testable without Docker.
+ */
+
+export const HOST_LABEL = 'cloud-cli-proxy.host';
+export const ROLE_LABEL = 'cloud-cli-proxy.role';
+/** The gateway (its DATA_DIR) that made a container: a gateway re-links only its own hosts, so two gateways on one
+ * engine (staging beside production, parallel test runs) never touch each other's namespaces. */
+export const OWNER_LABEL = 'cloud-cli-proxy.gateway';
+/** Hash of what a workspace container was made from; another hash means it must be made again. */
+export const SPEC_LABEL = 'cloud-cli-proxy.spec';
+/** The shared uplink bridge of every egress gateway (not any one host's, so it carries no host label). */
+export const UPLINK_NETWORK = 'ccp-uplink';
+
+export const WORKSPACE_UID = 1000;
+const CA_IN_GATEWAY = '/usr/local/share/ccp-egress/ca.pem';
+
+export type Role = 'workspace' | 'egress-gateway';
+
+export const homeVolume = (hostId: string) => `ccp-home-${hostId}`;
+export const hostKeysVolume = (hostId: string) => `ccp-hostkeys-${hostId}`;
+
+/**
+ * The workspace's capabilities: sshd (privilege separation, chroot, PTY ownership, audit records) and a sudo
+ * that is a useful root; image/README.md. Never NET_ADMIN, NET_RAW or SYS_ADMIN.
+ */
+export const WORKSPACE_CAPABILITIES = [
+  'SETUID',
+  'SETGID',
+  'SYS_CHROOT',
+  'CHOWN',
+  'AUDIT_WRITE',
+  'DAC_OVERRIDE',
+  'FOWNER',
+  'FSETID',
+  'KILL',
+] as const;
+
+/**
+ * The egress gateway's: nft, ip rules and v2ray's TPROXY/SO_MARK; the relay's and v2ray's ports; dropping to
+ * their users; signalling them (image/README.md).
+ */
+export const EGRESS_GATEWAY_CAPABILITIES = [
+  'NET_ADMIN',
+  'NET_BIND_SERVICE',
+  'SETUID',
+  'SETGID',
+  'KILL',
+] as const;
+
+const GATEWAY_SYSCTLS = {
+  'net.ipv4.ip_forward': '0',
+  'net.ipv6.conf.all.disable_ipv6': '1',
+  'net.ipv6.conf.default.disable_ipv6': '1',
+  // v2ray's DNS inbound binds the link address before the link exists (it is made after the gateway is up).
+  'net.ipv4.ip_nonlocal_bind': '1',
+};
+
+export interface EgressGatewayContainerParams {
+  hostId: string;
+  image: string;
+  owner: string;
+  /** The host's directory holding the tunnel config and the ruleset. */
+  configDir: string;
+  /** The probe's private CA, when the egress settings name one. */
+  caFile?: string;
+  limits: { memoryMb: number; pids: number };
+}
+
+export function egressGatewayContainer(params: EgressGatewayContainerParams): ContainerCreateOptions {
+  const binds = [`${params.configDir}:/etc/ccp-egress:ro`];
+  if (params.caFile) binds.push(`${path.resolve(params.caFile)}:${CA_IN_GATEWAY}:ro`);
+  const memory = params.limits.memoryMb * 1024 * 1024;
+  return {
+    name: `ccp-egress-${params.hostId}`,
+    Image: params.image,
+    Hostname: 'ccp-egress',
+    Labels: { [HOST_LABEL]: params.hostId, [ROLE_LABEL]: 'egress-gateway', [OWNER_LABEL]: params.owner },
+    Env: [
+      `EGRESS_TPROXY_MARK=0x${GATEWAY_NETWORK.tproxyMark.toString(16)}`,
+      `EGRESS_TPROXY_TABLE=${GATEWAY_NETWORK.tproxyRouteTable}`,
+      ...relayEnvironment(),
+      // The entrypoint refuses to start unless each of these holds.
+      `EGRESS_SYSCTLS=${Object.entries(GATEWAY_SYSCTLS)
+        .map(([key, value]) => `${key}=${value}`)
+        .join(' ')}`,
+      // v2ray (Go) then trusts the probe's private CA for DNS-over-HTTPS.
+      ...(params.caFile ? [`SSL_CERT_FILE=${CA_IN_GATEWAY}`] : []),
+    ],
+    HostConfig: {
+      Init: true,
+      NetworkMode: UPLINK_NETWORK,
+      CapDrop: ['ALL'],
+      CapAdd: [...EGRESS_GATEWAY_CAPABILITIES],
+      SecurityOpt: ['no-new-privileges'],
+      Sysctls: GATEWAY_SYSCTLS,
+      Binds: binds,
+      Memory: memory,
+      MemorySwap: memory,
+      PidsLimit: params.limits.pids,
+      RestartPolicy: { Name: 'unless-stopped' },
+    },
+  };
+}
+
+export interface WorkspaceContainerParams {
+  spec: WorkspaceSpec;
+  image: string;
+  owner: string;
+  /** The one resolv.conf every workspace binds (HostProvisioning.ensureResolvConf). */
+  resolvConf: string;
+  /** The host's folder-mounts directory, or null when mounts would not reach the workspace. */
+  mountsDir: string | null;
+}
+
+/** Hash of what a workspace container is made from (SPEC_LABEL): the image alone does not count. */
+export function workspaceSpecHash(spec: WorkspaceSpec, mountsDir: string | null): string {
+  return createHash('sha256')
+    .update(JSON.stringify([spec.linuxUser, spec.authorizedKey, spec.limits, mountsDir]))
+    .digest('hex');
+}
+
+export function workspaceContainer(params: WorkspaceContainerParams): ContainerCreateOptions {
+  const { spec, mountsDir } = params;
+  const memory = spec.limits.memoryMb * 1024 * 1024;
+  const hostname = `ccp-${spec.shortId.toLowerCase().replace(/[^a-z0-9-]/g, '-')}`.slice(0, 63);
+  return {
+    name: `ccp-ws-${spec.hostId}`,
+    Image: params.image,
+    Hostname: hostname,
+    Labels: {
+      [HOST_LABEL]: spec.hostId,
+      [ROLE_LABEL]: 'workspace',
+      [SPEC_LABEL]: workspaceSpecHash(spec, mountsDir),
+      [OWNER_LABEL]: params.owner,
+    },
+    Env: [
+      `WORKSPACE_USER=${spec.linuxUser}`,
+      `WORKSPACE_UID=${WORKSPACE_UID}`,
+      `WORKSPACE_AUTHORIZED_KEYS=${spec.authorizedKey}`,
+      // noVNC is served on the link only: the relay in the egress gateway is its one way in.
+      `WORKSPACE_DESKTOP_ADDRESS=${WORKSPACE_LINK.workspaceAddress}`,
+      `WORKSPACE_DESKTOP_PASSWORD_FILE=${DESKTOP_PASSWORD_FILE}`,
+    ],
+    HostConfig: {
+      Init: true,
+      // No Docker networking at all: no embedded resolver (127.0.0.11), no bridge; the link comes from us.
+      NetworkMode: 'none',
+      // Without a network Docker leaves the hostname out of /etc/hosts, and sudo would then ask the tunnel.
+      ExtraHosts: [`${hostname}:127.0.1.1`],
+      CapDrop: ['ALL'],
+      CapAdd: [...WORKSPACE_CAPABILITIES],
+      Sysctls: {
+        'net.ipv6.conf.all.disable_ipv6': '1',
+        'net.ipv6.conf.default.disable_ipv6': '1',
+        // websockify binds the link address, which exists only once the link is made (after the start).
+        'net.ipv4.ip_nonlocal_bind': '1',
+      },
+      Memory: memory,
+      MemorySwap: memory,
+      NanoCpus: Math.round(spec.limits.cpus * 1e9),
+      PidsLimit: spec.limits.pids,
+      ShmSize: 256 * 1024 * 1024,
+      Mounts: [
+        { Type: 'volume', Source: homeVolume(spec.hostId), Target: `/home/${spec.linuxUser}` },
+        { Type: 'volume', Source: hostKeysVolume(spec.hostId), Target: '/etc/ssh/hostkeys' },
+        { Type: 'bind', Source: params.resolvConf, Target: '/etc/resolv.conf', ReadOnly: true },
+      ],
+      // Read-only: only the gateway makes mount points there. Binds (not Mounts) so that dockerd recreates a
+      // missing directory when it restarts the container on its own (it lives under /run by default).
+      Binds: mountsDir ? [`${mountsDir}:${MOUNTS_IN_WORKSPACE}:ro,rslave`] : [],
+      RestartPolicy: { Name: 'unless-stopped' },
+    },
+  };
+}

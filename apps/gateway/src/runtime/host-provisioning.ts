@@ -1,0 +1,156 @@
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import net from 'node:net';
+import path from 'node:path';
+import type Docker from 'dockerode';
+import type { EgressSettings } from '../config.js';
+import { tunnelDns } from '../egress/egress-verification.js';
+import type { TunnelEngine } from '../egress/tunnel-engine.js';
+import {
+  HOST_LABEL,
+  homeVolume,
+  hostKeysVolume,
+  OWNER_LABEL,
+  ROLE_LABEL,
+  UPLINK_NETWORK,
+} from './container-specs.js';
+import { renderEgressGatewayFiles, WORKSPACE_LINK } from './egress-gateway-files.js';
+import { statusCode } from './engine-errors.js';
+import { makeTraversableDir, propagatesToContainers } from './folder-mount-points.js';
+import { RuntimeError, type UpstreamSpec } from './workspace-runtime.js';
+
+export interface HostProvisioningOptions {
+  docker: Docker;
+  /** DATA_DIR/runtime: egress gateway configs and the workspaces' resolv.conf. */
+  runtimeDir: string;
+  owner: string;
+  egress: EgressSettings;
+  engine: TunnelEngine;
+  folderMountsDir?: string;
+}
+
+/** What a host needs around its containers: volumes, the uplink network, files on this machine. */
+export class HostProvisioning {
+  private uplinkQueue: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly options: HostProvisioningOptions) {}
+
+  /** Makes the host's volumes where missing; returns the names of those it made. */
+  async ensureVolumes(hostId: string): Promise<string[]> {
+    const { docker, owner } = this.options;
+    const made: string[] = [];
+    for (const [name, role] of [
+      [homeVolume(hostId), 'home'],
+      [hostKeysVolume(hostId), 'host-keys'],
+    ] as const) {
+      try {
+        await docker.getVolume(name).inspect();
+      } catch (error) {
+        if (statusCode(error) !== 404) throw error;
+        await docker.createVolume({
+          Name: name,
+          Labels: { [HOST_LABEL]: hostId, [ROLE_LABEL]: role, [OWNER_LABEL]: owner },
+        });
+        made.push(name);
+      }
+    }
+    return made;
+  }
+
+  /**
+   * The uplink bridge (made once) and the host's address on it: the relay's only client, the canary's home.
+   * Calls are queued, so parallel starts never race to create it.
+   */
+  ensureUplink(): Promise<{ hostAddress: string }> {
+    const { docker } = this.options;
+    const next = this.uplinkQueue
+      .catch(() => undefined)
+      .then(async () => {
+        const network = docker.getNetwork(UPLINK_NETWORK);
+        let info: { IPAM?: { Config?: { Gateway?: string }[] } };
+        try {
+          info = await network.inspect();
+        } catch (error) {
+          if (statusCode(error) !== 404) throw error;
+          await docker.createNetwork({
+            Name: UPLINK_NETWORK,
+            Driver: 'bridge',
+            CheckDuplicate: true,
+            Labels: { [ROLE_LABEL]: 'uplink' },
+            Options: {
+              'com.docker.network.bridge.name': UPLINK_NETWORK,
+              // Egress gateways have nothing to say to each other.
+              'com.docker.network.bridge.enable_icc': 'false',
+            },
+          });
+          info = await network.inspect();
+        }
+        const hostAddress = info.IPAM?.Config?.find((config) => net.isIPv4(config.Gateway ?? ''))?.Gateway;
+        if (!hostAddress)
+          throw new RuntimeError(
+            'network_setup_failed',
+            `the ${UPLINK_NETWORK} network has no IPv4 gateway address`,
+          );
+        return { hostAddress };
+      });
+    this.uplinkQueue = next;
+    return next;
+  }
+
+  gatewayDir(hostId: string): string {
+    return path.join(this.options.runtimeDir, 'egress', hostId);
+  }
+
+  /** Writes both files of the egress gateway; each replaces the old one in one rename, ready for SIGHUP. */
+  async writeGatewayFiles(
+    hostId: string,
+    upstream: UpstreamSpec,
+    serverIp: string,
+    relaySource: string,
+  ): Promise<void> {
+    let files: { v2ray: string; ruleset: string };
+    try {
+      files = renderEgressGatewayFiles({
+        engine: this.options.engine,
+        upstream: { config: upstream.config, serverIp },
+        dns: tunnelDns(this.options.egress),
+        relaySource,
+      });
+    } catch (error) {
+      throw new RuntimeError('invalid_upstream', `the upstream cannot be used: ${(error as Error).message}`);
+    }
+    const dir = this.gatewayDir(hostId);
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    // Root-only is enough: the entrypoint reads both as root and hands v2ray its config on stdin.
+    for (const [name, text] of [
+      ['ruleset.nft', files.ruleset],
+      ['v2ray.json', files.v2ray],
+    ] as const) {
+      const file = path.join(dir, name);
+      await writeFile(`${file}.new`, text, { mode: 0o600 });
+      await rename(`${file}.new`, file);
+    }
+  }
+
+  /** One resolv.conf for every workspace: the resolver is always the gateway's end of the link. */
+  async ensureResolvConf(): Promise<string> {
+    const { runtimeDir } = this.options;
+    const file = path.join(runtimeDir, 'workspace-resolv.conf');
+    const text = `nameserver ${WORKSPACE_LINK.gatewayAddress}\noptions timeout:2 attempts:2\n`;
+    const current = await readFile(file, 'utf8').catch(() => null);
+    if (current !== text) {
+      await mkdir(runtimeDir, { recursive: true, mode: 0o755 });
+      // Written in place, not renamed: running workspaces bind-mount this very inode.
+      await writeFile(file, text, { mode: 0o644 });
+    }
+    return file;
+  }
+
+  /** The host's directory for folder mounts, or null when mounts made there would not reach the workspace. */
+  async prepareFolderMountsDir(hostId: string): Promise<string | null> {
+    const root = this.options.folderMountsDir;
+    if (!root) return null;
+    const dir = path.join(root, hostId);
+    await makeTraversableDir(dir);
+    return propagatesToContainers(dir) ? dir : null;
+  }
+}

@@ -1,0 +1,45 @@
+import { readFile } from 'node:fs/promises';
+import net from 'node:net';
+import { GATEWAY_NETWORK } from './egress-gateway-files.js';
+import { listensOnTcp } from './netns.js';
+
+/** When the processes in a host's containers are ready, seen from outside them (no exec into a container). */
+
+export const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The egress gateway's current v2ray PID, read from its file system through /proc. */
+export async function v2rayPid(gatewayPid: number): Promise<number | null> {
+  const text = await readFile(`/proc/${gatewayPid}/root/run/ccp-egress/v2ray.pid`, 'utf8').catch(() => '');
+  const pid = Number.parseInt(text, 10);
+  return Number.isInteger(pid) && pid > 0 ? pid : null;
+}
+
+/**
+ * Whether the egress gateway whose init is `gatewayPid` has loaded its kill switch and runs a v2ray that
+ * listens (another than `previousV2ray`, after a reload). Only then may a workspace be linked to it.
+ */
+export async function tunnelReady(gatewayPid: number, previousV2ray: number | null): Promise<boolean> {
+  const pid = await v2rayPid(gatewayPid);
+  return (
+    pid !== null && pid !== previousV2ray && (await listensOnTcp(gatewayPid, GATEWAY_NETWORK.transparentPort))
+  );
+}
+
+/** One attempt: whether `host:port` sends an SSH banner within a second. */
+export function sshBanner(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host, port });
+    let banner = '';
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(1000, () => done(false));
+    socket.on('data', (chunk: Buffer) => {
+      banner += chunk.toString('latin1');
+      if (banner.length >= 4) done(banner.startsWith('SSH-'));
+    });
+    socket.on('error', () => done(false));
+    socket.on('close', () => done(false));
+  });
+}
