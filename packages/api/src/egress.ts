@@ -7,8 +7,6 @@ import { ErrorBody, Timestamp, Uuid } from './common.js';
  */
 export const MASKED_SECRET = '********';
 
-export const PROXY_TYPES = ['socks', 'http', 'shadowsocks', 'vmess', 'vless', 'trojan'] as const;
-
 /** The AEAD ciphers the tunnel engine (v2ray 4.34) can speak; `chacha20-poly1305` is its name for the IETF variant. */
 export const SHADOWSOCKS_METHODS = [
   'aes-128-gcm',
@@ -25,8 +23,16 @@ const Server = Type.String({
   description: 'Host name or IP address of the upstream',
 });
 const ServerPort = Type.Integer({ minimum: 1, maximum: 65535 });
+/**
+ * `x-secret` marks the field for the gateway (which masks it) and the dashboard (which asks for it and never
+ * shows it): both read the mark here instead of a list of their own.
+ */
 const Secret = (description: string) =>
-  Type.String({ minLength: 1, description: `${description}; "${MASKED_SECRET}" in responses` });
+  Type.String({
+    minLength: 1,
+    description: `${description}; "${MASKED_SECRET}" in responses`,
+    'x-secret': true,
+  });
 
 export const OutboundTls = Type.Object(
   {
@@ -137,6 +143,45 @@ export const ProxyConfig = Type.Union([
   TrojanProxyConfig,
 ]);
 
+type ProxyConfigSchema = (typeof ProxyConfig.anyOf)[number];
+
+export type ProxyType = ProxyConfigSchema['properties']['type']['const'];
+
+/** Every protocol, in the order of the union above. */
+export const PROXY_TYPES: readonly ProxyType[] = ProxyConfig.anyOf.map(
+  (schema) => schema.properties.type.const,
+);
+
+/** Each protocol's own schema, by its `type`. */
+export const PROXY_CONFIG_SCHEMAS = Object.fromEntries(
+  ProxyConfig.anyOf.map((schema) => [schema.properties.type.const, schema]),
+) as Record<ProxyType, ProxyConfigSchema>;
+
+/** The fields of one protocol's `proxy_config`, read off its schema. */
+export interface ProxyConfigFields {
+  /** Every field it may have, `type`, `server` and `server_port` included. */
+  fields: readonly string[];
+  required: readonly string[];
+  /** The field holding its secret: each protocol has one. */
+  secret: string;
+}
+
+function fieldsOf(schema: ProxyConfigSchema): ProxyConfigFields {
+  const properties: Record<string, object> = schema.properties;
+  const secrets = Object.keys(properties).filter((key) => 'x-secret' in properties[key]!);
+  if (secrets.length !== 1) throw new Error(`${schema.properties.type.const} must have exactly one secret`);
+  return { fields: Object.keys(properties), required: schema.required ?? [], secret: secrets[0]! };
+}
+
+export const PROXY_CONFIG_FIELDS = Object.fromEntries(
+  PROXY_TYPES.map((type) => [type, fieldsOf(PROXY_CONFIG_SCHEMAS[type])]),
+) as Record<ProxyType, ProxyConfigFields>;
+
+/** Every field that holds a secret in some protocol: masked in responses, kept on update when sent back masked. */
+export const PROXY_SECRET_FIELDS: readonly string[] = [
+  ...new Set(PROXY_TYPES.map((type) => PROXY_CONFIG_FIELDS[type].secret)),
+];
+
 /**
  * Requests accept any object here: the gateway validates it field by field so every problem is reported with
  * its path (`proxy_config.tls.reality`), instead of the first mismatch of a six-way union.
@@ -229,7 +274,6 @@ export const EgressTestFailedError = Type.Object({
   host_ids: Type.Array(Uuid, { description: 'The running hosts that keep the current upstream' }),
 });
 
-export type ProxyType = (typeof PROXY_TYPES)[number];
 export type ShadowsocksMethod = (typeof SHADOWSOCKS_METHODS)[number];
 export type VmessSecurity = (typeof VMESS_SECURITIES)[number];
 export type OutboundTls = Type.Static<typeof OutboundTls>;

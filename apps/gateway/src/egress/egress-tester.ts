@@ -1,5 +1,4 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import dgram from 'node:dgram';
 import { lookup } from 'node:dns/promises';
 import http from 'node:http';
 import net from 'node:net';
@@ -8,22 +7,27 @@ import type { EgressTestResult, ProxyConfig } from '@ccp/api';
 import type { EgressSettings } from '../config.js';
 import type { EgressTester } from '../domain/egress-ips-service.js';
 import {
-  CheckError,
-  decodeReply,
   type EchoOutcome,
-  encodeQuery,
   exitVerdict,
-  firstIPv4,
   observedExit,
-  probeLeakName,
   probeLogVerdict,
-  readProbeLog,
   tunnelDns,
-  txtText,
   type VerificationPlan,
   verificationPlan,
   whoamiVerdict,
 } from './egress-verification.js';
+import {
+  askResolver,
+  CheckError,
+  echoHeaders,
+  encodeQuery,
+  probeLeakName,
+  readBody,
+  readProbeLog,
+  resolveIPv4,
+  trusting,
+  txtText,
+} from './probe-client.js';
 import type { TestConfigParams, TunnelEngine } from './tunnel-engine.js';
 
 export interface EgressTesterOptions {
@@ -267,18 +271,7 @@ export class TunnelEgressTester implements EgressTester {
     url: URL,
     timeoutMs: number,
   ): Promise<string> {
-    let address = url.hostname;
-    if (!net.isIPv4(address)) {
-      const reply = decodeReply(
-        await this.queryUdp(ports.dnsPort, encodeQuery(address, 'A'), timeoutMs).catch(() => undefined),
-        'timeout',
-        `the lookup of ${address} through the tunnel`,
-      );
-      const resolved = reply.ok ? firstIPv4(reply.packet) : null;
-      if (resolved === null)
-        throw new CheckFailure(reply.ok ? `${address} has no IPv4 address through the tunnel` : reply.error);
-      address = resolved;
-    }
+    const address = await resolveIPv4(url.hostname, tunnelResolver(ports.dnsPort), timeoutMs);
     const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
     return url.protocol === 'https:'
       ? this.getOverConnect(ports.proxyPort, url, address, port, timeoutMs)
@@ -307,7 +300,7 @@ export class TunnelEgressTester implements EgressTester {
           port: proxyPort,
           method: 'GET',
           path: `http://${address}:${port}${url.pathname}${url.search}`,
-          headers: { host: url.host, connection: 'close', 'user-agent': USER_AGENT },
+          headers: echoHeaders(url),
           agent: false,
         },
         (response) => {
@@ -363,14 +356,14 @@ export class TunnelEgressTester implements EgressTester {
           socket,
           ...(net.isIP(url.hostname) ? {} : { servername: url.hostname }),
           host: url.hostname,
-          ...(this.plan.caPem ? { ca: [...tls.rootCertificates, this.plan.caPem] } : {}),
+          ...trusting(this.plan.caPem),
         });
         const request = http.request(
           {
             createConnection: () => secure,
             method: 'GET',
             path: `${url.pathname}${url.search}`,
-            headers: { host: url.host, connection: 'close', 'user-agent': USER_AGENT },
+            headers: echoHeaders(url),
           },
           (answer) => {
             readBody(answer).then((body) => {
@@ -397,15 +390,13 @@ export class TunnelEgressTester implements EgressTester {
    */
   private async dnsPath(checks: Checks, dnsPort: number, declaredIp: string, ends: number) {
     const budget = () => Math.min(this.dnsTimeoutMs, ends - Date.now());
+    const resolver = tunnelResolver(dnsPort);
     try {
       const { probe, whoami } = this.plan;
       if (probe) {
         const name = probeLeakName(probe);
-        const reply = decodeReply(
-          await this.queryUdp(dnsPort, encodeQuery(name, 'A'), budget()).catch(() => undefined),
-          'timeout',
-          `the lookup of ${name} through the tunnel`,
-        );
+        const what = `the lookup of ${name} through the tunnel`;
+        const reply = await askResolver(resolver, encodeQuery(name, 'A'), budget(), what);
         if (!reply.ok) throw new CheckFailure(reply.error);
         const seen = await readProbeLog(probe, name, budget());
         checks.dns_leak.resolver_ip = seen.find((address) => address !== declaredIp) ?? seen[0] ?? null;
@@ -413,13 +404,8 @@ export class TunnelEgressTester implements EgressTester {
         if (verdict) throw new CheckFailure(`DNS leaked: ${verdict.message}`);
       }
       if (whoami) {
-        const reply = decodeReply(
-          await this.queryUdp(dnsPort, encodeQuery(whoami.name, 'TXT', true), budget()).catch(
-            () => undefined,
-          ),
-          'timeout',
-          `the lookup of ${whoami.name} through the tunnel`,
-        );
+        const what = `the lookup of ${whoami.name} through the tunnel`;
+        const reply = await askResolver(resolver, encodeQuery(whoami.name, 'TXT', true), budget(), what);
         if (reply.ok) checks.dns_leak.resolver_ip ??= txtText(reply.packet)?.trim() ?? null;
         const verdict = whoamiVerdict(reply, whoami.name, declaredIp);
         if (verdict)
@@ -434,29 +420,6 @@ export class TunnelEgressTester implements EgressTester {
     }
   }
 
-  private queryUdp(port: number, query: Buffer, timeoutMs: number): Promise<Buffer> {
-    return new Promise((resolve, reject) => {
-      const socket = dgram.createSocket('udp4');
-      const timer = setTimeout(() => done(() => reject(new CheckFailure('timeout'))), Math.max(0, timeoutMs));
-      const id = query.readUInt16BE(0);
-      const retry = setInterval(() => socket.send(query, port, '127.0.0.1'), 1000);
-      let finished = false;
-      const done = (fn: () => void) => {
-        if (finished) return;
-        finished = true;
-        clearTimeout(timer);
-        clearInterval(retry);
-        socket.close();
-        fn();
-      };
-      socket.on('message', (message) => {
-        if (message.length >= 2 && message.readUInt16BE(0) === id) done(() => resolve(message));
-      });
-      socket.on('error', (error) => done(() => reject(error)));
-      socket.send(query, port, '127.0.0.1');
-    });
-  }
-
   /** SIGTERM, then SIGKILL: the tunnel process never outlives the test. */
   private async stop(child: ChildProcess): Promise<void> {
     if (child.exitCode !== null || child.signalCode !== null) return;
@@ -468,19 +431,8 @@ export class TunnelEgressTester implements EgressTester {
   }
 }
 
-const USER_AGENT = 'cloud-cli-proxy egress test';
-
-function readBody(response: http.IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let body = '';
-    response.setEncoding('utf8');
-    response.on('data', (chunk: string) => {
-      if (body.length < 4096) body += chunk;
-    });
-    response.on('end', () => resolve(body));
-    response.on('error', reject);
-  });
-}
+/** The DNS inbound of the test's tunnel, on this machine. */
+const tunnelResolver = (port: number) => ({ address: '127.0.0.1', port });
 
 /** The tester for the configured endpoints. */
 export function egressTesterFor(settings: EgressSettings, engine: TunnelEngine): EgressTester {

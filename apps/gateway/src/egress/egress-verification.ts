@@ -1,15 +1,14 @@
-import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { isIP, isIPv4 } from 'node:net';
-import dnsPacket from 'dns-packet';
+import { isIP } from 'node:net';
 import type { EgressProbe, EgressSettings } from '../config.js';
+import { type DnsReply, parseEcho, txtText } from './probe-client.js';
 import type { SocketAddress } from './tunnel-engine.js';
 
 /**
  * What proves a path, shared by the egress test (control plane, through a short-lived tunnel) and the start's
  * path check (inside the workspace): the IP echoes that must all see the exit, the whoami name the tunnel's TCP
  * resolver answers with its asker, and the operator's probe when there is one. The two callers differ only in
- * how they reach these endpoints; the questions asked and the verdicts are made here.
+ * how they reach these endpoints; the questions asked (probe-client.ts) and the verdicts are made here.
  */
 export interface VerificationPlan {
   /** IP echoes (docs/egress-probe.md); a host name is resolved through the tunnel, IPv4 only. */
@@ -64,24 +63,6 @@ export interface EchoOutcome {
   error?: string;
 }
 
-/**
- * The address an echo reports: a bare address (`checkip`-style), `ip=<address>` among `key=value` lines
- * (a CDN trace), or `{"ip": …}`.
- */
-export function parseEcho(body: string): string | null {
-  const text = body.trim();
-  if (isIP(text)) return text;
-  const line = /^ip=(\S+)$/m.exec(text);
-  if (line && isIP(line[1]!)) return line[1]!;
-  try {
-    const ip = (JSON.parse(text) as { ip?: unknown }).ip;
-    if (typeof ip === 'string' && isIP(ip)) return ip;
-  } catch {
-    // not JSON
-  }
-  return null;
-}
-
 export const sameAddress = (a: string, b: string) =>
   a.replace(/^::ffff:/, '').toLowerCase() === b.replace(/^::ffff:/, '').toLowerCase();
 
@@ -118,47 +99,6 @@ export function observedExit(outcomes: EchoOutcome[], exitIp: string): string | 
   return seen.find((ip) => !sameAddress(ip, exitIp)) ?? seen[0] ?? null;
 }
 
-export type QueryType = 'A' | 'TXT';
-
-/** A DNS query; `chaos` asks in class CH, where resolvers keep their whoami names. */
-export function encodeQuery(name: string, type: QueryType, chaos = false): Buffer {
-  return dnsPacket.encode({
-    id: randomBytes(2).readUInt16BE(0),
-    type: 'query',
-    flags: dnsPacket.RECURSION_DESIRED,
-    questions: [{ type, name, class: chaos ? 'CH' : 'IN' }],
-  });
-}
-
-export type DnsReply = { ok: true; packet: dnsPacket.DecodedPacket } | { ok: false; error: string };
-
-/** Decodes a reply, turning a missing answer or an error rcode into a reason. */
-export function decodeReply(reply: Buffer | undefined, error: string | undefined, what: string): DnsReply {
-  if (reply === undefined) return { ok: false, error: `${what} got no answer (${error ?? 'no reply'})` };
-  let packet: dnsPacket.DecodedPacket;
-  try {
-    packet = dnsPacket.decode(reply);
-  } catch {
-    return { ok: false, error: `${what} got an answer that is not DNS` };
-  }
-  const rcode = (packet.flags ?? 0) & 0x0f;
-  if (rcode !== 0) return { ok: false, error: `${what} failed (DNS rcode ${rcode})` };
-  return { ok: true, packet };
-}
-
-export function firstIPv4(packet: dnsPacket.DecodedPacket): string | null {
-  for (const record of packet.answers ?? [])
-    if (record.type === 'A' && isIPv4(record.data)) return record.data;
-  return null;
-}
-
-export function txtText(packet: dnsPacket.DecodedPacket): string | null {
-  const answer = packet.answers?.find((record) => record.type === 'TXT');
-  if (answer?.type !== 'TXT') return null;
-  const parts = (Array.isArray(answer.data) ? answer.data : [answer.data]) as (Buffer | string)[];
-  return Buffer.concat(parts.map((part) => Buffer.from(part))).toString();
-}
-
 /** The whoami answer must be the exit: the question left through the upstream and nowhere else. */
 export function whoamiVerdict(reply: DnsReply, name: string, exitIp: string): CheckVerdict | null {
   if (!reply.ok)
@@ -180,11 +120,6 @@ export function whoamiVerdict(reply: DnsReply, name: string, exitIp: string): Ch
   return null;
 }
 
-/** A fresh name under the probe's zone: nobody but this check ever asks for it. */
-export function probeLeakName(probe: EgressProbe): string {
-  return `${randomBytes(10).toString('hex')}.leak.${probe.dnsZone}`;
-}
-
 /** The probe's authoritative server must have seen `name` asked, and only from the exit. */
 export function probeLogVerdict(queriers: string[], name: string, exitIp: string): CheckVerdict | null {
   if (queriers.length === 0)
@@ -196,32 +131,4 @@ export function probeLogVerdict(queriers: string[], name: string, exitIp: string
   if (strangers.length > 0)
     return { code: 'dns_leak', message: `the probe saw the lookup of ${name} from ${strangers.join(', ')}` };
   return null;
-}
-
-/** Who the probe's authoritative server saw asking for `name` (read by the control plane, not the workspace). */
-export async function readProbeLog(probe: EgressProbe, name: string, timeoutMs: number): Promise<string[]> {
-  const url = new URL('/dns-log', probe.url);
-  url.searchParams.set('name', name);
-  let response: Response;
-  try {
-    response = await fetch(url, {
-      headers: { connection: 'close', ...(probe.token ? { authorization: `Bearer ${probe.token}` } : {}) },
-      signal: AbortSignal.timeout(Math.max(1, timeoutMs)),
-    });
-  } catch (error) {
-    throw new CheckError('probe_unreachable', `cannot read the probe's DNS log: ${(error as Error).message}`);
-  }
-  if (!response.ok)
-    throw new CheckError('probe_unreachable', `the probe's DNS log answered HTTP ${response.status}`);
-  const body = (await response.json()) as { queries?: { address: string }[] };
-  return (body.queries ?? []).map((query) => query.address);
-}
-
-export class CheckError extends Error {
-  constructor(
-    readonly code: CheckVerdict['code'],
-    message: string,
-  ) {
-    super(message);
-  }
 }

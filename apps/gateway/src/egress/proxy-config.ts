@@ -1,7 +1,9 @@
 import { isIP } from 'node:net';
 import {
   MASKED_SECRET,
-  type OutboundTls,
+  OutboundTls,
+  PROXY_CONFIG_FIELDS,
+  PROXY_SECRET_FIELDS,
   PROXY_TYPES,
   type ProxyConfig,
   type ProxyType,
@@ -9,7 +11,7 @@ import {
   type ShadowsocksMethod,
   VMESS_SECURITIES,
   type VmessSecurity,
-  type WsTransport,
+  WsTransport,
 } from '@ccp/api';
 
 export interface FieldProblem {
@@ -23,18 +25,6 @@ export type ProxyConfigValidation =
 
 const ROOT = 'proxy_config';
 const ENGINE = 'the tunnel engine (v2ray 4.34)';
-
-/** Every field that holds a secret: masked on output, kept on update when sent back masked. */
-const SECRET_FIELDS = ['password', 'uuid'] as const;
-
-const FIELDS: Record<ProxyType, readonly string[]> = {
-  socks: ['version', 'username', 'password'],
-  http: ['username', 'password', 'tls'],
-  shadowsocks: ['method', 'password'],
-  vmess: ['uuid', 'security', 'alter_id', 'tls', 'transport'],
-  vless: ['uuid', 'tls', 'transport'],
-  trojan: ['password', 'tls', 'transport'],
-};
 
 /** sing-box outbound fields v2ray 4.34 cannot honour: named, so the admin learns why, not just "unknown". */
 const UNSUPPORTED_FIELDS: Record<string, string> = {
@@ -51,7 +41,7 @@ const UNSUPPORTED_FIELDS: Record<string, string> = {
   headers: `headers for the HTTP proxy are not supported by ${ENGINE}`,
 };
 
-const TLS_FIELDS = ['enabled', 'server_name', 'insecure', 'alpn', 'certificate'];
+const TLS_FIELDS = Object.keys(OutboundTls.properties);
 const UNSUPPORTED_TLS_FIELDS: Record<string, string> = {
   reality: `REALITY is not supported by ${ENGINE}`,
   utls: `uTLS fingerprints are not supported by ${ENGINE}`,
@@ -63,7 +53,7 @@ const UNSUPPORTED_TLS_FIELDS: Record<string, string> = {
   certificate_path: 'certificate_path is not supported: send the PEM text in certificate',
 };
 
-const WS_FIELDS = ['type', 'path', 'headers'];
+const WS_FIELDS = Object.keys(WsTransport.properties);
 const UNSUPPORTED_WS_FIELDS: Record<string, string> = {
   max_early_data: `WebSocket early data is not supported by ${ENGINE}`,
   early_data_header_name: `WebSocket early data is not supported by ${ENGINE}`,
@@ -158,7 +148,7 @@ export function validateProxyConfig(input: unknown): ProxyConfigValidation {
   if (type === undefined) {
     return { ok: false, problems: problems.list };
   }
-  problems.checkKeys(input, ROOT, ['type', 'server', 'server_port', ...FIELDS[type]], UNSUPPORTED_FIELDS);
+  problems.checkKeys(input, ROOT, PROXY_CONFIG_FIELDS[type].fields, UNSUPPORTED_FIELDS);
   const value = checkTypeFields(type, input, problems);
   if (problems.list.length > 0 || value === undefined || server === undefined || serverPort === undefined) {
     return { ok: false, problems: problems.list };
@@ -430,7 +420,7 @@ function checkTransport(input: unknown, problems: Problems): WsTransport | undef
 /** The config as the API shows it: every secret replaced by the mask, nothing else changed. */
 export function maskProxyConfig(config: ProxyConfig): ProxyConfig {
   const masked: JsonObject = { ...config };
-  for (const field of SECRET_FIELDS) {
+  for (const field of PROXY_SECRET_FIELDS) {
     if (typeof masked[field] === 'string') masked[field] = MASKED_SECRET;
   }
   return masked as ProxyConfig;
@@ -452,7 +442,7 @@ export function mergeMaskedSecrets(incoming: unknown, stored: ProxyConfig): Mask
   const kept: JsonObject = stored;
   const changed = UPSTREAM_FIELDS.filter((field) => incoming[field] !== kept[field]);
   const problems = new Problems();
-  for (const field of SECRET_FIELDS) {
+  for (const field of PROXY_SECRET_FIELDS) {
     if (merged[field] !== MASKED_SECRET || typeof kept[field] !== 'string') continue;
     if (changed.length === 0) {
       merged[field] = kept[field];

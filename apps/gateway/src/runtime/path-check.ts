@@ -1,20 +1,21 @@
 import dgram from 'node:dgram';
-import { createRequire } from 'node:module';
 import net from 'node:net';
 import {
-  CheckError,
   type CheckVerdict,
-  decodeReply,
   type EchoOutcome,
-  encodeQuery,
   exitVerdict,
-  firstIPv4,
-  probeLeakName,
   probeLogVerdict,
-  readProbeLog,
   type VerificationPlan,
   whoamiVerdict,
 } from '../egress/egress-verification.js';
+import {
+  CheckError,
+  decodeReply,
+  encodeQuery,
+  firstIPv4,
+  probeLeakName,
+  readProbeLog,
+} from '../egress/probe-client.js';
 import { GATEWAY_NETWORK, WORKSPACE_LINK } from './egress-gateway-files.js';
 import { runInNetns } from './netns.js';
 import { RuntimeError } from './workspace-runtime.js';
@@ -48,8 +49,12 @@ interface ProgramResult {
   dns: DnsOutcome[];
 }
 
-/** The program below runs with the host's files, so it can load this package's own DNS encoder by path. */
-const DNS_PACKET = createRequire(import.meta.url).resolve('dns-packet');
+/**
+ * The program below runs with the host's files, so it imports the probe client by path: this file's own
+ * resolution gives the compiled module in a build and the TypeScript source under tsx, which Node.js loads
+ * as it is (probe-client.ts says what that asks of it).
+ */
+const PROBE_CLIENT = import.meta.resolve('../egress/probe-client.js');
 
 /**
  * What runs inside the workspace's network namespace (host binary, host files, workspace network): the IP
@@ -58,78 +63,9 @@ const DNS_PACKET = createRequire(import.meta.url).resolve('dns-packet');
  * outside.
  */
 const PROGRAM = `'use strict';
-const http = require('node:http');
-const https = require('node:https');
 const net = require('node:net');
-const tls = require('node:tls');
 const dgram = require('node:dgram');
 const task = JSON.parse(process.argv[1]);
-const dnsPacket = require(task.dnsPacket);
-
-function ask(packet, ms) {
-  return new Promise((resolve) => {
-    const socket = dgram.createSocket('udp4');
-    const send = () => socket.send(packet, task.dns.port, task.dns.address);
-    const retry = setInterval(send, 1000);
-    const timer = setTimeout(() => done({ error: 'timed out' }), ms);
-    function done(result) {
-      clearInterval(retry);
-      clearTimeout(timer);
-      socket.close();
-      resolve(result);
-    }
-    socket.on('message', (message) => done({ reply: message.toString('hex') }));
-    socket.on('error', (error) => done({ error: error.message }));
-    send();
-  });
-}
-
-async function resolve4(name) {
-  if (net.isIPv4(name)) return name;
-  const query = dnsPacket.encode({ id: 1 + Math.floor(Math.random() * 65000), type: 'query',
-    flags: dnsPacket.RECURSION_DESIRED, questions: [{ type: 'A', name }] });
-  const outcome = await ask(query, task.dnsMs);
-  if (outcome.error) throw new Error('cannot resolve ' + name + ' through the tunnel (' + outcome.error + '; EGRESS_DOH_URL)');
-  const reply = dnsPacket.decode(Buffer.from(outcome.reply, 'hex'));
-  const rcode = (reply.flags || 0) & 15;
-  const a = (reply.answers || []).find((record) => record.type === 'A');
-  if (rcode !== 0 || !a) throw new Error('cannot resolve ' + name + ' through the tunnel (DNS rcode ' + rcode + '; EGRESS_DOH_URL)');
-  return a.data;
-}
-
-async function echo(url) {
-  const target = new URL(url);
-  const secure = target.protocol === 'https:';
-  let address;
-  try {
-    address = await resolve4(target.hostname);
-  } catch (error) {
-    return { url, error: error.message };
-  }
-  return new Promise((resolve) => {
-    const options = {
-      host: address,
-      port: target.port || (secure ? 443 : 80),
-      path: target.pathname + target.search,
-      agent: false,
-      headers: { host: target.host, connection: 'close', 'user-agent': 'cloud-cli-proxy egress check' },
-      timeout: task.httpMs,
-    };
-    if (secure) {
-      if (!net.isIP(target.hostname)) options.servername = target.hostname;
-      if (task.ca) options.ca = [...tls.rootCertificates, task.ca];
-    }
-    const request = (secure ? https : http).get(options, (response) => {
-      let body = '';
-      response.setEncoding('utf8');
-      response.on('data', (chunk) => { if (body.length < 4096) body += chunk; });
-      response.on('end', () => resolve({ url, status: response.statusCode, body }));
-      response.on('error', (error) => resolve({ url, error: error.message }));
-    });
-    request.on('timeout', () => request.destroy(new Error('timed out')));
-    request.on('error', (error) => resolve({ url, error: error.code || error.message }));
-  });
-}
 
 function touch(canary, ms) {
   return new Promise((resolve) => {
@@ -143,11 +79,23 @@ function touch(canary, ms) {
   });
 }
 
-Promise.all([
-  Promise.all(task.urls.map(echo)),
-  Promise.all(task.queries.map((query) => ask(Buffer.from(query, 'hex'), task.dnsMs))),
-  touch(task.canary, task.canaryMs),
-]).then(([echoes, dns]) => process.stdout.write(JSON.stringify({ echoes, dns })));
+import(task.probeClient).then((client) => {
+  const echo = (url) =>
+    client.resolveIPv4(new URL(url).hostname, task.dns, task.dnsMs).then(
+      (address) => client.getEcho(url, address, { caPem: task.ca, timeoutMs: task.httpMs }),
+      (error) => ({ url, error: error.message }),
+    );
+  const ask = (query) =>
+    client.exchangeUdp(task.dns, Buffer.from(query, 'hex'), task.dnsMs).then(
+      (reply) => ({ reply: reply.toString('hex') }),
+      (error) => ({ error: error.message }),
+    );
+  return Promise.all([
+    Promise.all(task.urls.map(echo)),
+    Promise.all(task.queries.map(ask)),
+    touch(task.canary, task.canaryMs),
+  ]);
+}).then(([echoes, dns]) => process.stdout.write(JSON.stringify({ echoes, dns })));
 `;
 
 /**
@@ -224,7 +172,7 @@ export async function verifyEgressPath(
       ...(plan.whoami ? [encodeQuery(plan.whoami.name, 'TXT', true)] : []),
     ];
     const task = {
-      dnsPacket: DNS_PACKET,
+      probeClient: PROBE_CLIENT,
       urls: plan.exitIpUrls,
       ca: plan.caPem,
       httpMs: options.httpTimeoutMs,

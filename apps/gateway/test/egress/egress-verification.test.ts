@@ -4,16 +4,14 @@ import dnsPacket from 'dns-packet';
 import { ConfigError, EGRESS_DEFAULTS, egressSettingsFrom } from '../../src/config.js';
 import { TunnelEgressTester } from '../../src/egress/egress-tester.js';
 import {
-  decodeReply,
   describeVerification,
-  encodeQuery,
   exitVerdict,
   observedExit,
-  parseEcho,
   probeLogVerdict,
   tunnelDns,
   whoamiVerdict,
 } from '../../src/egress/egress-verification.js';
+import { decodeReply, encodeQuery, parseEcho } from '../../src/egress/probe-client.js';
 import { v2rayEngine } from '../../src/egress/v2ray-engine.js';
 
 const EXIT = '198.51.100.21';

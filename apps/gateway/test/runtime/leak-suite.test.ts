@@ -34,6 +34,7 @@ import {
   variant,
 } from '../../../../test/lab/lab.js';
 import { needs } from '../../../../test/support/needs.js';
+import { encodeQuery } from '../../src/egress/probe-client.js';
 import { v2rayEngine } from '../../src/egress/v2ray-engine.js';
 import { HOST_LABEL, UPLINK_NETWORK } from '../../src/runtime/container-specs.js';
 import { DockerWorkspaceRuntime } from '../../src/runtime/docker-workspace-runtime.js';
@@ -139,28 +140,17 @@ async function probe(
   return results;
 }
 
-function dnsAttempt(id: string, host: string, transport: 'udp' | 'tcp', question: string): ProbeAttempt {
+function dnsAttempt(id: string, host: string, transport: 'udp' | 'tcp', question: Buffer): ProbeAttempt {
   return {
     id,
     kind: 'dns',
     host,
     port: 53,
     transport,
-    query: question,
+    query: question.toString('hex'),
     timeoutMs: DNS_ATTEMPT_MS,
     retryMs: DNS_RETRY_MS,
   };
-}
-
-function query(name: string, type: 'A' | 'TXT'): string {
-  return dnsPacket
-    .encode({
-      id: randomBytes(2).readUInt16BE(0),
-      type: 'query',
-      flags: dnsPacket.RECURSION_DESIRED,
-      questions: [{ type, name }],
-    })
-    .toString('hex');
 }
 
 /** The TXT strings, or A addresses, of an answer given as hex; null when it has none. */
@@ -327,7 +317,7 @@ describe('leak suite: nothing leaves a workspace except through its upstream', {
       // Other record types go to the tunnel's TCP resolver (the lab's stand-in for a public one), whose whoami
       // name answers with the address the question came from: only the exit may ever show.
       const whoami = () =>
-        query(lab.public ? lab.public.resolver.whoamiName : `whoami.${lab.internet.zone}`, 'TXT');
+        encodeQuery(lab.public ? lab.public.resolver.whoamiName : `whoami.${lab.internet.zone}`, 'TXT');
       const liveAttempts = (actor: Actor): ProbeAttempt[] => {
         const attempts: ProbeAttempt[] = [
           { id: 'tcp', kind: 'http', host: inet, port: 80, path: '/ip' },
@@ -350,7 +340,7 @@ describe('leak suite: nothing leaves a workspace except through its upstream', {
             lookups.set(`${actor}:${id}`, leakName);
             attempts.push(
               dnsAttempt(`${id}/txt`, resolver.host, transport, whoami()),
-              dnsAttempt(`${id}/a`, resolver.host, transport, query(leakName, 'A')),
+              dnsAttempt(`${id}/a`, resolver.host, transport, encodeQuery(leakName, 'A')),
             );
           }
         }

@@ -1,49 +1,48 @@
 import {
   CreateEgressIpRequest,
   type EgressIp,
-  HttpProxyConfig,
   MASKED_SECRET,
+  PROXY_CONFIG_FIELDS,
+  PROXY_CONFIG_SCHEMAS,
+  PROXY_TYPES,
   type ProxyConfig,
   type ProxyType,
   SHADOWSOCKS_METHODS,
-  ShadowsocksProxyConfig,
-  SocksProxyConfig,
-  TrojanProxyConfig,
-  VlessProxyConfig,
-  VmessProxyConfig,
 } from '@ccp/api';
-import type { TSchema } from 'typebox';
 import { type FieldErrors, validate } from '../../validation';
 
-const SCHEMAS: Record<ProxyType, TSchema> = {
-  socks: SocksProxyConfig,
-  http: HttpProxyConfig,
-  shadowsocks: ShadowsocksProxyConfig,
-  vmess: VmessProxyConfig,
-  vless: VlessProxyConfig,
-  trojan: TrojanProxyConfig,
-};
+/** Which optional parts a protocol has; the form shows only these. */
+export interface FormParts {
+  secret: string;
+  secretOptional: boolean;
+  user: boolean;
+  method: boolean;
+  security: boolean;
+  tls: 'optional' | 'required' | null;
+  ws: boolean;
+}
 
-/** Which optional parts each protocol has; the form shows only these. */
-export const PARTS: Record<
+/** A protocol's parts, read off its schema. */
+function partsOf(type: ProxyType): FormParts {
+  const { fields, required, secret } = PROXY_CONFIG_FIELDS[type];
+  const has = (field: string) => fields.includes(field);
+  let tls: FormParts['tls'] = null;
+  if (has('tls')) tls = required.includes('tls') ? 'required' : 'optional';
+  return {
+    secret,
+    secretOptional: !required.includes(secret),
+    user: has('username'),
+    method: has('method'),
+    security: has('security'),
+    tls,
+    ws: has('transport'),
+  };
+}
+
+export const PARTS = Object.fromEntries(PROXY_TYPES.map((type) => [type, partsOf(type)])) as Record<
   ProxyType,
-  {
-    secret: 'password' | 'uuid';
-    secretOptional?: boolean;
-    user?: boolean;
-    method?: boolean;
-    security?: boolean;
-    tls?: 'optional' | 'required';
-    ws?: boolean;
-  }
-> = {
-  socks: { secret: 'password', secretOptional: true, user: true },
-  http: { secret: 'password', secretOptional: true, user: true, tls: 'optional' },
-  shadowsocks: { secret: 'password', method: true },
-  vmess: { secret: 'uuid', security: true, tls: 'optional', ws: true },
-  vless: { secret: 'uuid', tls: 'optional', ws: true },
-  trojan: { secret: 'password', tls: 'required', ws: true },
-};
+  FormParts
+>;
 
 export interface EgressFormValues {
   label: string;
@@ -126,7 +125,7 @@ export function validateEgress(values: EgressFormValues, editing: boolean): Fiel
     ip_address: values.ip_address.trim(),
     proxy_config: proxyConfig,
   });
-  const inner = validate(SCHEMAS[values.type], proxyConfig);
+  const inner = validate(PROXY_CONFIG_SCHEMAS[values.type], proxyConfig);
   for (const [key, message] of Object.entries(inner)) outer[`proxy_config.${key}`] ??= message;
   return outer;
 }
