@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -7,42 +6,11 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { labUnavailable } from '../../../../test/lab/lab.js';
 import { type LabGateway, startLabGateway } from '../helpers/lab-gateway.js';
+import { sshWithKey, sshWithPassword, until } from '../helpers/openssh.js';
 import { KeyFactory } from '../helpers/ssh-keygen.js';
 import type { TestGateway } from '../helpers/test-gateway.js';
 
 const skip = labUnavailable();
-
-interface Result {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function run(command: string, args: string[], env: Record<string, string> = {}, timeoutMs = 60_000) {
-  return new Promise<Result>((resolve) => {
-    const child = spawn(command, args, {
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => (stdout += chunk));
-    child.stderr.on('data', (chunk) => (stderr += chunk));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
-async function until(what: string, check: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 /** Attacks on the SSH proxy's logins and on sessions that outlive the credentials that opened them. */
 describe('attack: SSH access, with OpenSSH clients against a real workspace', {
@@ -58,43 +26,10 @@ describe('attack: SSH access, with OpenSSH clients against a real workspace', {
   let login: string;
   let keyFile: string;
 
-  const common = () => [
-    '-p',
-    String(t.gateway.ssh.port),
-    '-F',
-    '/dev/null',
-    '-o',
-    'StrictHostKeyChecking=no',
-    '-o',
-    'UserKnownHostsFile=/dev/null',
-    '-o',
-    'ConnectTimeout=10',
-  ];
   const sshPassword = (args: string[], password: string, timeoutMs?: number) =>
-    run(
-      'sshpass',
-      [
-        '-e',
-        'ssh',
-        ...common(),
-        '-o',
-        'PubkeyAuthentication=no',
-        '-o',
-        'PreferredAuthentications=password',
-        '-o',
-        'NumberOfPasswordPrompts=1',
-        ...args,
-      ],
-      { SSHPASS: password },
-      timeoutMs,
-    );
+    sshWithPassword(t.gateway.ssh.port, password, args, timeoutMs);
   const sshKey = (args: string[], timeoutMs?: number) =>
-    run(
-      'ssh',
-      [...common(), '-o', 'BatchMode=yes', '-o', 'IdentitiesOnly=yes', '-i', keyFile, ...args],
-      {},
-      timeoutMs,
-    );
+    sshWithKey(t.gateway.ssh.port, keyFile, args, { timeoutMs });
   const closedReasons = async () =>
     (
       (await t.request('GET', `/v1/admin/events?type=ssh.session.closed&user_id=${user.id}&limit=500`)).body

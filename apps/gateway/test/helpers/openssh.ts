@@ -73,6 +73,26 @@ export function sshWithPassword(
   });
 }
 
+/** Key authentication only, never a prompt. */
+export const keyOnly = (keyFile: string) => [
+  '-o',
+  'BatchMode=yes',
+  '-o',
+  'IdentitiesOnly=yes',
+  '-i',
+  keyFile,
+];
+
+/** `ssh` through the proxy with a private key file. */
+export function sshWithKey(
+  port: number,
+  keyFile: string,
+  args: string[],
+  options: { env?: Record<string, string>; timeoutMs?: number } = {},
+): Promise<ClientResult> {
+  return runClient('ssh', [...proxyOptions(port), ...keyOnly(keyFile), ...args], options);
+}
+
 /** A long-running `ssh` through the proxy whose output lines are collected as they arrive. */
 export interface LiveSession {
   child: ChildProcessWithoutNullStreams;

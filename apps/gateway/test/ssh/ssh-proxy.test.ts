@@ -10,62 +10,19 @@ import { after, before, describe, it } from 'node:test';
 import { labUnavailable } from '../../../../test/lab/lab.js';
 import { HOST_KEY_FILE } from '../../src/ssh/host-key.js';
 import { type LabGateway, startLabGateway } from '../helpers/lab-gateway.js';
+import {
+  keyOnly,
+  proxyOptions,
+  runClient,
+  sshWithKey,
+  sshWithPassword,
+  until,
+  within,
+} from '../helpers/openssh.js';
 import { KeyFactory } from '../helpers/ssh-keygen.js';
 import { startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
 
 const skip = labUnavailable();
-
-interface Result {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs a client tool with a hard deadline; never rejects, so a failed assertion shows the output. */
-function run(
-  command: string,
-  args: string[],
-  options: { env?: Record<string, string>; timeoutMs?: number } = {},
-): Promise<Result> {
-  return new Promise((resolve) => {
-    const child = spawn(command, args, {
-      env: { ...process.env, ...options.env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => (stdout += chunk));
-    child.stderr.on('data', (chunk) => (stderr += chunk));
-    const timer = setTimeout(() => {
-      stderr += `\n[killed after ${options.timeoutMs ?? 60_000} ms]`;
-      child.kill('SIGKILL');
-    }, options.timeoutMs ?? 60_000);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
-async function within<T>(ms: number, what: string, work: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} took more than ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([work, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-async function until(what: string, check: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 async function sha256File(file: string): Promise<string> {
   const hash = createHash('sha256');
@@ -100,28 +57,10 @@ describe('the SSH proxy refusing a host that is not running', () => {
   it('names the ways its owner has to start it: the portal page and the access command', async () => {
     const user = await t.createUser('stopped-owner');
     const host = (await t.request('POST', '/v1/admin/hosts', { body: { user_id: user.id } })).body;
-    const refused = await run(
-      'sshpass',
-      [
-        '-e',
-        'ssh',
-        '-p',
-        String(t.gateway.ssh.port),
-        '-F',
-        '/dev/null',
-        '-o',
-        'StrictHostKeyChecking=no',
-        '-o',
-        'UserKnownHostsFile=/dev/null',
-        '-o',
-        'PubkeyAuthentication=no',
-        '-o',
-        'NumberOfPasswordPrompts=1',
-        `stopped-owner+${host.short_id}@127.0.0.1`,
-        'true',
-      ],
-      { env: { SSHPASS: user.password } },
-    );
+    const refused = await sshWithPassword(t.gateway.ssh.port, user.password, [
+      `stopped-owner+${host.short_id}@127.0.0.1`,
+      'true',
+    ]);
     assert.equal(refused.code, 255, refused.stderr);
     assert.ok(
       refused.stderr.includes(
@@ -150,37 +89,10 @@ describe('the SSH proxy, with OpenSSH clients, against a real workspace', { skip
   let keyFile: string;
   let login: string;
 
-  const common = () => [
-    '-p',
-    String(port),
-    '-F',
-    '/dev/null',
-    '-o',
-    'StrictHostKeyChecking=no',
-    '-o',
-    'UserKnownHostsFile=/dev/null',
-    '-o',
-    'ConnectTimeout=10',
-    '-o',
-    'ServerAliveInterval=5',
-  ];
-  const passwordOnly = [
-    '-o',
-    'PubkeyAuthentication=no',
-    '-o',
-    'PreferredAuthentications=password',
-    '-o',
-    'NumberOfPasswordPrompts=1',
-  ];
-  const keyOnly = () => ['-o', 'BatchMode=yes', '-o', 'IdentitiesOnly=yes', '-i', keyFile];
-  /** `ssh` with the user's SSH password (given through sshpass's environment, never on a command line). */
   const sshPassword = (args: string[], options: { password?: string; timeoutMs?: number } = {}) =>
-    run('sshpass', ['-e', 'ssh', ...common(), ...passwordOnly, ...args], {
-      env: { SSHPASS: options.password ?? user.sshPass },
-      timeoutMs: options.timeoutMs,
-    });
+    sshWithPassword(port, options.password ?? user.sshPass, args, options.timeoutMs);
   const sshKey = (args: string[], env: Record<string, string> = {}) =>
-    run('ssh', [...common(), ...keyOnly(), ...args], { env });
+    sshWithKey(port, keyFile, args, { env });
   const events = async (type: string) =>
     (await t.request('GET', `/v1/admin/events?type=${type}&user_id=${user.id}&limit=500`)).body.events as {
       data: Record<string, unknown>;
@@ -252,17 +164,7 @@ describe('the SSH proxy, with OpenSSH clients, against a real workspace', { skip
     const stranger = keys.generate('ed25519');
     const file = path.join(work, 'stranger');
     writeFileSync(file, stranger.privateKey, { mode: 0o600 });
-    const result = await run('ssh', [
-      ...common(),
-      '-o',
-      'BatchMode=yes',
-      '-o',
-      'IdentitiesOnly=yes',
-      '-i',
-      file,
-      `${login}@127.0.0.1`,
-      'echo in',
-    ]);
+    const result = await sshWithKey(port, file, [`${login}@127.0.0.1`, 'echo in']);
     assert.equal(result.code, 255);
     assert.doesNotMatch(result.stdout, /in/);
   });
@@ -279,15 +181,17 @@ describe('the SSH proxy, with OpenSSH clients, against a real workspace', { skip
     const chunks = Array.from({ length: 50 }, () => randomBytes(1024 * 1024));
     writeFileSync(big, Buffer.concat(chunks));
     const expected = await sha256File(big);
-    const scpArgs = [...common().map((a) => (a === '-p' ? '-P' : a)), ...keyOnly()];
+    const scpArgs = [...proxyOptions(port).map((a) => (a === '-p' ? '-P' : a)), ...keyOnly(keyFile)];
 
-    const up = await run('scp', [...scpArgs, big, `${login}@127.0.0.1:big.bin`], { timeoutMs: 180_000 });
+    const up = await runClient('scp', [...scpArgs, big, `${login}@127.0.0.1:big.bin`], {
+      timeoutMs: 180_000,
+    });
     assert.equal(up.code, 0, up.stderr);
     const remote = await sshKey([`${login}@127.0.0.1`, 'sha256sum big.bin']);
     assert.equal(remote.stdout.split(/\s+/)[0], expected);
 
     const back = path.join(work, 'back.bin');
-    const down = await run('scp', [...scpArgs, '-O', `${login}@127.0.0.1:big.bin`, back], {
+    const down = await runClient('scp', [...scpArgs, '-O', `${login}@127.0.0.1:big.bin`, back], {
       timeoutMs: 180_000,
     });
     assert.equal(down.code, 0, down.stderr);
@@ -296,7 +200,9 @@ describe('the SSH proxy, with OpenSSH clients, against a real workspace', { skip
     const batch = path.join(work, 'sftp.batch');
     const fetched = path.join(work, 'sftp-back.bin');
     writeFileSync(batch, `put ${big} via-sftp.bin\nget via-sftp.bin ${fetched}\nrm via-sftp.bin\n`);
-    const sftp = await run('sftp', [...scpArgs, '-b', batch, `${login}@127.0.0.1`], { timeoutMs: 180_000 });
+    const sftp = await runClient('sftp', [...scpArgs, '-b', batch, `${login}@127.0.0.1`], {
+      timeoutMs: 180_000,
+    });
     assert.equal(sftp.code, 0, sftp.stderr);
     assert.equal(await sha256File(fetched), expected);
   });
@@ -336,7 +242,7 @@ describe('the SSH proxy, with OpenSSH clients, against a real workspace', { skip
       const back = await sshKey([`${login}@127.0.0.1`, 'cat from-mount.txt; stat -c %U from-mount.txt']);
       assert.equal(back.stdout, `written through sshfs${username}\n`);
     } finally {
-      const unmount = await run('fusermount3', ['-u', mountpoint]);
+      const unmount = await runClient('fusermount3', ['-u', mountpoint]);
       assert.equal(unmount.code, 0, unmount.stderr);
     }
   });
@@ -384,7 +290,7 @@ describe('the SSH proxy, with OpenSSH clients, against a real workspace', { skip
   });
 
   it('forwards the agent (-A): the workspace lists the client’s key', async () => {
-    const started = await run('ssh-agent', ['-s']);
+    const started = await runClient('ssh-agent', ['-s']);
     const socket = /SSH_AUTH_SOCK=([^;]+);/.exec(started.stdout)?.[1];
     const pid = Number(/SSH_AGENT_PID=(\d+);/.exec(started.stdout)?.[1]);
     assert.ok(socket && pid, started.stdout + started.stderr);
@@ -392,7 +298,7 @@ describe('the SSH proxy, with OpenSSH clients, against a real workspace', { skip
     const agentKey = keys.generate('ed25519', undefined, 'forwarded-key');
     const agentKeyFile = path.join(work, 'agent_key');
     writeFileSync(agentKeyFile, agentKey.privateKey, { mode: 0o600 });
-    const added = await run('ssh-add', [agentKeyFile], { env: { SSH_AUTH_SOCK: socket } });
+    const added = await runClient('ssh-add', [agentKeyFile], { env: { SSH_AUTH_SOCK: socket } });
     assert.equal(added.code, 0, added.stderr);
 
     const result = await sshKey(['-A', `${login}@127.0.0.1`, 'ssh-add -l'], { SSH_AUTH_SOCK: socket });
