@@ -2,11 +2,18 @@ import { constants, type Stats } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import path from 'node:path';
 import ssh2, { type Attributes, type ClientChannel, type FileEntry, type SFTPWrapper } from 'ssh2';
+import { isGitControlFile, isGitDirEntry, isInsideGitDir } from './git-control-files.js';
 import { adoptChannelAsSftpServer } from './ssh2-internals.js';
 
 const { STATUS_CODE, OPEN_MODE } = ssh2.utils.sftp;
 
-type Handle = { kind: 'file'; file: fs.FileHandle } | { kind: 'dir'; dir: string; entries: string[] };
+type Handle =
+  | { kind: 'file'; file: fs.FileHandle; gitControl: boolean }
+  | { kind: 'dir'; dir: string; entries: string[] };
+
+const WRITES = OPEN_MODE.WRITE | OPEN_MODE.APPEND | OPEN_MODE.CREAT | OPEN_MODE.TRUNC;
+const GIT_CONTROL =
+  'git config, hooks and .git entries are made on this machine only, not from the workspace';
 
 function attrsOf(stats: Stats): Attributes {
   return {
@@ -94,6 +101,11 @@ export class FolderSftpServer {
     return real === realRoot || real.startsWith(`${realRoot}${path.sep}`) ? real : null;
   }
 
+  /** The folder-relative form of a path `confined` returned, for the git checks. */
+  private async relative(real: string): Promise<string> {
+    return path.relative(await fs.realpath(this.root), real);
+  }
+
   private handleBuffer(handle: Handle): Buffer {
     const id = this.nextHandle++;
     this.handles.set(id, handle);
@@ -135,6 +147,12 @@ export class FolderSftpServer {
       return local;
     };
     const ok = (reqId: number) => sftp.status(reqId, STATUS_CODE.OK);
+    /** Refuses a change that would make git run something on this machine (git-control-files.ts). */
+    const gitControlled = async (reqId: number, local: string, test: (relative: string) => boolean) => {
+      if (!test(await this.relative(local))) return false;
+      sftp.status(reqId, STATUS_CODE.PERMISSION_DENIED, GIT_CONTROL);
+      return true;
+    };
 
     on('REALPATH', async (reqId, requested: string) => {
       const local = this.inside(requested === '' || requested === '.' ? this.root : requested) ?? this.root;
@@ -151,8 +169,11 @@ export class FolderSftpServer {
     on('OPEN', async (reqId, requested: string, flags: number, attrs: Attributes) => {
       const local = await within(reqId, requested);
       if (!local) return;
+      const gitControl = isGitControlFile(await this.relative(local));
+      const writes = (flags & WRITES) !== 0;
+      if (writes && (await gitControlled(reqId, local, (rel) => gitControl || isGitDirEntry(rel)))) return;
       const file = await fs.open(local, openFlags(flags), attrs?.mode ?? 0o644);
-      sftp.handle(reqId, this.handleBuffer({ kind: 'file', file }));
+      sftp.handle(reqId, this.handleBuffer({ kind: 'file', file, gitControl }));
     });
     on('READ', async (reqId, buffer: Buffer, offset: number, length: number) => {
       const [, handle] = this.handleOf(buffer);
@@ -177,6 +198,7 @@ export class FolderSftpServer {
     on('FSETSTAT', async (reqId, buffer: Buffer, attrs: Attributes) => {
       const [, handle] = this.handleOf(buffer);
       if (handle?.kind !== 'file') return sftp.status(reqId, STATUS_CODE.FAILURE, 'bad handle');
+      if (handle.gitControl) return sftp.status(reqId, STATUS_CODE.PERMISSION_DENIED, GIT_CONTROL);
       if (attrs.size !== undefined) await handle.file.truncate(attrs.size);
       if (attrs.mode !== undefined) await handle.file.chmod(attrs.mode & 0o7777);
       if (attrs.mtime !== undefined) await handle.file.utimes(attrs.atime ?? attrs.mtime, attrs.mtime);
@@ -184,7 +206,7 @@ export class FolderSftpServer {
     });
     on('SETSTAT', async (reqId, requested: string, attrs: Attributes) => {
       const local = await within(reqId, requested);
-      if (!local) return;
+      if (!local || (await gitControlled(reqId, local, isGitControlFile))) return;
       if (attrs.size !== undefined) await fs.truncate(local, attrs.size);
       if (attrs.mode !== undefined) await fs.chmod(local, attrs.mode & 0o7777);
       if (attrs.mtime !== undefined) await fs.utimes(local, attrs.atime ?? attrs.mtime, attrs.mtime);
@@ -228,12 +250,20 @@ export class FolderSftpServer {
     });
     on('MKDIR', async (reqId, requested: string, attrs: Attributes) => {
       const local = await within(reqId, requested);
-      if (local) await fs.mkdir(local, { mode: attrs?.mode ?? 0o755 }).then(() => ok(reqId));
+      if (!local || (await gitControlled(reqId, local, isGitControlFile))) return;
+      await fs.mkdir(local, { mode: attrs?.mode ?? 0o755 }).then(() => ok(reqId));
     });
     on('RENAME', async (reqId, from: string, to: string) => {
       const source = await within(reqId, from, false);
       const target = source && (await within(reqId, to, false));
-      if (source && target) await fs.rename(source, target).then(() => ok(reqId));
+      if (!source || !target) return;
+      // A folder moved into a git dir from outside it could bring a config or hooks along.
+      const folderFromOutside =
+        !isInsideGitDir(await this.relative(source)) && (await fs.lstat(source)).isDirectory();
+      const intoGit = (rel: string) =>
+        isGitControlFile(rel) || isGitDirEntry(rel) || (folderFromOutside && isInsideGitDir(rel));
+      if (await gitControlled(reqId, target, intoGit)) return;
+      await fs.rename(source, target).then(() => ok(reqId));
     });
     on('READLINK', async (reqId, requested: string) => {
       const local = await within(reqId, requested, false);
@@ -244,6 +274,8 @@ export class FolderSftpServer {
     on('SYMLINK', async (reqId, targetPath: string, linkPath: string) => {
       const local = await within(reqId, linkPath, false);
       if (!local) return;
+      const gitLink = (rel: string) => isGitDirEntry(rel) || isInsideGitDir(rel);
+      if (await gitControlled(reqId, local, gitLink)) return;
       // A link that leads out of the folder would be followed by this machine's own programs (the user's
       // editor, git, hot sync), which the checks here never see: only links within the folder are made.
       if (!this.inside(path.resolve(path.dirname(local), targetPath))) {

@@ -14,21 +14,16 @@ import {
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Client, ClientChannel } from 'ssh2';
 import { KnownHosts } from '../src/known-hosts.js';
-import { FolderSftpServer } from '../src/sftp-server.js';
-import { connectSsh, execCollect, shellQuote } from '../src/ssh-connection.js';
+import { connectSsh, execCollect } from '../src/ssh-connection.js';
 import { startLocalSshd } from './helpers/local-sshd.js';
+import { mountWithPassiveSshfs, passiveSshfsUsable } from './helpers/passive-sshfs.js';
 
 // The CLI's SFTP server against a real sshfs and FUSE on this machine: a small SSH server runs each exec
 // request as a local shell command, and `sshfs -o passive` reads our SFTP from it (the gateway does the same
 // with the subsystem channel; that path is tested against a real workspace in cli.test.ts).
-const usable =
-  existsSync('/dev/fuse') &&
-  spawnSync('sh', ['-c', 'command -v sshfs && command -v fusermount3']).status === 0;
-
 describe('reverse sshfs: the local folder served over SFTP, mounted by sshfs -o passive', {
-  skip: usable ? false : 'needs sshfs, fusermount3 and /dev/fuse',
+  skip: passiveSshfsUsable(),
   timeout: 60_000,
 }, () => {
   const work = mkdtempSync(path.join(tmpdir(), 'ccp-cli-sftp-'));
@@ -89,20 +84,3 @@ describe('reverse sshfs: the local folder served over SFTP, mounted by sshfs -o 
     }
   });
 });
-
-/** `sshfs -o passive` on the exec channel, our SFTP server on the other end; resolves once mounted. */
-async function mountWithPassiveSshfs(
-  client: Client,
-  local: string,
-  mountpoint: string,
-): Promise<ClientChannel> {
-  // follow_symlinks makes sshfs ask the server to resolve links, so the server's refusal is tested.
-  const command = `exec sshfs -f -o passive,follow_symlinks,dir_cache=no ${shellQuote(`:${local}`)} ${shellQuote(mountpoint)}`;
-  const channel = await new Promise<ClientChannel>((resolve, reject) =>
-    client.exec(command, (error, opened) => (error ? reject(error) : resolve(opened))),
-  );
-  new FolderSftpServer(local).attach(client, channel);
-  const check = `for i in $(seq 1 100); do mountpoint -q ${shellQuote(mountpoint)} && exit 0; sleep 0.1; done; exit 1`;
-  assert.equal((await execCollect(client, check)).code, 0, 'sshfs did not mount');
-  return channel;
-}

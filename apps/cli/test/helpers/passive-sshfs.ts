@@ -1,0 +1,36 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import type { Client, ClientChannel } from 'ssh2';
+import { FolderSftpServer } from '../../src/sftp-server.js';
+import { execCollect, shellQuote } from '../../src/ssh-connection.js';
+
+/** Why the reverse-sshfs tests cannot run here, or false when sshfs and FUSE are available. */
+export function passiveSshfsUsable(): string | false {
+  const usable =
+    existsSync('/dev/fuse') &&
+    spawnSync('sh', ['-c', 'command -v sshfs && command -v fusermount3']).status === 0;
+  return usable ? false : 'needs sshfs, fusermount3 and /dev/fuse';
+}
+
+/** `sshfs -o passive` on the exec channel, our SFTP server on the other end; resolves once mounted. */
+export async function mountWithPassiveSshfs(
+  client: Client,
+  local: string,
+  mountpoint: string,
+): Promise<ClientChannel> {
+  // follow_symlinks makes sshfs ask the server to resolve links, so the server's refusal is tested.
+  const command = `exec sshfs -f -o passive,follow_symlinks,dir_cache=no ${shellQuote(`:${local}`)} ${shellQuote(mountpoint)}`;
+  // Attached in the callback itself: sshfs's first packet can come in the same read as the channel's
+  // confirmation, before a promise's continuation would run, and would be lost.
+  const channel = await new Promise<ClientChannel>((resolve, reject) =>
+    client.exec(command, (error, opened) => {
+      if (error) return reject(error);
+      new FolderSftpServer(local).attach(client, opened);
+      resolve(opened);
+    }),
+  );
+  const check = `for i in $(seq 1 100); do mountpoint -q ${shellQuote(mountpoint)} && exit 0; sleep 0.1; done; exit 1`;
+  assert.equal((await execCollect(client, check)).code, 0, 'sshfs did not mount');
+  return channel;
+}
