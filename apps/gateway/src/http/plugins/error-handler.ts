@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { AppError } from '../../domain/errors.js';
+import { DomainError, type ErrorKind } from '../../domain/errors.js';
 import { isConnectionError, isStorageFull } from '../../store/dialect.js';
 
 interface AjvIssue {
@@ -25,12 +25,35 @@ function messageOf(issue: AjvIssue): string {
   return issue.message ?? 'is not valid';
 }
 
+/** The one place a domain error's kind becomes an HTTP status. */
+const STATUS: Record<Exclude<ErrorKind, 'internal'>, number> = {
+  invalid: 400,
+  unauthenticated: 401,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  unprocessable: 422,
+  rate_limited: 429,
+  unavailable: 503,
+  insufficient_storage: 507,
+};
+
 /** Every error leaves as `{error, code, details?}`; internals (stacks, SQL, paths) never do. */
 export function registerErrorHandling(app: FastifyInstance): void {
-  app.setErrorHandler((error: FastifyError | AppError, request, reply) => {
-    if (error instanceof AppError) {
-      for (const [name, value] of Object.entries(error.headers)) reply.header(name, value);
-      return reply.status(error.status).send({ error: error.message, code: error.code, ...error.extra });
+  app.setErrorHandler((error: FastifyError | DomainError, request, reply) => {
+    const internal = () => {
+      request.log.error({ err: error }, 'request failed');
+      return reply.status(500).send({ error: 'Internal server error', code: 'internal' });
+    };
+    if (error instanceof DomainError) {
+      // An internal failure's code and message are for the log (and a task's record), never for the caller.
+      if (error.kind === 'internal') return internal();
+      const retryAfter = error.extra.retry_after;
+      if (error.kind === 'rate_limited' && typeof retryAfter === 'number')
+        reply.header('retry-after', String(retryAfter));
+      return reply
+        .status(STATUS[error.kind])
+        .send({ error: error.message, code: error.code, ...error.extra });
     }
     if (error.validation) {
       if (error.validationContext === 'params') {
@@ -76,8 +99,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
       request.log.error({ err: error }, 'database unavailable');
       return reply.status(503).send({ error: 'The database is unavailable', code: 'database_unavailable' });
     }
-    request.log.error({ err: error }, 'request failed');
-    return reply.status(500).send({ error: 'Internal server error', code: 'internal' });
+    return internal();
   });
 
   app.setNotFoundHandler((request, reply) => {
