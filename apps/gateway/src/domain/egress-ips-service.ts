@@ -9,8 +9,8 @@ import type {
 } from '@ccp/api';
 import { maskProxyConfig, mergeMaskedSecrets, validateProxyConfig } from '../egress/proxy-config.js';
 import { type EventBus, systemActor } from '../events/event-bus.js';
-import { constraintViolation } from '../store/dialect.js';
 import type { EgressIpRow, EgressIpsRepository } from '../store/egress-ips-repository.js';
+import { violates } from '../store/errors.js';
 import { isoOut, nowIso } from './clock.js';
 import { DomainError, errors, type FieldProblem } from './errors.js';
 import type { SecretBox } from './secret-box.js';
@@ -151,7 +151,7 @@ export class EgressIpsService {
       await this.egressIps.delete(id);
     } catch (error) {
       // A binding created between the check and the delete still meets the foreign key.
-      if (constraintViolation(error) === 'foreign_key') {
+      if (violates(error, 'foreign_key')) {
         throw boundConflict((await this.egressIps.boundHostIds([id])).get(id) ?? []);
       }
       throw error;

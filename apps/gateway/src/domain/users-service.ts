@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Actor, CreatedUser, SshCredentials, User, UserStatus } from '@ccp/api';
 import type { EventBus } from '../events/event-bus.js';
-import { constraintViolation } from '../store/dialect.js';
+import { violates } from '../store/errors.js';
 import type { UserPatch, UserRow, UsersRepository } from '../store/users-repository.js';
 import type { AccessRevocation } from './access-revocation.js';
 import { isExpired } from './auth-service.js';
@@ -54,7 +54,7 @@ export class UsersService {
           updated_at: now,
         });
       } catch (error) {
-        if (constraintViolation(error) !== 'unique') throw error;
+        if (!violates(error, 'unique')) throw error;
         if (await this.users.findByUsername(input.username)) throw usernameTaken();
         if (attempt >= 5) throw error; // a short ID collision five times in a row is not chance
       }
