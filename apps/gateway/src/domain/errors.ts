@@ -1,3 +1,5 @@
+import { isConnectionError, isStorageFull } from '../store/dialect.js';
+
 /**
  * What sort of failure it is, for whoever reports it: the HTTP error handler turns each kind into a status, a task
  * keeps only the code and message.
@@ -66,3 +68,19 @@ export const errors = {
     ),
   unavailable: (code: string, message: string) => new DomainError('unavailable', code, message),
 };
+
+/**
+ * What a database failure means to a caller, or null for any other error: a full disk or an unreachable database is
+ * no fault of the request, so it is named instead of answered as internal.
+ */
+export function storeFailure(error: unknown): DomainError | null {
+  if (isStorageFull(error))
+    return new DomainError(
+      'insufficient_storage',
+      'storage_full',
+      "The gateway's storage is full; free space in its data directory or database and try again",
+    );
+  if (isConnectionError(error))
+    return new DomainError('unavailable', 'database_unavailable', 'The database is unavailable');
+  return null;
+}

@@ -1,6 +1,5 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { DomainError, type ErrorKind } from '../../domain/errors.js';
-import { isConnectionError, isStorageFull } from '../../store/dialect.js';
+import { DomainError, type ErrorKind, storeFailure } from '../../domain/errors.js';
 
 interface AjvIssue {
   instancePath?: string;
@@ -45,16 +44,17 @@ export function registerErrorHandling(app: FastifyInstance): void {
       request.log.error({ err: error }, 'request failed');
       return reply.status(500).send({ error: 'Internal server error', code: 'internal' });
     };
-    if (error instanceof DomainError) {
+    const send = (failure: DomainError) => {
       // An internal failure's code and message are for the log (and a task's record), never for the caller.
-      if (error.kind === 'internal') return internal();
-      const retryAfter = error.extra.retry_after;
-      if (error.kind === 'rate_limited' && typeof retryAfter === 'number')
+      if (failure.kind === 'internal') return internal();
+      const retryAfter = failure.extra.retry_after;
+      if (failure.kind === 'rate_limited' && typeof retryAfter === 'number')
         reply.header('retry-after', String(retryAfter));
       return reply
-        .status(STATUS[error.kind])
-        .send({ error: error.message, code: error.code, ...error.extra });
-    }
+        .status(STATUS[failure.kind])
+        .send({ error: failure.message, code: failure.code, ...failure.extra });
+    };
+    if (error instanceof DomainError) return send(error);
     if (error.validation) {
       if (error.validationContext === 'params') {
         return reply.status(404).send({ error: 'Resource not found', code: 'not_found' });
@@ -88,16 +88,10 @@ export function registerErrorHandling(app: FastifyInstance): void {
     if (status >= 400 && status < 500) {
       return reply.status(status).send({ error: 'The request could not be handled', code: 'bad_request' });
     }
-    if (isStorageFull(error)) {
-      request.log.error({ err: error }, 'storage full');
-      return reply.status(507).send({
-        error: "The gateway's storage is full; free space in its data directory or database and try again",
-        code: 'storage_full',
-      });
-    }
-    if (isConnectionError(error)) {
-      request.log.error({ err: error }, 'database unavailable');
-      return reply.status(503).send({ error: 'The database is unavailable', code: 'database_unavailable' });
+    const failure = storeFailure(error);
+    if (failure) {
+      request.log.error({ err: error }, failure.code);
+      return send(failure);
     }
     return internal();
   });
