@@ -7,7 +7,7 @@ import type { UserRow, UsersRepository } from '../store/users-repository.js';
 import { sessionEndReason } from './access-revocation.js';
 import { AccessTickets, type TicketGrant } from './access-tickets.js';
 import { isExpired } from './auth-service.js';
-import { type AppError, errors } from './errors.js';
+import { type DomainError, errors } from './errors.js';
 import type { CredentialHolder, Principal } from './principal.js';
 import { FailureRateLimiter } from './rate-limiter.js';
 import type { SecretBox } from './secret-box.js';
@@ -369,7 +369,7 @@ export const desktopPasswordOf = (box: SecretBox, hostId: string): string =>
 const principalOf = (user: UserRow): Principal => ({ id: user.id, username: user.username, role: user.role });
 
 /** The API error for a refusal. */
-export function refusalError(refusal: Refusal): AppError {
+export function refusalError(refusal: Refusal): DomainError {
   switch (refusal.reason) {
     case 'rate_limited':
       return errors.rateLimited(refusal.retryAfterSeconds);

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import { shellQuote } from './access-scripts.js';
-import { AppError } from './errors.js';
+import { DomainError } from './errors.js';
 
 const installScript = () => readFile(new URL('../../assets/access/install-ccp.sh', import.meta.url), 'utf8');
 
@@ -29,8 +29,8 @@ export class CliBundle {
     try {
       mtime = (await stat(this.bundlePath)).mtimeMs;
     } catch {
-      throw new AppError(
-        404,
+      throw new DomainError(
+        'not_found',
         'cli_unavailable',
         'This gateway was built without the CLI bundle (npm run build makes apps/cli/dist/ccp.mjs)',
       );

@@ -9,10 +9,10 @@ import type {
 } from '@ccp/api';
 import { maskProxyConfig, mergeMaskedSecrets, validateProxyConfig } from '../egress/proxy-config.js';
 import { type EventBus, systemActor } from '../events/event-bus.js';
-import { constraintViolation } from '../store/dialect.js';
 import type { EgressIpRow, EgressIpsRepository } from '../store/egress-ips-repository.js';
+import { violates } from '../store/errors.js';
 import { isoOut, nowIso } from './clock.js';
-import { AppError, errors, type FieldProblem } from './errors.js';
+import { DomainError, errors, type FieldProblem } from './errors.js';
 import type { SecretBox } from './secret-box.js';
 
 /** Runs the three egress checks for one upstream; the implementation lives in egress/. */
@@ -113,8 +113,8 @@ export class EgressIpsService {
     const tested = running.length > 0 ? await this.tester.test(config, ipAddress) : null;
     if (tested && !tested.ok) {
       await this.emitResult(row, tested, actor, 'egress_ip.update.refused', { host_ids: running });
-      throw new AppError(
-        422,
+      throw new DomainError(
+        'unprocessable',
         'egress_test_failed',
         `The new upstream failed its test (${failedChecks(tested).join('; ')}); nothing was changed, and the ` +
           'running hosts keep the current one',
@@ -151,7 +151,7 @@ export class EgressIpsService {
       await this.egressIps.delete(id);
     } catch (error) {
       // A binding created between the check and the delete still meets the foreign key.
-      if (constraintViolation(error) === 'foreign_key') {
+      if (violates(error, 'foreign_key')) {
         throw boundConflict((await this.egressIps.boundHostIds([id])).get(id) ?? []);
       }
       throw error;

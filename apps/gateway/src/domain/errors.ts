@@ -1,14 +1,34 @@
-/** A failure the API reports to its caller: HTTP status, snake_case code, human message, optional extras. */
-export class AppError extends Error {
+import { isConnectionError, isStorageFull } from '../store/dialect.js';
+
+/**
+ * What sort of failure it is, for whoever reports it: the HTTP error handler turns each kind into a status, a task
+ * keeps only the code and message.
+ */
+export type ErrorKind =
+  | 'invalid'
+  | 'unauthenticated'
+  | 'forbidden'
+  | 'not_found'
+  | 'conflict'
+  | 'unprocessable'
+  | 'rate_limited'
+  | 'internal'
+  | 'unavailable'
+  | 'insufficient_storage';
+
+/**
+ * A failure the domain reports: its kind, a stable snake_case code, a human message and optional extras (fields the
+ * API adds to its error body, such as `details` or `retry_after`).
+ */
+export class DomainError extends Error {
   constructor(
-    readonly status: number,
+    readonly kind: ErrorKind,
     readonly code: string,
     message: string,
     readonly extra: Record<string, unknown> = {},
-    readonly headers: Record<string, string> = {},
   ) {
     super(message);
-    this.name = 'AppError';
+    this.name = 'DomainError';
   }
 }
 
@@ -19,32 +39,48 @@ export interface FieldProblem {
 
 export const errors = {
   validation: (details: FieldProblem[], message = 'The request is not valid') =>
-    new AppError(400, 'validation_failed', message, { details }),
-  badRequest: (code: string, message: string) => new AppError(400, code, message),
-  unauthorized: (message = 'Authentication required') => new AppError(401, 'unauthorized', message),
-  invalidCredentials: () => new AppError(401, 'invalid_credentials', 'Wrong username or password'),
-  forbidden: (message = 'This token may not use this endpoint') => new AppError(403, 'forbidden', message),
-  accountDisabled: () => new AppError(403, 'account_disabled', 'This account is disabled'),
-  accountExpired: () => new AppError(403, 'account_expired', 'This account has expired'),
-  notFound: (what: string) => new AppError(404, 'not_found', `${what} not found`),
-  noHost: (message: string) => new AppError(404, 'no_host', message),
+    new DomainError('invalid', 'validation_failed', message, { details }),
+  badRequest: (code: string, message: string) => new DomainError('invalid', code, message),
+  unauthorized: (message = 'Authentication required') =>
+    new DomainError('unauthenticated', 'unauthorized', message),
+  invalidCredentials: () =>
+    new DomainError('unauthenticated', 'invalid_credentials', 'Wrong username or password'),
+  forbidden: (message = 'This token may not use this endpoint') =>
+    new DomainError('forbidden', 'forbidden', message),
+  accountDisabled: () => new DomainError('forbidden', 'account_disabled', 'This account is disabled'),
+  accountExpired: () => new DomainError('forbidden', 'account_expired', 'This account has expired'),
+  notFound: (what: string) => new DomainError('not_found', 'not_found', `${what} not found`),
+  noHost: (message: string) => new DomainError('not_found', 'no_host', message),
   conflict: (code: string, message: string, extra: Record<string, unknown> = {}) =>
-    new AppError(409, code, message, extra),
+    new DomainError('conflict', code, message, extra),
   rateLimited: (retryAfterSeconds: number) =>
-    new AppError(
-      429,
-      'rate_limited',
-      'Too many failed attempts; try again later',
-      { retry_after: retryAfterSeconds },
-      { 'retry-after': String(retryAfterSeconds) },
-    ),
+    new DomainError('rate_limited', 'rate_limited', 'Too many failed attempts; try again later', {
+      retry_after: retryAfterSeconds,
+    }),
   busy: (retryAfterSeconds: number) =>
-    new AppError(
-      429,
+    new DomainError(
+      'rate_limited',
       'rate_limited',
       'Too many password checks are waiting; try again shortly',
-      { retry_after: retryAfterSeconds },
-      { 'retry-after': String(retryAfterSeconds) },
+      {
+        retry_after: retryAfterSeconds,
+      },
     ),
-  unavailable: (code: string, message: string) => new AppError(503, code, message),
+  unavailable: (code: string, message: string) => new DomainError('unavailable', code, message),
 };
+
+/**
+ * What a database failure means to a caller, or null for any other error: a full disk or an unreachable database is
+ * no fault of the request, so it is named instead of answered as internal.
+ */
+export function storeFailure(error: unknown): DomainError | null {
+  if (isStorageFull(error))
+    return new DomainError(
+      'insufficient_storage',
+      'storage_full',
+      "The gateway's storage is full; free space in its data directory or database and try again",
+    );
+  if (isConnectionError(error))
+    return new DomainError('unavailable', 'database_unavailable', 'The database is unavailable');
+  return null;
+}

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Actor, Binding, CreatedHost, Host } from '@ccp/api';
 import type { EventBus } from '../events/event-bus.js';
-import { constraintViolation } from '../store/dialect.js';
 import type { EgressIpsRepository } from '../store/egress-ips-repository.js';
+import { violates } from '../store/errors.js';
 import type { HostsRepository, HostWithOwner } from '../store/hosts-repository.js';
 import type { UsersRepository } from '../store/users-repository.js';
 import type { Access } from './access.js';
@@ -55,7 +55,7 @@ export class HostsService {
         });
         break;
       } catch (error) {
-        if (constraintViolation(error) !== 'unique' || attempt >= 5) throw error;
+        if (!violates(error, 'unique') || attempt >= 5) throw error;
       }
     }
     if (input.egress_ip_id) {
@@ -128,7 +128,7 @@ export class HostsService {
     try {
       await this.hosts.insertBinding(binding);
     } catch (error) {
-      if (constraintViolation(error) === 'unique') {
+      if (violates(error, 'unique')) {
         throw errors.conflict('binding_exists', 'This egress IP is already bound to this host');
       }
       throw error;

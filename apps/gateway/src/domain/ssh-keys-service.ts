@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Actor, GeneratedSshKey, SshKey } from '@ccp/api';
 import type { EventBus } from '../events/event-bus.js';
-import { constraintViolation } from '../store/dialect.js';
+import { violates } from '../store/errors.js';
 import type { SshKeyRow, SshKeysRepository } from '../store/ssh-keys-repository.js';
 import type { UsersRepository } from '../store/users-repository.js';
 import { isoOut, nowIso } from './clock.js';
@@ -89,7 +89,7 @@ export class SshKeysService {
         created_at: nowIso(),
       });
     } catch (error) {
-      if (constraintViolation(error) === 'unique') {
+      if (violates(error, 'unique')) {
         throw errors.conflict('key_exists', 'This key is already registered for the user', {
           details: [{ field: 'public_key', message: 'is already registered' }],
         });

@@ -3,10 +3,9 @@ import type { Actor, Task } from '@ccp/api';
 import type { Logger } from 'pino';
 import type { EventBus } from '../events/event-bus.js';
 import { systemActor } from '../events/event-bus.js';
-import { RuntimeError } from '../runtime/workspace-runtime.js';
 import type { TaskRow, TasksRepository } from '../store/tasks-repository.js';
 import { isoOut, nowIso } from './clock.js';
-import { errors } from './errors.js';
+import { DomainError, errors } from './errors.js';
 
 /** A task's work; `signal` aborts when the task is cancelled (only for `cancellable` requests). */
 export type TaskWork = (
@@ -222,9 +221,10 @@ export class TaskRunner {
         await this.cancelled(task, request, String(signal.reason));
         return;
       }
-      const code = error instanceof RuntimeError ? error.code : 'internal';
+      // Any domain error (a runtime failure, a rule such as no_egress_bound) names its own code.
+      const code = error instanceof DomainError ? error.code : 'internal';
       const message = error instanceof Error ? error.message : String(error);
-      if (!(error instanceof RuntimeError))
+      if (!(error instanceof DomainError))
         this.log.error({ err: error, taskId: task.id }, 'task failed unexpectedly');
       row = await this.tasks.update(task.id, {
         status: 'failed',

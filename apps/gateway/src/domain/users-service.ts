@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Actor, CreatedUser, SshCredentials, User, UserStatus } from '@ccp/api';
 import type { EventBus } from '../events/event-bus.js';
-import { constraintViolation } from '../store/dialect.js';
+import { violates } from '../store/errors.js';
 import type { UserPatch, UserRow, UsersRepository } from '../store/users-repository.js';
 import type { AccessRevocation } from './access-revocation.js';
 import { isExpired } from './auth-service.js';
 import { nowIso, toIso } from './clock.js';
-import { AppError, errors } from './errors.js';
+import { DomainError, errors } from './errors.js';
 import type { Principal } from './principal.js';
 import type { SecretBox } from './secret-box.js';
 import { generatePassword, generateShortId, hashPassword, verifyPassword } from './secrets.js';
@@ -54,7 +54,7 @@ export class UsersService {
           updated_at: now,
         });
       } catch (error) {
-        if (constraintViolation(error) !== 'unique') throw error;
+        if (!violates(error, 'unique')) throw error;
         if (await this.users.findByUsername(input.username)) throw usernameTaken();
         if (attempt >= 5) throw error; // a short ID collision five times in a row is not chance
       }
@@ -168,7 +168,7 @@ export class UsersService {
         actor: { kind: user.role, id: user.id, username: user.username },
         userId: user.id,
       });
-      throw new AppError(400, 'invalid_old_password', 'The old password is not correct', {
+      throw new DomainError('invalid', 'invalid_old_password', 'The old password is not correct', {
         details: [{ field: 'old_password', message: 'is not correct' }],
       });
     }
@@ -229,7 +229,7 @@ export class UsersService {
   }
 }
 
-function usernameTaken(): AppError {
+function usernameTaken(): DomainError {
   return errors.conflict('username_taken', 'A user with this username already exists', {
     details: [{ field: 'username', message: 'is already taken' }],
   });

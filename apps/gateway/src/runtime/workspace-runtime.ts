@@ -1,4 +1,5 @@
 import type { ProxyConfig } from '@ccp/api';
+import { DomainError } from '../domain/errors.js';
 
 /** One upstream a host may send its traffic through. */
 export interface UpstreamSpec {
@@ -35,13 +36,13 @@ export interface WorkspaceEndpoints {
 
 export type ProgressReporter = (progress: number, stage: string) => Promise<void>;
 
-/** A runtime failure with a precise code for the task's error. */
-export class RuntimeError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
+/**
+ * A runtime failure with a precise code for the task's error. Its kind is internal: a request it escapes into
+ * answers a plain 500, as the engine's words are not the caller's business.
+ */
+export class RuntimeError extends DomainError {
+  constructor(code: string, message: string) {
+    super('internal', code, message);
     this.name = 'RuntimeError';
   }
 }

@@ -15,7 +15,7 @@ export function autoIncrementConstraint(dialect: MigrationDialect, column: Colum
   return dialect.kind === 'sqlite' ? column.primaryKey().autoIncrement() : column.primaryKey();
 }
 
-export type ConstraintViolation = 'unique' | 'foreign_key' | null;
+export type ViolatedConstraint = 'unique' | 'foreign_key' | null;
 
 interface DriverError {
   code?: unknown;
@@ -23,8 +23,8 @@ interface DriverError {
   message?: unknown;
 }
 
-/** Classifies a driver error from either database, so callers map violations to 409 the same way. */
-export function constraintViolation(error: unknown): ConstraintViolation {
+/** Classifies a driver error from either database, so repositories throw one ConstraintViolation for both. */
+export function constraintViolation(error: unknown): ViolatedConstraint {
   if (typeof error !== 'object' || error === null) return null;
   const code = String((error as DriverError).code ?? '');
   if (code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {

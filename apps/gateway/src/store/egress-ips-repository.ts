@@ -1,5 +1,6 @@
 import type { Insertable, Selectable, Updateable } from 'kysely';
 import type { Db } from './database.js';
+import { constrained } from './errors.js';
 import type { EgressIpsTable } from './schema.js';
 
 export type EgressIpRow = Selectable<EgressIpsTable>;
@@ -31,8 +32,11 @@ export class EgressIpsRepository {
     return this.findById(id);
   }
 
+  /** Throws ConstraintViolation (`foreign_key`) while a binding still uses the egress IP. */
   async delete(id: string): Promise<boolean> {
-    const result = await this.db.deleteFrom('egress_ips').where('id', '=', id).executeTakeFirst();
+    const result = await constrained(
+      this.db.deleteFrom('egress_ips').where('id', '=', id).executeTakeFirst(),
+    );
     return Number(result.numDeletedRows) > 0;
   }
 

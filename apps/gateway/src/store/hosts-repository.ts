@@ -1,5 +1,6 @@
 import type { Insertable, Selectable, Updateable } from 'kysely';
 import type { Db } from './database.js';
+import { constrained } from './errors.js';
 import type { HostsTable } from './schema.js';
 
 export type HostRow = Selectable<HostsTable>;
@@ -20,8 +21,9 @@ export interface BindingDetail {
 export class HostsRepository {
   constructor(private readonly db: Db) {}
 
+  /** Throws ConstraintViolation (`unique`) for a short ID already taken. */
   async insert(row: Insertable<HostsTable>): Promise<void> {
-    await this.db.insertInto('hosts').values(row).execute();
+    await constrained(this.db.insertInto('hosts').values(row).execute());
   }
 
   private withOwner() {
@@ -81,13 +83,14 @@ export class HostsRepository {
     return out;
   }
 
+  /** Throws ConstraintViolation: `unique` when the pair is already bound. */
   async insertBinding(row: {
     id: string;
     host_id: string;
     egress_ip_id: string;
     created_at: string;
   }): Promise<void> {
-    await this.db.insertInto('bindings').values(row).execute();
+    await constrained(this.db.insertInto('bindings').values(row).execute());
   }
 
   findBinding(id: string) {

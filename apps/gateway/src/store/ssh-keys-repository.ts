@@ -1,5 +1,6 @@
 import type { Insertable, Selectable } from 'kysely';
 import type { Db } from './database.js';
+import { constrained } from './errors.js';
 import type { SshKeysTable } from './schema.js';
 
 export type SshKeyRow = Selectable<SshKeysTable>;
@@ -17,8 +18,9 @@ export class SshKeysRepository {
       .execute();
   }
 
+  /** Throws ConstraintViolation: `unique` for a key the user already has, `foreign_key` for no such user. */
   async insert(row: Insertable<SshKeysTable>): Promise<SshKeyRow> {
-    await this.db.insertInto('ssh_keys').values(row).execute();
+    await constrained(this.db.insertInto('ssh_keys').values(row).execute());
     return (await this.db.selectFrom('ssh_keys').selectAll().where('id', '=', row.id).executeTakeFirst())!;
   }
 

@@ -1,6 +1,7 @@
 import type { Insertable, Selectable, Updateable } from 'kysely';
 import type { ChangeFeed } from './change-feed.js';
 import type { Db } from './database.js';
+import { constrained } from './errors.js';
 import type { UsersTable } from './schema.js';
 
 export type UserRow = Selectable<UsersTable>;
@@ -55,8 +56,9 @@ export class UsersRepository {
     }
   }
 
+  /** Throws ConstraintViolation (`unique`) for a username, short ID or SSH user already taken. */
   async insert(row: NewUserRow): Promise<UserRow> {
-    await this.write(() => this.db.insertInto('users').values(row).execute());
+    await this.write(() => constrained(this.db.insertInto('users').values(row).execute()));
     return (await this.findById(row.id))!;
   }
 

@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { VncStatus } from '@ccp/api';
 import type { Logger } from 'pino';
 import type { Access } from '../domain/access.js';
-import { AppError, errors } from '../domain/errors.js';
+import { DomainError, errors } from '../domain/errors.js';
 import type { Principal } from '../domain/principal.js';
 import { actorOf } from '../domain/principal.js';
 import type { EventBus } from '../events/event-bus.js';
@@ -72,7 +72,7 @@ export class DesktopControl {
       userId: host.user_id,
       hostId: host.id,
     };
-    const fail = async (error: AppError): Promise<never> => {
+    const fail = async (error: DomainError): Promise<never> => {
       await this.options.bus.emit({
         ...event,
         type: `vnc.${action}.failed`,
@@ -83,7 +83,7 @@ export class DesktopControl {
       throw error;
     };
     const outcome = await this.run(host, action, CONTROL_TIMEOUT_MS).catch((error: unknown) => {
-      if (error instanceof AppError) return fail(error);
+      if (error instanceof DomainError) return fail(error);
       throw error;
     });
     if (!outcome) return fail(desktopUnavailable());

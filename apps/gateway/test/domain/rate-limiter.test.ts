@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { AppError } from '../../src/domain/errors.js';
+import { DomainError } from '../../src/domain/errors.js';
 import { FailureRateLimiter } from '../../src/domain/rate-limiter.js';
 
 function clock(start = 1_000_000) {
@@ -8,11 +8,11 @@ function clock(start = 1_000_000) {
   return c;
 }
 
-function refusal(limiter: FailureRateLimiter, keys: string[]): AppError {
+function refusal(limiter: FailureRateLimiter, keys: string[]): DomainError {
   try {
     limiter.assertAllowed(keys);
   } catch (error) {
-    assert.ok(error instanceof AppError);
+    assert.ok(error instanceof DomainError);
     return error;
   }
   return assert.fail(`expected ${keys.join(',')} to be refused`);
@@ -26,7 +26,7 @@ describe('FailureRateLimiter', () => {
     ]);
   });
 
-  it('allows 10 failures in 5 minutes and refuses the 11th attempt with 429 and Retry-After', () => {
+  it('allows 10 failures in 5 minutes and refuses the 11th attempt as rate limited, with when to retry', () => {
     const c = clock();
     const limiter = new FailureRateLimiter({ now: () => c.now });
     const keys = FailureRateLimiter.keysFor('alice', '10.0.0.1');
@@ -36,10 +36,9 @@ describe('FailureRateLimiter', () => {
       c.advance(1000);
     }
     const error = refusal(limiter, keys);
-    assert.equal(error.status, 429);
+    assert.equal(error.kind, 'rate_limited');
     assert.equal(error.code, 'rate_limited');
     // The first failure was 10 s ago and leaves the 300 s window in 290 s.
-    assert.equal(error.headers['retry-after'], '290');
     assert.equal(error.extra.retry_after, 290);
   });
 
@@ -48,7 +47,7 @@ describe('FailureRateLimiter', () => {
     const limiter = new FailureRateLimiter({ now: () => c.now });
     for (let i = 0; i < 10; i++)
       limiter.recordFailure(FailureRateLimiter.keysFor('alice', '10.0.0.1'), 'alice');
-    assert.equal(refusal(limiter, FailureRateLimiter.keysFor('ALICE', '10.0.0.1')).status, 429);
+    assert.equal(refusal(limiter, FailureRateLimiter.keysFor('ALICE', '10.0.0.1')).kind, 'rate_limited');
     for (let i = 0; i < 10; i++)
       limiter.recordFailure(FailureRateLimiter.keysFor('alice', `10.0.1.${i}`), 'alice');
     // Failures from other addresses never refuse the account.
@@ -56,7 +55,7 @@ describe('FailureRateLimiter', () => {
     limiter.assertAllowed(FailureRateLimiter.keysFor('bob', '10.0.1.1'));
 
     for (let i = 0; i < 10; i++) limiter.recordFailure(FailureRateLimiter.keysFor(`user${i}`, '172.16.0.1'));
-    assert.equal(refusal(limiter, FailureRateLimiter.keysFor('carol', '172.16.0.1')).status, 429);
+    assert.equal(refusal(limiter, FailureRateLimiter.keysFor('carol', '172.16.0.1')).kind, 'rate_limited');
     limiter.assertAllowed(FailureRateLimiter.keysFor('carol', '172.16.0.2'));
   });
 
@@ -67,13 +66,13 @@ describe('FailureRateLimiter', () => {
     limiter.recordFailure(keys);
     c.advance(60_000);
     for (let i = 0; i < 9; i++) limiter.recordFailure(keys);
-    assert.equal(refusal(limiter, keys).headers['retry-after'], '240');
+    assert.equal(refusal(limiter, keys).extra.retry_after, 240);
     c.advance(239_999);
     refusal(limiter, keys);
     c.advance(1);
     limiter.assertAllowed(keys); // the first failure left the window; 9 remain
     limiter.recordFailure(keys);
-    assert.equal(refusal(limiter, keys).headers['retry-after'], '60');
+    assert.equal(refusal(limiter, keys).extra.retry_after, 60);
     c.advance(60_000);
     limiter.assertAllowed(keys);
   });
@@ -85,7 +84,7 @@ describe('FailureRateLimiter', () => {
     limiter.recordFailure(keys);
     limiter.recordFailure(keys);
     c.advance(9_999);
-    assert.equal(refusal(limiter, keys).headers['retry-after'], '1');
+    assert.equal(refusal(limiter, keys).extra.retry_after, 1);
     c.advance(1);
     limiter.assertAllowed(keys);
   });
@@ -131,10 +130,7 @@ describe('FailureRateLimiter', () => {
     for (let i = 0; i < 10; i++) limiter.recordFailure(['pair:alice@10.0.0.1']);
     c.advance(100_000);
     for (let i = 0; i < 10; i++) limiter.recordFailure(['addr:10.0.0.1']);
-    assert.equal(
-      refusal(limiter, FailureRateLimiter.keysFor('alice', '10.0.0.1')).headers['retry-after'],
-      '300',
-    );
-    assert.equal(refusal(limiter, ['pair:alice@10.0.0.1', 'addr:10.0.0.9']).headers['retry-after'], '200');
+    assert.equal(refusal(limiter, FailureRateLimiter.keysFor('alice', '10.0.0.1')).extra.retry_after, 300);
+    assert.equal(refusal(limiter, ['pair:alice@10.0.0.1', 'addr:10.0.0.9']).extra.retry_after, 200);
   });
 });

@@ -196,6 +196,25 @@ for (const kind of DATABASES) {
       assert.equal(events.body.total, 1);
     });
 
+    it("fails a task with the domain's own code, not internal, when a rule refuses it mid-way", async () => {
+      const created = await createHost(alice.id, exitA);
+      await t.request('POST', `/v1/admin/hosts/${created.id}/start`);
+      await settle();
+      // The binding vanishes behind the API's back (another replica, a hand edit): the rebuild finds none.
+      await t.gateway.repositories.hosts.deleteBinding((await host(created.id)).bindings[0].id);
+      const rebuild = await t.request('POST', `/v1/admin/hosts/${created.id}/rebuild`);
+      assert.equal(rebuild.status, 202);
+      await settle();
+      const failed = await task(rebuild.body.task_id);
+      assert.equal(failed.status, 'failed');
+      assert.deepEqual(failed.error, { code: 'no_egress_bound', message: 'The host has no egress IP bound' });
+      const events = await t.request(
+        'GET',
+        `/v1/admin/events?host_id=${created.id}&type=task.rebuild.failed`,
+      );
+      assert.equal(events.body.events[0].data.code, 'no_egress_bound');
+    });
+
     it('switches upstreams in place and protects the last binding of a running host', async () => {
       const created = await createHost(alice.id, exitA);
       await t.request('POST', `/v1/admin/hosts/${created.id}/start`);

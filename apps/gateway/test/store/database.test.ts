@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { parseDatabaseUrl } from '../../src/config.js';
 import { type Database, openDatabase } from '../../src/store/database.js';
-import { constraintViolation } from '../../src/store/dialect.js';
+import { ConstraintViolation } from '../../src/store/errors.js';
 import {
   createPostgresDatabase,
   DATABASES,
@@ -41,14 +41,14 @@ for (const kind of DATABASES) {
       updated_at: now(),
     });
 
-    it('classifies unique and foreign-key violations the same way', async () => {
+    it('throws the same ConstraintViolation for unique and foreign-key violations on either database', async () => {
       const users = t.gateway.repositories.users;
       await users.insert(userRow('dup'));
       const duplicate = await users.insert(userRow('DUP')).catch((error: unknown) => error);
-      assert.equal(constraintViolation(duplicate), 'unique');
-      const orphan = await database.db
-        .insertInto('ssh_keys')
-        .values({
+      assert.ok(duplicate instanceof ConstraintViolation);
+      assert.equal(duplicate.violated, 'unique');
+      const orphan = await t.gateway.repositories.sshKeys
+        .insert({
           id: randomUUID(),
           user_id: randomUUID(),
           label: 'k',
@@ -57,9 +57,9 @@ for (const kind of DATABASES) {
           key_type: 'ssh-ed25519',
           created_at: now(),
         })
-        .execute()
         .catch((error: unknown) => error);
-      assert.equal(constraintViolation(orphan), 'foreign_key');
+      assert.ok(orphan instanceof ConstraintViolation);
+      assert.equal(orphan.violated, 'foreign_key');
     });
 
     it('cascades a user delete to keys and hosts, and keeps events', async () => {

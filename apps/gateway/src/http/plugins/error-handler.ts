@@ -1,6 +1,5 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { AppError } from '../../domain/errors.js';
-import { isConnectionError, isStorageFull } from '../../store/dialect.js';
+import { DomainError, type ErrorKind, storeFailure } from '../../domain/errors.js';
 
 interface AjvIssue {
   instancePath?: string;
@@ -25,13 +24,37 @@ function messageOf(issue: AjvIssue): string {
   return issue.message ?? 'is not valid';
 }
 
+/** The one place a domain error's kind becomes an HTTP status. */
+const STATUS: Record<Exclude<ErrorKind, 'internal'>, number> = {
+  invalid: 400,
+  unauthenticated: 401,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  unprocessable: 422,
+  rate_limited: 429,
+  unavailable: 503,
+  insufficient_storage: 507,
+};
+
 /** Every error leaves as `{error, code, details?}`; internals (stacks, SQL, paths) never do. */
 export function registerErrorHandling(app: FastifyInstance): void {
-  app.setErrorHandler((error: FastifyError | AppError, request, reply) => {
-    if (error instanceof AppError) {
-      for (const [name, value] of Object.entries(error.headers)) reply.header(name, value);
-      return reply.status(error.status).send({ error: error.message, code: error.code, ...error.extra });
-    }
+  app.setErrorHandler((error: FastifyError | DomainError, request, reply) => {
+    const internal = () => {
+      request.log.error({ err: error }, 'request failed');
+      return reply.status(500).send({ error: 'Internal server error', code: 'internal' });
+    };
+    const send = (failure: DomainError) => {
+      // An internal failure's code and message are for the log (and a task's record), never for the caller.
+      if (failure.kind === 'internal') return internal();
+      const retryAfter = failure.extra.retry_after;
+      if (failure.kind === 'rate_limited' && typeof retryAfter === 'number')
+        reply.header('retry-after', String(retryAfter));
+      return reply
+        .status(STATUS[failure.kind])
+        .send({ error: failure.message, code: failure.code, ...failure.extra });
+    };
+    if (error instanceof DomainError) return send(error);
     if (error.validation) {
       if (error.validationContext === 'params') {
         return reply.status(404).send({ error: 'Resource not found', code: 'not_found' });
@@ -65,19 +88,12 @@ export function registerErrorHandling(app: FastifyInstance): void {
     if (status >= 400 && status < 500) {
       return reply.status(status).send({ error: 'The request could not be handled', code: 'bad_request' });
     }
-    if (isStorageFull(error)) {
-      request.log.error({ err: error }, 'storage full');
-      return reply.status(507).send({
-        error: "The gateway's storage is full; free space in its data directory or database and try again",
-        code: 'storage_full',
-      });
+    const failure = storeFailure(error);
+    if (failure) {
+      request.log.error({ err: error }, failure.code);
+      return send(failure);
     }
-    if (isConnectionError(error)) {
-      request.log.error({ err: error }, 'database unavailable');
-      return reply.status(503).send({ error: 'The database is unavailable', code: 'database_unavailable' });
-    }
-    request.log.error({ err: error }, 'request failed');
-    return reply.status(500).send({ error: 'Internal server error', code: 'internal' });
+    return internal();
   });
 
   app.setNotFoundHandler((request, reply) => {

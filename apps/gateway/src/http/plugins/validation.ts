@@ -1,7 +1,7 @@
 import { Ajv, type Options } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FastifyInstance } from 'fastify';
-import { AppError } from '../../domain/errors.js';
+import { errors } from '../../domain/errors.js';
 
 function compiler(options: Options): Ajv {
   const ajv = new Ajv({
@@ -29,7 +29,7 @@ export function registerValidation(app: FastifyInstance): void {
     try {
       done(null, JSON.parse(source));
     } catch {
-      done(new AppError(400, 'invalid_json', 'The request body is not valid JSON'), undefined);
+      done(errors.badRequest('invalid_json', 'The request body is not valid JSON'), undefined);
     }
   });
 }
