@@ -116,11 +116,10 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
   };
   const sse = new SseHub({
     heartbeatMs: config.sseHeartbeatSeconds * 1000,
-    forUsers: (message) => userSseMessage(message, accessSettings),
   });
   const bus = new EventBus(
     new EventLogWriter(repositories.events, logger.child({ component: 'events' })),
-    new SseProjection(sse),
+    new SseProjection(sse, (message) => userSseMessage(message, accessSettings)),
   );
   const limiter = new FailureRateLimiter();
   const revocation = new AccessRevocation(bus, database.changes, (error) =>

@@ -65,10 +65,14 @@ export function liveMessage(event: GatewayEvent): LiveMessage | null {
 
 /** The bus's subscriber that turns events into SSE messages on the hub. */
 export class SseProjection {
-  constructor(private readonly hub: SseHub) {}
+  constructor(
+    private readonly hub: SseHub,
+    /** A message as its owner's stream carries it (a host in the user's view); unchanged when absent. */
+    private readonly forUsers: (message: SseMessage) => SseMessage = (message) => message,
+  ) {}
 
   project(event: GatewayEvent): void {
     const live = liveMessage(event);
-    if (live) this.hub.publish(live.message, live.ownerUserId);
+    if (live) this.hub.publish(live.message, live.ownerUserId, this.forUsers(live.message));
   }
 }
