@@ -1,15 +1,16 @@
-import type { EgressTestResult } from './egress.js';
-import type { Actor, EventLevel } from './events.js';
-import type { Host, ImageStatus, Task } from './hosts.js';
-
-/**
+/*
  * The gateway's events by name. `data` is what the event log stores (secret-looking fields scrubbed); `host` and
  * `task` are the views live clients receive, never logged. A name not listed here does not compile at `emit`.
  */
 
+import type { EgressTestResult } from './egress.js';
+import type { Actor, EventLevel } from './events.js';
+import type { Host, ImageStatus, Task } from './hosts.js';
+
 type Access = { username: string; client_address: string };
-type SshLogin = Access & { method?: string };
-type Refusal = SshLogin & { reason: string };
+/** A login attempt; over SSH also the method (password, publickey). */
+type Attempt = Access & { method?: string };
+type Refusal = Attempt & { reason: string };
 type HostAccess = { short_id: string; client_address: string };
 type SshSession = Access & { short_id: string };
 type Traffic = { bytes_in: number; bytes_out: number; duration_ms: number; reason: string };
@@ -20,6 +21,7 @@ type SshKey = { key_id: string; fingerprint: string; key_type: string };
 type EgressIpFields = { egress_ip_id: string; label: string; ip_address: string; type: string };
 type EgressTest = { egress_ip_id: string; label: string; result: EgressTestResult };
 type Binding = { binding_id: string; egress_ip_id: string };
+
 /** The kinds of host tasks. */
 export type TaskKind = 'start' | 'bootstrap' | 'stop' | 'rebuild';
 
@@ -27,14 +29,14 @@ export type TaskKind = 'start' | 'bootstrap' | 'stop' | 'rebuild';
 export interface RecordedEvents {
   'auth.login.succeeded': { data: Access };
   'auth.login.failed': { data: Refusal };
-  'auth.login.rate_limited': { data: SshLogin };
+  'auth.login.rate_limited': { data: Attempt };
   'auth.entry.succeeded': { data: HostAccess & { outcome: string } };
   'auth.entry.failed': { data: Refusal };
-  'auth.entry.rate_limited': { data: SshLogin };
+  'auth.entry.rate_limited': { data: Attempt };
   'auth.bootstrap.failed': { data: Refusal };
-  'auth.bootstrap.rate_limited': { data: SshLogin };
+  'auth.bootstrap.rate_limited': { data: Attempt };
   'auth.ssh.failed': { data: Refusal };
-  'auth.ssh.rate_limited': { data: SshLogin };
+  'auth.ssh.rate_limited': { data: Attempt };
   'bootstrap.session.created': { data: HostAccess };
   'bootstrap.handoff': { data: HostAccess & { expires_at: string } };
 

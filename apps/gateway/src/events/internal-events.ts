@@ -20,8 +20,6 @@ export type InternalEvent<K extends keyof InternalEvents = keyof InternalEvents>
 }[K];
 
 export type GatewayEvent = RecordedEvent | LiveEvent | InternalEvent;
-export type GatewayEventType = GatewayEvent['type'];
-export type EventOf<K extends GatewayEventType> = Extract<GatewayEvent, { type: K }>;
 
 /** Recorded events are the ones with an actor: they become event-log rows. */
 export function isRecorded(event: GatewayEvent): event is RecordedEvent {
