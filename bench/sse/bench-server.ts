@@ -17,7 +17,7 @@ createInterface({ input: process.stdin }).on('line', (line) => {
   const started = performance.now();
   // Wall-clock milliseconds with sub-millisecond precision; the subscribers read the same clock.
   const sentAt = performance.timeOrigin + started;
-  gateway.bus.notify({ topic: 'image-status', action: 'update', payload: { sent_at: sentAt } }, null);
+  gateway.sse.publish({ topic: 'image-status', action: 'update', payload: { sent_at: sentAt } }, null);
   // The hub loops over every stream synchronously; Node's http corks each socket during a write and
   // uncorks it on the next tick, so the bytes only reach the kernel once `flushMs` has passed.
   const fanoutMs = performance.now() - started;

@@ -28,7 +28,9 @@ import { egressTesterFor } from './egress/egress-tester.js';
 import { v2rayEngine } from './egress/v2ray-engine.js';
 import { BackgroundEvents } from './events/background-events.js';
 import { EventBus } from './events/event-bus.js';
+import { EventLogWriter } from './events/event-log.js';
 import { SseHub } from './events/sse-hub.js';
+import { SseProjection } from './events/sse-projection.js';
 import type { Api } from './http/api.js';
 import { buildEntryApp, buildHttpApp } from './http/app.js';
 import { listenDashboardPort } from './http/plugins/dashboard.js';
@@ -112,14 +114,16 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
   };
   const sse = new SseHub({
     heartbeatMs: config.sseHeartbeatSeconds * 1000,
-    forUsers: (message) => userSseMessage(message, accessSettings),
   });
-  const bus = new EventBus(repositories.events, sse, logger.child({ component: 'events' }));
+  const bus = new EventBus(
+    new EventLogWriter(repositories.events, logger.child({ component: 'events' })),
+    new SseProjection(sse, (message) => userSseMessage(message, accessSettings)),
+  );
   const limiter = new FailureRateLimiter();
-  const revocation = new AccessRevocation(database.changes, (error) =>
+  const revocation = new AccessRevocation(bus, database.changes, (error) =>
     logger.warn({ err: error }, 'a revocation was not carried out everywhere'),
   );
-  revocation.register((userId) => sse.closeForUser(userId));
+  bus.on('user.access_ended', ({ userId }) => sse.closeForUser(userId));
 
   const tickets = new AccessTickets();
   const access = new Access(
@@ -155,7 +159,6 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       workspaceUid: WORKSPACE_UID,
       log: logger.child({ component: 'folder-mounts' }),
     }),
-    revocation,
     accessSettings,
     log: logger.child({ component: 'ssh' }),
   });
@@ -170,7 +173,6 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     access,
     runtime,
     bus,
-    revocation,
     log: logger.child({ component: 'vnc' }),
     publicApiUrl: config.publicApiUrl,
   });
@@ -232,8 +234,11 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
   const scripts = new AccessScripts(config.publicApiUrl);
   const cli = new CliBundle(config.cliBundle, config.publicApiUrl);
   const images = new ImagesService(runtime, bus);
-  egressIps.onUpstreamChanged((egressIpId, replaced) => lifecycle.egressChanged(egressIpId, replaced));
-  revocation.registerWhereChanged(async (userId, reason) => {
+  bus.on('egress_ip.upstream_changed', ({ egressIpId, replaced }) =>
+    lifecycle.egressChanged(egressIpId, replaced),
+  );
+  bus.on('runtime.notice', ({ notice }) => lifecycle.runtimeNotice(notice));
+  bus.on('user.access_revoked', async ({ userId, reason }) => {
     if (reason === 'deleted') await lifecycle.removeHostsOf(userId);
     else if (reason === 'disabled' || reason === 'expired') await lifecycle.stopHostsOf(userId, reason);
   });
@@ -320,8 +325,8 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       unwatch = runtime.watch(
         (error) => logger.warn({ err: error }, 'following the container engine failed'),
         (notice) =>
-          void lifecycle
-            .runtimeNotice(notice)
+          void bus
+            .emit({ type: 'runtime.notice', notice })
             .catch((error: unknown) => logger.warn({ err: error }, 'logging an engine notice failed')),
       );
       await FolderMounts.sweep(mountsRoot, logger);

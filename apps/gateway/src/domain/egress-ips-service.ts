@@ -27,9 +27,6 @@ export interface ReplacedUpstream {
   config: ProxyConfig;
 }
 
-/** Told when an egress IP's upstream changed (once stored), so running hosts bound to it switch over. */
-export type EgressChangeListener = (egressIpId: string, replaced: ReplacedUpstream) => Promise<void>;
-
 function invalid(problems: FieldProblem[]) {
   const first = problems[0]!;
   return errors.validation(problems, `Invalid field ${first.field}: ${first.message}`);
@@ -50,18 +47,12 @@ function merged(input: unknown, stored: ProxyConfig): ProxyConfig {
 
 /** Egress IPs: the upstream proxies hosts send their traffic through. Credentials are sealed at rest. */
 export class EgressIpsService {
-  private readonly changeListeners: EgressChangeListener[] = [];
-
   constructor(
     private readonly egressIps: EgressIpsRepository,
     private readonly box: SecretBox,
     private readonly bus: EventBus,
     private readonly tester: EgressTester,
   ) {}
-
-  onUpstreamChanged(listener: EgressChangeListener): void {
-    this.changeListeners.push(listener);
-  }
 
   /** The unmasked upstream, for the parts that dial it (egress gateways, the egress test). */
   async proxyConfig(id: string): Promise<{ row: EgressIpRow; config: ProxyConfig }> {
@@ -85,7 +76,12 @@ export class EgressIpsService {
       updated_at: now,
     });
     const view = await this.view(row);
-    await this.emit('egress_ip.created', `egress IP ${row.label} created`, actor, view, 'create');
+    await this.bus.emit({
+      type: 'egress_ip.created',
+      message: `egress IP ${row.label} created`,
+      actor,
+      data: logged(view),
+    });
     return view;
   }
 
@@ -112,7 +108,7 @@ export class EgressIpsService {
     const running = upstreamChanged ? await this.egressIps.runningHostIds(id) : [];
     const tested = running.length > 0 ? await this.tester.test(config, ipAddress) : null;
     if (tested && !tested.ok) {
-      await this.emitResult(row, tested, actor, 'egress_ip.update.refused', { host_ids: running });
+      await this.emitResult(row, tested, actor, 'egress_ip.update.refused', running);
       throw new DomainError(
         'unprocessable',
         'egress_test_failed',
@@ -133,12 +129,15 @@ export class EgressIpsService {
       updated_at: nowIso(),
     });
     const view = await this.view(updated!);
-    await this.emit('egress_ip.updated', `egress IP ${view.label} updated`, actor, view, 'update', {
-      upstream_changed: upstreamChanged,
+    await this.bus.emit({
+      type: 'egress_ip.updated',
+      message: `egress IP ${view.label} updated`,
+      actor,
+      data: { ...logged(view), upstream_changed: upstreamChanged },
     });
     if (upstreamChanged) {
       const replaced = { label: row.label, ipAddress: row.ip_address, config: stored };
-      for (const listener of this.changeListeners) await listener(id, replaced);
+      await this.bus.emit({ type: 'egress_ip.upstream_changed', egressIpId: id, replaced });
     }
     return view;
   }
@@ -161,7 +160,6 @@ export class EgressIpsService {
       message: `egress IP ${row.label} deleted`,
       actor,
       data: { egress_ip_id: id, label: row.label },
-      sse: { message: { topic: 'egress-ips', action: 'delete', id }, ownerUserId: null },
     });
   }
 
@@ -210,7 +208,7 @@ export class EgressIpsService {
       | 'egress_ip.test.recovered'
       | 'egress_ip.exit_ip.drifted'
       | 'egress_ip.update.refused',
-    extra: Record<string, unknown> = {},
+    hostIds: string[] = [],
   ): Promise<void> {
     const failed = failedChecks(result).join('; ');
     const message = {
@@ -220,17 +218,13 @@ export class EgressIpsService {
       'egress_ip.exit_ip.drifted': `egress IP ${row.label} now leaves from ${result.checks.exit_ip.observed}, not the declared ${row.ip_address}`,
       'egress_ip.update.refused': `update of egress IP ${row.label} refused: the new upstream failed its test (${failed})`,
     }[type];
-    await this.bus.emit({
-      type,
-      level: type === 'egress_ip.test.passed' || type === 'egress_ip.test.recovered' ? 'info' : 'warn',
-      message,
-      actor,
-      data: { egress_ip_id: row.id, label: row.label, result, ...extra },
-      // A refused update changed nothing a dashboard shows.
-      ...(type === 'egress_ip.update.refused'
-        ? {}
-        : { sse: { message: { topic: 'egress-ips', action: 'update', id: row.id }, ownerUserId: null } }),
-    });
+    const level = type === 'egress_ip.test.passed' || type === 'egress_ip.test.recovered' ? 'info' : 'warn';
+    const data = { egress_ip_id: row.id, label: row.label, result };
+    await this.bus.emit(
+      type === 'egress_ip.update.refused'
+        ? { type, level, message, actor, data: { ...data, host_ids: hostIds } }
+        : { type, level, message, actor, data },
+    );
   }
 
   private async require(id: string): Promise<EgressIpRow> {
@@ -261,29 +255,16 @@ export class EgressIpsService {
       updated_at: isoOut(row.updated_at),
     };
   }
+}
 
-  private async emit(
-    type: string,
-    message: string,
-    actor: Actor,
-    view: EgressIp,
-    action: 'create' | 'update',
-    extra: Record<string, unknown> = {},
-  ): Promise<void> {
-    await this.bus.emit({
-      type,
-      message,
-      actor,
-      data: {
-        egress_ip_id: view.id,
-        label: view.label,
-        ip_address: view.ip_address,
-        type: view.proxy_config.type,
-        ...extra,
-      },
-      sse: { message: { topic: 'egress-ips', action, id: view.id }, ownerUserId: null },
-    });
-  }
+/** What the event log keeps of an egress IP that was created or changed. */
+function logged(view: EgressIp) {
+  return {
+    egress_ip_id: view.id,
+    label: view.label,
+    ip_address: view.ip_address,
+    type: view.proxy_config.type,
+  };
 }
 
 function failedChecks(result: EgressTestResult): string[] {

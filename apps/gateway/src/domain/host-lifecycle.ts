@@ -1,5 +1,11 @@
 import { isDeepStrictEqual } from 'node:util';
-import { type Actor, ALREADY_RUNNING, type TaskAccepted } from '@ccp/api';
+import {
+  type Actor,
+  ALREADY_RUNNING,
+  type EventLevel,
+  type RecordedEvents,
+  type TaskAccepted,
+} from '@ccp/api';
 import type { Logger } from 'pino';
 import type { EventBus } from '../events/event-bus.js';
 import { systemActor } from '../events/event-bus.js';
@@ -17,6 +23,13 @@ import type { EgressIpsService, ReplacedUpstream } from './egress-ips-service.js
 import { errors } from './errors.js';
 import { type AccessSettings, activeBinding, hostView, linuxUserFor } from './host-view.js';
 import type { TaskRunner } from './task-runner.js';
+
+type StatusEventType = 'host.started' | 'host.stopped' | 'host.rebuilt' | 'host.reconciled' | 'host.failed';
+
+/** An event that comes with a host's status change: the host and its view are filled in by `setStatus`. */
+type StatusEvent = {
+  [K in StatusEventType]: { type: K; message: string; level?: EventLevel } & Omit<RecordedEvents[K], 'host'>;
+}[StatusEventType];
 
 export interface WorkspaceLimits {
   memoryMb: number;
@@ -384,12 +397,7 @@ export class HostLifecycle {
     host: HostWithOwner,
     patch: HostPatch,
     actor: Actor,
-    event?: {
-      type: string;
-      message: string;
-      level?: 'info' | 'warn' | 'error';
-      data?: Record<string, unknown>;
-    },
+    event?: StatusEvent,
   ): Promise<void> {
     await this.hosts.update(host.id, { ...patch, updated_at: nowIso() });
     const row = (await this.hosts.findById(host.id))!;
@@ -399,14 +407,10 @@ export class HostLifecycle {
       this.access,
       'admin',
     );
-    const sse = {
-      message: { topic: 'hosts' as const, action: 'update' as const, id: host.id, payload: view },
-      ownerUserId: host.user_id,
-    };
     if (event) {
-      await this.bus.emit({ ...event, actor, userId: host.user_id, hostId: host.id, sse });
+      await this.bus.emit({ ...event, actor, userId: host.user_id, hostId: host.id, host: view });
     } else {
-      this.bus.notify(sse.message, sse.ownerUserId);
+      this.bus.notify({ type: 'host.status_changed', host: view });
     }
   }
 }

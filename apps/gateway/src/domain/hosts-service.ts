@@ -74,7 +74,7 @@ export class HostsService {
       userId: user.id,
       hostId: id,
       data: { short_id: host.short_id, egress_ip_id: input.egress_ip_id ?? null },
-      sse: { message: { topic: 'hosts', action: 'create', id, payload: host }, ownerUserId: user.id },
+      host,
     });
     const credentials = await this.usersService.sshCredentials(user.id);
     return {
@@ -115,7 +115,6 @@ export class HostsService {
       userId: row.user_id,
       hostId: id,
       data: { short_id: row.short_id },
-      sse: { message: { topic: 'hosts', action: 'delete', id }, ownerUserId: row.user_id },
     });
   }
 
@@ -140,7 +139,7 @@ export class HostsService {
       userId: host.user_id,
       hostId: host.id,
       data: { binding_id: binding.id, egress_ip_id: egress.id },
-      sse: await this.hostUpdated(host),
+      host: await this.view(host.id, 'admin'),
     });
     return { ...binding, created_at: isoOut(binding.created_at) };
   }
@@ -167,17 +166,8 @@ export class HostsService {
       userId: host.user_id,
       hostId: host.id,
       data: { binding_id: bindingId, egress_ip_id: binding.egress_ip_id },
-      sse: await this.hostUpdated(host),
+      host: await this.view(host.id, 'admin'),
     });
-  }
-
-  /** The live `hosts` update for a host whose bindings changed. */
-  private async hostUpdated(host: HostWithOwner) {
-    const payload = await this.view(host.id, 'admin');
-    return {
-      message: { topic: 'hosts' as const, action: 'update' as const, id: host.id, payload },
-      ownerUserId: host.user_id,
-    };
   }
 
   private async view(id: string, portal: 'admin' | 'user'): Promise<Host> {

@@ -14,7 +14,7 @@ export class ImagesService {
 
   async check(): Promise<ImageStatus[]> {
     const images = await this.runtime.images();
-    this.bus.notify({ topic: 'image-status', action: 'update', payload: { images } }, null);
+    this.bus.notify({ type: 'image.checked', images });
     const summary = images.map((i) => `${i.tag}:${i.present}`).join(',');
     if (summary !== this.last) {
       this.last = summary;

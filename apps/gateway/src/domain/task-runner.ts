@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Actor, Task } from '@ccp/api';
+import type { Actor, Task, TaskKind } from '@ccp/api';
 import type { Logger } from 'pino';
 import type { EventBus } from '../events/event-bus.js';
 import { systemActor } from '../events/event-bus.js';
@@ -14,7 +14,7 @@ export type TaskWork = (
 ) => Promise<string>;
 
 export interface TaskRequest {
-  kind: string;
+  kind: TaskKind;
   hostId: string;
   userId: string;
   actor: Actor;
@@ -103,7 +103,7 @@ export class TaskRunner {
         started_at: null,
         finished_at: null,
       });
-      this.notify(row, 'create');
+      this.notify(row, 'task.queued');
       setImmediate(() => {
         this.execute(row, request, cancel?.signal ?? new AbortController().signal)
           .catch((error: unknown) =>
@@ -167,10 +167,7 @@ export class TaskRunner {
         userId: task.user_id,
         hostId: task.host_id,
         taskId: task.id,
-        sse: {
-          message: { topic: 'tasks', action: 'update', id: task.id, payload: taskView(row) },
-          ownerUserId: task.user_id,
-        },
+        task: taskView(row),
       });
     }
     return failed;
@@ -182,7 +179,7 @@ export class TaskRunner {
       stage: 'starting',
       started_at: nowIso(),
     });
-    this.notify(row, 'update');
+    this.notify(row, 'task.progressed');
     let lastNotified = 0;
     const progress = async (percent: number, stage: string) => {
       row = await this.tasks.update(task.id, {
@@ -192,7 +189,7 @@ export class TaskRunner {
       // Progress ticks go to live clients only; the event log gets the outcome.
       if (Date.now() - lastNotified > 100 || percent >= 100) {
         lastNotified = Date.now();
-        this.notify(row, 'update');
+        this.notify(row, 'task.progressed');
       }
     };
     try {
@@ -205,16 +202,13 @@ export class TaskRunner {
         finished_at: nowIso(),
       });
       await this.bus.emit({
-        type: `task.${task.kind}.succeeded`,
+        type: `task.${request.kind}.succeeded`,
         message: `${task.kind} task succeeded: ${message}`,
         actor: request.actor,
         userId: request.userId,
         hostId: request.hostId,
         taskId: task.id,
-        sse: {
-          message: { topic: 'tasks', action: 'update', id: task.id, payload: taskView(row) },
-          ownerUserId: request.userId,
-        },
+        task: taskView(row),
       });
     } catch (error) {
       if (signal.aborted) {
@@ -233,7 +227,7 @@ export class TaskRunner {
         finished_at: nowIso(),
       });
       await this.bus.emit({
-        type: `task.${task.kind}.failed`,
+        type: `task.${request.kind}.failed`,
         level: 'error',
         message: `${task.kind} task failed (${code}): ${message}`,
         actor: request.actor,
@@ -241,10 +235,7 @@ export class TaskRunner {
         hostId: request.hostId,
         taskId: task.id,
         data: { code },
-        sse: {
-          message: { topic: 'tasks', action: 'update', id: task.id, payload: taskView(row) },
-          ownerUserId: request.userId,
-        },
+        task: taskView(row),
       });
       await request.onFailure?.(code, message);
     }
@@ -259,21 +250,18 @@ export class TaskRunner {
       finished_at: nowIso(),
     });
     await this.bus.emit({
-      type: `task.${task.kind}.cancelled`,
+      type: `task.${request.kind}.cancelled`,
       message: `${task.kind} task cancelled: ${reason}`,
       actor: request.actor,
       userId: request.userId,
       hostId: request.hostId,
       taskId: task.id,
       data: { code: 'cancelled' },
-      sse: {
-        message: { topic: 'tasks', action: 'update', id: task.id, payload: taskView(row) },
-        ownerUserId: request.userId,
-      },
+      task: taskView(row),
     });
   }
 
-  private notify(row: TaskRow, action: 'create' | 'update'): void {
-    this.bus.notify({ topic: 'tasks', action, id: row.id, payload: taskView(row) }, row.user_id);
+  private notify(row: TaskRow, type: 'task.queued' | 'task.progressed'): void {
+    this.bus.notify({ type, task: taskView(row) });
   }
 }

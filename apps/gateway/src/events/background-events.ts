@@ -1,5 +1,6 @@
+import type { RecordedEvent } from '@ccp/api';
 import type { Logger } from 'pino';
-import type { EventBus, EventInput } from './event-bus.js';
+import type { EventBus } from './event-bus.js';
 
 /** Events written without holding up the caller (a relayed session); `settled` waits for those under way. */
 export class BackgroundEvents {
@@ -10,7 +11,7 @@ export class BackgroundEvents {
     private readonly log: Logger,
   ) {}
 
-  emit(input: EventInput): Promise<void> {
+  emit(input: RecordedEvent): Promise<void> {
     const written = this.bus
       .emit(input)
       .catch((error: unknown) => this.log.error({ err: error, event: input.type }, 'event not written'))

@@ -25,8 +25,6 @@ export interface SseHubOptions {
   replayBufferSize?: number;
   /** A client whose socket holds more unsent bytes than this is dropped, so it never slows the others. */
   maxPendingBytes?: number;
-  /** A message as user streams carry it (a host in the user's view); unchanged when absent. */
-  forUsers?: (message: SseMessage) => SseMessage;
 }
 
 /** Fans event-bus messages out to SSE clients, filtered by topic and, on user streams, by owner. */
@@ -37,13 +35,11 @@ export class SseHub {
   private readonly heartbeat: NodeJS.Timeout;
   private readonly replayBufferSize: number;
   private readonly maxPendingBytes: number;
-  private readonly forUsers: (message: SseMessage) => SseMessage;
   droppedSlowClients = 0;
 
   constructor(options: SseHubOptions = {}) {
     this.replayBufferSize = options.replayBufferSize ?? 1000;
     this.maxPendingBytes = options.maxPendingBytes ?? 1024 * 1024;
-    this.forUsers = options.forUsers ?? ((message) => message);
     this.heartbeat = setInterval(() => this.beat(), options.heartbeatMs ?? 15_000);
     this.heartbeat.unref();
   }
@@ -71,11 +67,11 @@ export class SseHub {
     }
   }
 
-  publish(message: SseMessage, ownerUserId: string | null): void {
+  /** Sends `message` to admin streams and, as `userMessage`, to the stream of `ownerUserId` (null: nobody else). */
+  publish(message: SseMessage, ownerUserId: string | null, userMessage: SseMessage = message): void {
     const seq = ++this.seq;
     const frameOf = (data: SseMessage) => `event: message\nid: ${seq}\ndata: ${JSON.stringify(data)}\n\n`;
     const frame = frameOf(message);
-    const userMessage = this.forUsers(message);
     const entry: Buffered = {
       seq,
       message,

@@ -143,21 +143,14 @@ export class FolderMounts {
   /** Serves one mount request on an accepted subsystem channel; reports on its stderr, one line. */
   handle(channel: ServerChannel, session: MountSession): void {
     const { traffic, user } = session;
-    const event = (type: string, level: 'info' | 'warn', message: string, data: Record<string, unknown>) =>
-      this.options.events.emit({
-        type,
-        level,
-        message: `${message} (${user.username}, host ${session.shortId})`,
-        actor: session.actor,
-        userId: user.id,
-        hostId: session.hostId,
-        data: {
-          username: user.username,
-          short_id: session.shortId,
-          client_address: session.clientAddress,
-          ...data,
-        },
-      });
+    // The fields every mount event shares: who, which host, from where.
+    const about = (message: string) => ({
+      message: `${message} (${user.username}, host ${session.shortId})`,
+      actor: session.actor,
+      userId: user.id,
+      hostId: session.hostId,
+    });
+    const who = { username: user.username, short_id: session.shortId, client_address: session.clientAddress };
     channel.on('data', (chunk: Buffer) => {
       traffic.toWorkspace += chunk.length;
     });
@@ -169,20 +162,33 @@ export class FolderMounts {
       })
       .then(({ ended }) => {
         const data = { path: request!.path, layout: request!.layout };
-        void event('ssh.mount.opened', 'info', `Folder ${request!.path} mounted`, data);
+        void this.options.events.emit({
+          type: 'ssh.mount.opened',
+          level: 'info',
+          ...about(`Folder ${request!.path} mounted`),
+          data: { ...who, ...data },
+        });
         const openedAt = Date.now();
         void ended.then(() =>
-          event('ssh.mount.closed', 'info', `Folder ${request!.path} unmounted`, {
-            ...data,
-            duration_ms: Date.now() - openedAt,
+          this.options.events.emit({
+            type: 'ssh.mount.closed',
+            level: 'info',
+            ...about(`Folder ${request!.path} unmounted`),
+            data: { ...who, ...data, duration_ms: Date.now() - openedAt },
           }),
         );
       })
       .catch((error: Error) => {
-        void event('ssh.mount.failed', 'warn', `Folder mount refused: ${error.message}`, {
-          path: request?.path ?? null,
-          layout: request?.layout ?? null,
-          reason: error.message,
+        void this.options.events.emit({
+          type: 'ssh.mount.failed',
+          level: 'warn',
+          ...about(`Folder mount refused: ${error.message}`),
+          data: {
+            ...who,
+            path: request?.path ?? null,
+            layout: request?.layout ?? null,
+            reason: error.message,
+          },
         });
         report(channel, `error ${error.message.replace(/\n/g, ' ')}\n`);
         channel.exit(1);

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
-import type { Actor } from '@ccp/api';
+import type { Actor, RecordedEvent } from '@ccp/api';
 import type { Logger } from 'pino';
 import ssh2, {
   type AuthContext,
@@ -12,11 +12,10 @@ import ssh2, {
   type ServerChannel,
 } from 'ssh2';
 import type { Access, Refusal as AccessRefusal, Credential } from '../domain/access.js';
-import type { AccessRevocation } from '../domain/access-revocation.js';
 import { type AccessSettings, accessCommand, linuxUserFor, portalHostUrl } from '../domain/host-view.js';
 import { fingerprintOf } from '../domain/ssh-public-key.js';
 import { BackgroundEvents } from '../events/background-events.js';
-import type { EventBus, EventInput } from '../events/event-bus.js';
+import type { EventBus } from '../events/event-bus.js';
 import type { Endpoint, WorkspaceRuntime } from '../runtime/workspace-runtime.js';
 import type { HostWithOwner } from '../store/hosts-repository.js';
 import type { UserRow } from '../store/users-repository.js';
@@ -36,7 +35,6 @@ export interface SshProxyOptions {
   runtime: WorkspaceRuntime;
   /** Serves the CLI's folder mounts; without it the subsystem goes to the workspace (which refuses it). */
   folderMounts?: FolderMounts;
-  revocation: AccessRevocation;
   /** Where a user can start a stopped host, for the refusal that says so. */
   accessSettings: AccessSettings;
   log: Logger;
@@ -120,7 +118,7 @@ export class SshProxy {
       (connection, info) => this.accept(connection, info),
     );
     // Every reason ends the user's sessions, a changed password included: whoever held the old one is out.
-    options.revocation.register((userId, reason) => {
+    options.bus.on('user.access_ended', ({ userId, reason }) => {
       this.closeWhere((s) => s.user.id === userId, `user_${reason}`);
     });
   }
@@ -417,7 +415,7 @@ export class SshProxy {
     }
   }
 
-  private emit(input: EventInput): Promise<void> {
+  private emit(input: RecordedEvent): Promise<void> {
     return this.events.emit(input);
   }
 }

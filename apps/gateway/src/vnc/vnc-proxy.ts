@@ -2,17 +2,16 @@ import { randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
-import type { VncTicket } from '@ccp/api';
+import type { RecordedEvent, VncTicket } from '@ccp/api';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
 import type { Access } from '../domain/access.js';
-import type { AccessRevocation } from '../domain/access-revocation.js';
 import type { AuthService } from '../domain/auth-service.js';
 import { isoOut } from '../domain/clock.js';
 import { errors } from '../domain/errors.js';
 import { actorOf, type CredentialHolder, type Principal } from '../domain/principal.js';
 import { BackgroundEvents } from '../events/background-events.js';
-import type { EventBus, EventInput } from '../events/event-bus.js';
+import type { EventBus } from '../events/event-bus.js';
 import type { WorkspaceRuntime } from '../runtime/workspace-runtime.js';
 import type { HostWithOwner } from '../store/hosts-repository.js';
 import { desktopFile } from './desktop-files.js';
@@ -48,7 +47,6 @@ export interface VncProxyOptions {
   access: Access;
   runtime: WorkspaceRuntime;
   bus: EventBus;
-  revocation: AccessRevocation;
   log: Logger;
   publicApiUrl: string;
   /** How often live sessions are checked against their host's and user's state. */
@@ -77,7 +75,7 @@ export class VncProxy {
 
   constructor(private readonly options: VncProxyOptions) {
     this.events = new BackgroundEvents(options.bus, options.log);
-    options.revocation.register((userId, reason) => {
+    options.bus.on('user.access_ended', ({ userId, reason }) => {
       this.closeWhere(
         (s) => s.access.principal.id === userId || s.access.host.user_id === userId,
         `user_${reason}`,
@@ -325,7 +323,7 @@ export class VncProxy {
     });
   }
 
-  private emit(input: EventInput): void {
+  private emit(input: RecordedEvent): void {
     void this.events.emit(input);
   }
 }

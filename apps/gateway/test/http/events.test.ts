@@ -18,7 +18,8 @@ for (const kind of DATABASES) {
       const actor = { kind: 'system' as const, id: null, username: null };
       for (let i = 0; i < 3; i++) {
         await t.gateway.bus.emit({
-          type: 'host.started',
+          type: 'host.upstream_switched',
+          data: { egress_ip_id: 'e1' },
           message: `start ${i}`,
           actor,
           userId: alice.id,
@@ -51,10 +52,10 @@ for (const kind of DATABASES) {
     });
 
     it('filters by user, host, type, since and until together', async () => {
-      const byHost = await events(`?host_id=${hostId}&type=host.started&user_id=${alice.id}`);
+      const byHost = await events(`?host_id=${hostId}&type=host.upstream_switched&user_id=${alice.id}`);
       assert.equal(byHost.body.total, 3);
       assert.ok(byHost.body.events.every((e: any) => e.host_id === hostId && e.user_id === alice.id));
-      const since = await events(`?since=${encodeURIComponent(middle)}&type=host.started`);
+      const since = await events(`?since=${encodeURIComponent(middle)}&type=host.upstream_switched`);
       assert.equal(since.body.total, 3);
       const until = await events(`?until=${encodeURIComponent(middle)}&user_id=${alice.id}`);
       assert.ok(until.body.events.every((e: any) => e.created_at <= middle));
@@ -63,7 +64,7 @@ for (const kind of DATABASES) {
       const inclusive = await events(`?since=${exact}&until=${exact}&host_id=${hostId}`);
       assert.ok(inclusive.body.events.some((e: any) => e.created_at === exact));
       const offset = await events(
-        `?since=${encodeURIComponent(middle.replace('Z', '+00:00'))}&type=host.started`,
+        `?since=${encodeURIComponent(middle.replace('Z', '+00:00'))}&type=host.upstream_switched`,
       );
       assert.equal(offset.body.total, 3);
     });
@@ -109,7 +110,8 @@ for (const kind of DATABASES) {
       ctx.mock.timers.enable({ apis: ['Date'], now: Date.parse(onTheSecond) });
       try {
         await t.gateway.bus.emit({
-          type: 'host.started',
+          type: 'host.upstream_switched',
+          data: { egress_ip_id: 'e1' },
           message: 'on the second',
           actor: { kind: 'system', id: null, username: null },
         });

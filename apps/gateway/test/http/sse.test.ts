@@ -31,12 +31,12 @@ for (const kind of DATABASES) {
         authorization: `Bearer ${t.adminToken}`,
       });
       assert.equal(client.status, 200);
-      t.gateway.bus.notify(
+      t.gateway.sse.publish(
         { topic: 'hosts', action: 'create', id: 'h1', payload: { status: 'created' } },
         alice.id,
       );
-      t.gateway.bus.notify({ topic: 'tasks', action: 'update', id: 't1' }, alice.id);
-      t.gateway.bus.notify({ topic: 'image-status', action: 'update' }, null);
+      t.gateway.sse.publish({ topic: 'tasks', action: 'update', id: 't1' }, alice.id);
+      t.gateway.sse.publish({ topic: 'image-status', action: 'update' }, null);
       await client.waitFor((c) => c.messages().length >= 2);
       const frames = client.frames.filter((f) => f.data);
       assert.ok(frames.every((f) => f.event === 'message' && /^\d+$/.test(f.id ?? '')));
@@ -70,11 +70,11 @@ for (const kind of DATABASES) {
     it('gives a user only their own hosts and tasks', async () => {
       const aliceStream = await connect(`/v1/user/sse?token=${alice.token}`);
       const bobStream = await connect(`/v1/user/sse?topics=hosts&token=${bob.token}`);
-      t.gateway.bus.notify({ topic: 'hosts', action: 'update', id: 'alice-host' }, alice.id);
-      t.gateway.bus.notify({ topic: 'tasks', action: 'update', id: 'alice-task' }, alice.id);
-      t.gateway.bus.notify({ topic: 'hosts', action: 'update', id: 'bob-host' }, bob.id);
-      t.gateway.bus.notify({ topic: 'tasks', action: 'update', id: 'bob-task' }, bob.id);
-      t.gateway.bus.notify({ topic: 'image-status', action: 'update' }, null);
+      t.gateway.sse.publish({ topic: 'hosts', action: 'update', id: 'alice-host' }, alice.id);
+      t.gateway.sse.publish({ topic: 'tasks', action: 'update', id: 'alice-task' }, alice.id);
+      t.gateway.sse.publish({ topic: 'hosts', action: 'update', id: 'bob-host' }, bob.id);
+      t.gateway.sse.publish({ topic: 'tasks', action: 'update', id: 'bob-task' }, bob.id);
+      t.gateway.sse.publish({ topic: 'image-status', action: 'update' }, null);
       await aliceStream.waitFor((c) => c.messages().length >= 2);
       await bobStream.waitFor((c) => c.messages().length >= 1);
       await new Promise((resolve) => setTimeout(resolve, 100));
@@ -91,7 +91,7 @@ for (const kind of DATABASES) {
     it('resumes from Last-Event-ID', async () => {
       const first = await connect(`/v1/admin/sse?topics=tasks&token=${t.adminToken}`);
       for (const id of ['r1', 'r2', 'r3'])
-        t.gateway.bus.notify({ topic: 'tasks', action: 'update', id }, null);
+        t.gateway.sse.publish({ topic: 'tasks', action: 'update', id }, null);
       await first.waitFor((c) => c.messages().length >= 3);
       const [m1] = first.messages();
       first.close();

@@ -5,10 +5,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, it } from 'node:test';
+import type { RecordedEvent } from '@ccp/api';
 import pino from 'pino';
 import type { ServerChannel } from 'ssh2';
 import type { BackgroundEvents } from '../../src/events/background-events.js';
-import type { EventInput } from '../../src/events/event-bus.js';
 import { mountsUnder, propagatesToContainers, readMountInfo } from '../../src/runtime/folder-mount-points.js';
 import type { WorkspaceRuntime } from '../../src/runtime/workspace-runtime.js';
 import { FolderMounts, invalidMountPath } from '../../src/ssh/folder-mounts.js';
@@ -91,10 +91,12 @@ describe('folder mounts: what a gateway leaves behind and what it refuses', () =
   });
 
   it('tells the client, and logs, when the workspace cannot have mounts', async () => {
-    const emitted: EventInput[] = [];
+    const emitted: RecordedEvent[] = [];
     const mounts = new FolderMounts({
       runtime: { folderMountDir: async () => null } as unknown as WorkspaceRuntime,
-      events: { emit: async (input: EventInput) => void emitted.push(input) } as unknown as BackgroundEvents,
+      events: {
+        emit: async (input: RecordedEvent) => void emitted.push(input),
+      } as unknown as BackgroundEvents,
       user: 'ccp-mount',
       workspaceUid: 1000,
       log: pino({ level: 'silent' }),

@@ -79,7 +79,7 @@ for (const kind of DATABASES) {
         })
         .execute();
       await t.gateway.bus.emit({
-        type: 'test.event',
+        type: 'user.password_changed',
         message: 'kept',
         actor: { kind: 'system', id: null, username: null },
         userId: user.id,

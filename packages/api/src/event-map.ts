@@ -1,0 +1,136 @@
+/*
+ * The gateway's events by name. `data` is what the event log stores (secret-looking fields scrubbed); `host` and
+ * `task` are the views live clients receive, never logged. A name not listed here does not compile at `emit`.
+ */
+
+import type { EgressTestResult } from './egress.js';
+import type { Actor, EventLevel } from './events.js';
+import type { Host, ImageStatus, Task } from './hosts.js';
+
+type Access = { username: string; client_address: string };
+/** A login attempt; over SSH also the method (password, publickey). */
+type Attempt = Access & { method?: string };
+type Refusal = Attempt & { reason: string };
+type HostAccess = { short_id: string; client_address: string };
+type SshSession = Access & { short_id: string };
+type Traffic = { bytes_in: number; bytes_out: number; duration_ms: number; reason: string };
+type Mount = SshSession & { path: string; layout: 'link' | 'directory' };
+type DesktopSession = { portal: 'admin' | 'user'; short_id: string; client_address: string };
+type Username = { username: string };
+type SshKey = { key_id: string; fingerprint: string; key_type: string };
+type EgressIpFields = { egress_ip_id: string; label: string; ip_address: string; type: string };
+type EgressTest = { egress_ip_id: string; label: string; result: EgressTestResult };
+type Binding = { binding_id: string; egress_ip_id: string };
+
+/** The kinds of host tasks. */
+export type TaskKind = 'start' | 'bootstrap' | 'stop' | 'rebuild';
+
+/** Events written to the event log (and published live when they change what a dashboard shows). */
+export interface RecordedEvents {
+  'auth.login.succeeded': { data: Access };
+  'auth.login.failed': { data: Refusal };
+  'auth.login.rate_limited': { data: Attempt };
+  'auth.entry.succeeded': { data: HostAccess & { outcome: string } };
+  'auth.entry.failed': { data: Refusal };
+  'auth.entry.rate_limited': { data: Attempt };
+  'auth.bootstrap.failed': { data: Refusal };
+  'auth.bootstrap.rate_limited': { data: Attempt };
+  'auth.ssh.failed': { data: Refusal };
+  'auth.ssh.rate_limited': { data: Attempt };
+  'bootstrap.session.created': { data: HostAccess };
+  'bootstrap.handoff': { data: HostAccess & { expires_at: string } };
+
+  'user.created': { data: Username & { role: string; expires_at: string | null } };
+  'user.disabled': { data: Username & { status: string } };
+  'user.enabled': { data: Username & { status: string } };
+  'user.expiry_changed': { data: Username & { expires_at: string | null } };
+  'user.expired': { data: Username & { expires_at: string | null } };
+  'user.deleted': { data: Username };
+  'user.password_rotated': { data: Username };
+  'user.password_changed': Record<never, never>;
+  'user.password_change_failed': Record<never, never>;
+  'user.ssh_credentials_regenerated': { data: Username };
+  'user.ssh_key.added': { data: SshKey };
+  'user.ssh_key.generated': { data: SshKey };
+  'user.ssh_key.deleted': { data: { key_id: string } };
+
+  'host.created': { data: { short_id: string; egress_ip_id: string | null }; host: Host };
+  'host.deleted': { data: { short_id: string } };
+  'host.started': { data: { egress_ip_id: string }; host: Host };
+  'host.stopped': { host: Host };
+  'host.rebuilt': { host: Host };
+  'host.reconciled': { host: Host };
+  'host.failed': { data: { code: string }; host: Host };
+  'host.upstream_switched': { data: { egress_ip_id: string } };
+  'host.upstream.switch_failed': {
+    data: { egress_ip_id: string; kept_egress_ip_id: string; code: string; error: string };
+  };
+  'host.failover': { data: { from_egress_ip_id: string; to_egress_ip_id: string } };
+  'host.egress.restarted': { data: { detail: string } };
+  'binding.created': { data: Binding; host: Host };
+  'binding.deleted': { data: Binding; host: Host };
+  'task.interrupted': { task: Task };
+  'task.start.succeeded': { task: Task };
+  'task.start.failed': { data: { code: string }; task: Task };
+  'task.start.cancelled': { data: { code: 'cancelled' }; task: Task };
+  'task.bootstrap.succeeded': { task: Task };
+  'task.bootstrap.failed': { data: { code: string }; task: Task };
+  'task.bootstrap.cancelled': { data: { code: 'cancelled' }; task: Task };
+  'task.stop.succeeded': { task: Task };
+  'task.stop.failed': { data: { code: string }; task: Task };
+  'task.stop.cancelled': { data: { code: 'cancelled' }; task: Task };
+  'task.rebuild.succeeded': { task: Task };
+  'task.rebuild.failed': { data: { code: string }; task: Task };
+  'task.rebuild.cancelled': { data: { code: 'cancelled' }; task: Task };
+
+  'egress_ip.created': { data: EgressIpFields };
+  'egress_ip.updated': { data: EgressIpFields & { upstream_changed: boolean } };
+  'egress_ip.deleted': { data: { egress_ip_id: string; label: string } };
+  'egress_ip.test.passed': { data: EgressTest };
+  'egress_ip.test.failed': { data: EgressTest };
+  'egress_ip.test.recovered': { data: EgressTest };
+  'egress_ip.exit_ip.drifted': { data: EgressTest };
+  'egress_ip.update.refused': { data: EgressTest & { host_ids: string[] } };
+  'image.ready': { data: { images: Pick<ImageStatus, 'name' | 'tag' | 'present'>[] } };
+  'image.missing': { data: { images: Pick<ImageStatus, 'name' | 'tag' | 'present'>[] } };
+
+  'ssh.session.opened': { data: SshSession };
+  'ssh.session.closed': { data: SshSession & Traffic };
+  'ssh.mount.opened': { data: Mount };
+  'ssh.mount.closed': { data: Mount & { duration_ms: number } };
+  'ssh.mount.failed': {
+    data: SshSession & { path: string | null; layout: 'link' | 'directory' | null; reason: string };
+  };
+  'vnc.session.opened': { data: DesktopSession };
+  'vnc.session.closed': { data: DesktopSession & Traffic };
+  'vnc.started': { data: { short_id: string; duration_ms: number } };
+  'vnc.restarted': { data: { short_id: string; duration_ms: number } };
+  'vnc.start.failed': { data: { short_id: string; code: string; reason: string } };
+  'vnc.restart.failed': { data: { short_id: string; code: string; reason: string } };
+}
+
+/** Notices for live clients only: never logged, as progress ticks would flood the log. */
+export interface LiveEvents {
+  'task.queued': { task: Task };
+  'task.progressed': { task: Task };
+  'host.status_changed': { host: Host };
+  'image.checked': { images: ImageStatus[] };
+}
+
+/** What every recorded event carries besides its own fields: the columns of its event-log row. */
+export interface EventEnvelope {
+  level?: EventLevel;
+  message: string;
+  actor: Actor;
+  userId?: string | null;
+  hostId?: string | null;
+  taskId?: string | null;
+}
+
+export type RecordedEventType = keyof RecordedEvents;
+export type RecordedEvent<K extends RecordedEventType = RecordedEventType> = {
+  [T in K]: { type: T } & EventEnvelope & RecordedEvents[T];
+}[K];
+export type LiveEvent<K extends keyof LiveEvents = keyof LiveEvents> = {
+  [T in K]: { type: T } & LiveEvents[T];
+}[K];
