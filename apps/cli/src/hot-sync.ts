@@ -3,7 +3,11 @@ import { constants, type FSWatcher, watch } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import path from 'node:path';
 import type { SFTPWrapper, Stats } from 'ssh2';
+import { coldSource, coldTarget, wantsColdLink } from './hot-sync-cold-link.js';
+import { decide } from './hot-sync-decide.js';
 import { newHistoryId, readHistoryFile, SyncHistory, writeHistoryFile } from './hot-sync-history.js';
+import { isPlainName } from './hot-sync-paths.js';
+import { type Entry, signature, type Tree } from './hot-sync-tree.js';
 import { isMissing, RemoteFs } from './remote-fs.js';
 
 /** Directories that are never copied: each becomes one link to the sshfs layer. */
@@ -48,14 +52,6 @@ export interface HotSyncSummary {
   oversized: Array<{ path: string; size: number }>;
 }
 
-/** What is at a path on one side. File times are milliseconds locally and whole seconds in the workspace. */
-type Entry =
-  | { type: 'file'; size: number; mtime: number; mode: number }
-  | { type: 'dir'; ignored: boolean; mode: number }
-  | { type: 'link'; target: string };
-
-type Tree = Map<string, Entry>;
-
 const TEMP_PREFIX = '.ccp-tmp-';
 /**
  * Beside the workspace copy, a link whose target is the id of the history file that describes the copy: a
@@ -69,23 +65,7 @@ const STALE_TEMP_MS = 15 * 60_000;
 const CHUNK = 32 * 1024;
 const DEBOUNCE_MS = 150;
 
-function signature(entry: Entry | undefined): string | null {
-  if (!entry) return null;
-  if (entry.type === 'file') return `f:${entry.size}:${entry.mtime}:${entry.mode.toString(8)}`;
-  if (entry.type === 'dir') return entry.ignored ? 'i' : 'd';
-  return `l:${entry.target}`;
-}
-
 const seconds = (ms: number) => Math.floor(ms / 1000);
-
-/**
- * Whether `name` can be one entry of a folder on every system. Names listed by the workspace come from its
- * SFTP server, which its root can replace: a separator (`/`, or `\` on Windows), NUL, `.` or `..` in one
- * would lead the copy on this machine elsewhere.
- */
-function isPlainName(name: string): boolean {
-  return name !== '' && name !== '.' && name !== '..' && !/[/\\\0]/.test(name);
-}
 
 /** Copies everything `from` holds into `to`, both open files of this machine. */
 async function copyContent(from: fs.FileHandle, to: fs.FileHandle): Promise<void> {
@@ -286,14 +266,6 @@ export class HotSync {
 
   private remotePath(rel: string): string {
     return rel === '' ? this.options.remoteRoot : path.posix.join(this.options.remoteRoot, rel);
-  }
-
-  private coldTarget(rel: string): string {
-    return path.posix.join(this.options.coldRoot, rel);
-  }
-
-  private isColdLink(rel: string, entry: Entry | undefined): boolean {
-    return entry?.type === 'link' && entry.target === this.coldTarget(rel);
   }
 
   private skipName(name: string): boolean {
@@ -634,7 +606,7 @@ export class HotSync {
     const early = (rel: string) =>
       isFolder(local.get(rel)) ||
       isFolder(workspace.get(rel)) ||
-      this.coldSource(rel, workspace.get(rel)) !== null;
+      coldSource(this.options.coldRoot, rel, workspace.get(rel)) !== null;
     const folders = sorted.filter(early);
     const rest = sorted.filter((rel) => !early(rel));
     const one = async (rel: string) => {
@@ -698,60 +670,32 @@ export class HotSync {
     r: Entry | undefined,
     stats: Pass,
   ): Promise<void> {
-    const base = this.base.get(rel);
-    const ls = signature(l);
-    const rs = signature(r);
-    const record = () => {
-      this.base.set(rel, { local: ls ?? '', remote: rs ?? '' });
-    };
-    if (!l && !r) {
-      this.base.delete(rel);
-      return;
-    }
-    // Ignored directories belong to this machine: the workspace gets a link, and its own are left alone.
-    if (l?.type === 'dir' && l.ignored) {
-      if (this.isColdLink(rel, r)) return record();
-      if (!r) return this.push(remote, rel, l, r, stats);
-      return this.problemOnce(
-        rel,
-        `${rel} in the workspace is not the link to the local folder; left as it is`,
-      );
-    }
-    if (!l && r?.type === 'dir' && r.ignored) return;
-    if (this.isColdLink(rel, r)) {
-      // A link to this path's own sshfs copy shows the local entry: it holds nothing of its own.
-      if (l && this.wantsColdLink(l)) return record();
-      return this.push(remote, rel, l, r, stats);
-    }
-    const localChanged = !base || ls !== base.local;
-    const remoteChanged = !base || rs !== base.remote;
-    if (!localChanged && !remoteChanged) return;
-    if (base && localChanged && !remoteChanged) return this.push(remote, rel, l, r, stats);
-    if (base && remoteChanged && !localChanged) {
-      if (!r && this.deletionsHeld) {
-        this.base.hold(rel);
+    const action = decide(l, r, this.base.get(rel), {
+      rel,
+      coldRoot: this.options.coldRoot,
+      maxFileBytes: this.options.maxFileBytes,
+      deletionsHeld: this.deletionsHeld,
+    });
+    switch (action.kind) {
+      case 'none':
         return;
-      }
-      return this.pull(remote, rel, l, r, stats);
+      case 'forget':
+        return this.base.delete(rel);
+      case 'record':
+        return this.base.set(rel, { local: signature(l) ?? '', remote: signature(r) ?? '' });
+      case 'hold':
+        return this.base.hold(rel);
+      case 'leave':
+        return this.problemOnce(rel, action.problem);
+      case 'push':
+        if (action.notice) this.notice(action.notice);
+        return this.push(remote, rel, l, r, stats);
+      case 'pull':
+        if (action.notice) this.notice(action.notice);
+        return this.pull(remote, rel, l, r, stats);
+      case 'conflict':
+        return this.conflict(remote, rel, action.local, action.remote, stats);
     }
-    // Both sides changed since the last sync, or this path was never synced.
-    if (!r) {
-      if (base)
-        this.notice(`${rel} was deleted in the workspace but changed locally; the local file is kept`);
-      return this.push(remote, rel, l, r, stats);
-    }
-    if (!l) {
-      if (base)
-        this.notice(`${rel} was deleted locally but changed in the workspace; it is restored locally`);
-      return this.pull(remote, rel, l, r, stats);
-    }
-    if (l.type === 'dir' && r.type === 'dir') return record();
-    if (l.type === 'link' && r.type === 'link' && l.target === r.target) return record();
-    if (r.type === 'file' || this.coldSource(rel, r)) return this.conflict(remote, rel, l, r, stats);
-    if (r.type === 'dir')
-      return this.problemOnce(rel, `${rel} is a folder in the workspace but not locally; left as it is`);
-    this.notice(`${rel}: the workspace's link (to ${r.target}) is replaced by the local version`);
-    return this.push(remote, rel, l, r, stats);
   }
 
   /** Says `text` about `rel` once, not on every poll that finds the same situation. */
@@ -759,13 +703,6 @@ export class HotSync {
     if (this.reported.get(rel) === text) return;
     this.reported.set(rel, text);
     this.notice(text);
-  }
-
-  private wantsColdLink(entry: Entry): boolean {
-    return (
-      (entry.type === 'file' && entry.size >= this.options.maxFileBytes) ||
-      (entry.type === 'dir' && entry.ignored)
-    );
   }
 
   /**
@@ -836,8 +773,8 @@ export class HotSync {
         await remote.mkdir(where, l.mode);
       }
       written = 'd';
-    } else if (l.type === 'link' || this.wantsColdLink(l)) {
-      const target = l.type === 'link' ? l.target : this.coldTarget(rel);
+    } else if (l.type === 'link' || wantsColdLink(l, this.options.maxFileBytes)) {
+      const target = l.type === 'link' ? l.target : coldTarget(this.options.coldRoot, rel);
       const temp = this.remotePath(this.tempName(rel));
       await remote.symlink(target, temp);
       try {
@@ -936,7 +873,7 @@ export class HotSync {
       this.base.set(rel, { local: 'd', remote: 'd' });
       return;
     }
-    if (r.type === 'link' && !this.coldSource(rel, r)) {
+    if (r.type === 'link' && !coldSource(this.options.coldRoot, rel, r)) {
       const temp = this.tempName(rel);
       await fs.symlink(r.target, await this.checkedLocalPath(temp));
       await place(temp);
@@ -950,19 +887,7 @@ export class HotSync {
     const now = await this.localEntry(rel);
     this.base.set(rel, { local: signature(now) ?? '', remote: signature(r) ?? '' });
     // A file made in the workspace at or over the limit is served from here through sshfs from now on.
-    if (now && this.wantsColdLink(now)) await this.push(remote, rel, now, r, stats);
-  }
-
-  /**
-   * The local path that a workspace link into the sshfs layer shows, when it is not this path's own link
-   * (a big file renamed or moved in the workspace is such a link under its new name).
-   */
-  private coldSource(rel: string, r: Entry | undefined): string | null {
-    if (r?.type !== 'link' || this.isColdLink(rel, r)) return null;
-    const prefix = `${this.options.coldRoot}/`;
-    if (!r.target.startsWith(prefix)) return null;
-    const source = path.posix.normalize(r.target.slice(prefix.length));
-    return source.split('/').every(isPlainName) ? source : null;
+    if (now && wantsColdLink(now, this.options.maxFileBytes)) await this.push(remote, rel, now, r, stats);
   }
 
   /**
@@ -971,7 +896,7 @@ export class HotSync {
    */
   private async fetch(remote: RemoteFs, rel: string, r: Entry): Promise<{ temp: string; size: number }> {
     if (r.type === 'file') return { temp: await this.download(remote, rel, r), size: r.size };
-    const source = this.coldSource(rel, r);
+    const source = coldSource(this.options.coldRoot, rel, r);
     if (!source) throw new Error(`${rel} in the workspace holds no content to copy`);
     // Not followed if it is a link: the workspace names the file, and must not get another one copied.
     const from = await fs
