@@ -1,4 +1,3 @@
-import { type FSWatcher, watch } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import path from 'node:path';
 import type { SFTPWrapper } from 'ssh2';
@@ -7,12 +6,13 @@ import { decide } from './hot-sync-decide.js';
 import { Detached, Moved } from './hot-sync-errors.js';
 import { newHistoryId, readHistoryFile, SyncHistory, writeHistoryFile } from './hot-sync-history.js';
 import { LocalScanner } from './hot-sync-local-scan.js';
-import { isPlainName, isTempName, SyncPaths } from './hot-sync-paths.js';
+import { isPlainName, SyncPaths } from './hot-sync-paths.js';
 import { CONCURRENCY, pool } from './hot-sync-pool.js';
 import { RemoteScanner } from './hot-sync-remote-scan.js';
 import type { ScanListener } from './hot-sync-scan.js';
 import { Transfers } from './hot-sync-transfer.js';
 import { type Entry, signature, type Tree } from './hot-sync-tree.js';
+import { LocalWatcher } from './hot-sync-watcher.js';
 import { RemoteFs } from './remote-fs.js';
 
 /** Directories that are never copied: each becomes one link to the sshfs layer. */
@@ -85,7 +85,7 @@ export class HotSync {
   private readonly localScanner: LocalScanner;
   /** Paths changed locally since they were last looked at (kept while detached). */
   private readonly dirty = new Set<string>();
-  private readonly watchers = new Map<string, FSWatcher>();
+  private readonly watcher: LocalWatcher;
   private queue: Promise<unknown> = Promise.resolve();
   private pollTimer: NodeJS.Timeout | null = null;
   private dirtyTimer: NodeJS.Timeout | null = null;
@@ -112,6 +112,10 @@ export class HotSync {
     this.ignore = new Set(this.options.ignore);
     this.paths = new SyncPaths(this.options.localRoot, this.options.remoteRoot);
     this.localScanner = new LocalScanner(this.paths, this.ignore, this.scanListener('local'));
+    this.watcher = new LocalWatcher(this.paths, this.ignore, {
+      onChange: (rel) => this.markDirty(rel),
+      onNotice: (text) => this.notice(text),
+    });
   }
 
   /**
@@ -131,7 +135,7 @@ export class HotSync {
     const summary = await this.enqueue(() => this.fullPass());
     if (!this.attachedOnce) {
       this.attachedOnce = true;
-      this.startWatching();
+      this.watcher.start();
     }
     return summary;
   }
@@ -160,8 +164,7 @@ export class HotSync {
     this.stopped = true;
     this.detach();
     if (this.dirtyTimer) clearTimeout(this.dirtyTimer);
-    for (const watcher of this.watchers.values()) watcher.close();
-    this.watchers.clear();
+    this.watcher.close();
     await this.queue.catch(() => {});
   }
 
@@ -245,7 +248,7 @@ export class HotSync {
           ? this.paths.checkedLocalPath(rel).then(fs.unlink)
           : remote.unlink(this.paths.remotePath(rel))
         ).catch(() => {});
-      this.refreshWatchers(local);
+      this.watcher.refresh(local);
       const oversized = [...local]
         .filter(([, e]) => e.type === 'file' && e.size >= this.options.maxFileBytes)
         .map(([rel, e]) => ({ path: rel, size: (e as { size: number }).size }));
@@ -473,8 +476,9 @@ export class HotSync {
 
   // ---- local change notifications -------------------------------------------------------------------------
 
+  /** Remembers a local change, and looks at what changed soon after (several changes in one pass). */
   private markDirty(rel: string): void {
-    if (this.stopped || rel.split('/').some((part) => isTempName(part) || !isPlainName(part))) return;
+    if (this.stopped) return;
     this.dirty.add(rel);
     if (this.dirtyTimer || !this.remote) return;
     this.dirtyTimer = setTimeout(() => {
@@ -482,50 +486,5 @@ export class HotSync {
       void this.enqueue(() => this.partialPass()).catch(() => {});
     }, DEBOUNCE_MS);
     this.dirtyTimer.unref();
-  }
-
-  private startWatching(): void {
-    if (process.platform === 'linux') return; // one watcher per directory, kept by refreshWatchers
-    try {
-      const watcher = watch(this.options.localRoot, { recursive: true }, (_event, name) => {
-        if (!name) return;
-        const rel = name.split(path.sep).join('/');
-        if (!rel.split('/').some((part) => this.ignore.has(part))) this.markDirty(rel);
-      });
-      watcher.on('error', () => watcher.close());
-      this.watchers.set('', watcher);
-    } catch {
-      this.notice('local changes are found by rescanning only (the folder cannot be watched)');
-    }
-  }
-
-  /**
-   * Linux: a recursive watch would also watch every ignored directory (node_modules can be huge), so each
-   * synced directory gets its own watcher instead. A failure (inotify limit) leaves the periodic rescan.
-   */
-  private refreshWatchers(local: Tree): void {
-    if (process.platform !== 'linux' || this.stopped) return;
-    const dirs = new Set(['']);
-    for (const [rel, entry] of local) if (entry.type === 'dir' && !entry.ignored) dirs.add(rel);
-    for (const [rel, watcher] of this.watchers)
-      if (!dirs.has(rel)) {
-        watcher.close();
-        this.watchers.delete(rel);
-      }
-    for (const rel of dirs) {
-      if (this.watchers.has(rel)) continue;
-      try {
-        const watcher = watch(this.paths.localPath(rel), (_event, name) => {
-          if (name) this.markDirty(rel === '' ? String(name) : `${rel}/${name}`);
-        });
-        watcher.on('error', () => {
-          watcher.close();
-          this.watchers.delete(rel);
-        });
-        this.watchers.set(rel, watcher);
-      } catch {
-        // Gone meanwhile, or out of watches: the periodic rescan covers it.
-      }
-    }
   }
 }
