@@ -2,12 +2,12 @@ import path from 'node:path';
 import type { Stats } from 'ssh2';
 import { Detached } from './hot-sync-errors.js';
 import { isPlainName, isTempName, type SyncPaths } from './hot-sync-paths.js';
-import { type ScanListener, STALE_TEMP_MS, walkTree } from './hot-sync-scan.js';
+import { type ScanListener, type SideReader, STALE_TEMP_MS, walkTree } from './hot-sync-scan.js';
 import type { Entry, Tree } from './hot-sync-tree.js';
 import { isMissing, type RemoteFs } from './remote-fs.js';
 
 /** Reads the workspace folder's entries over one SFTP session, one directory listing per request. */
-export class RemoteScanner {
+export class RemoteScanner implements SideReader {
   /** `attached` tells whether `remote` is still the session in use (a failed listing may mean it is not). */
   constructor(
     private readonly remote: RemoteFs,
@@ -36,45 +36,43 @@ export class RemoteScanner {
     return this.entryOf(rel, attrs, target);
   }
 
-  /** Adds everything under `start` (and `start` itself unless it is the root) to `tree`, several at a time. */
+  /** Adds everything under `start` (and `start` itself unless it is the root) to `tree`. */
   scan(start: string, tree: Tree): Promise<void> {
-    return walkTree(
-      start,
-      tree,
-      (rel) => this.entry(rel),
-      async (dir) => {
-        let listing: Awaited<ReturnType<RemoteFs['readdir']>>;
-        try {
-          listing = await this.remote.readdir(this.paths.remotePath(dir));
-        } catch (error) {
-          if (!this.attached()) throw new Detached();
-          if (!isMissing(error)) this.listener.cannotList(dir, error as Error);
-          return [];
-        }
-        const entries = await Promise.all(
-          listing
-            .filter(({ name }) => {
-              if (name === '.' || name === '..') return false;
-              if (isPlainName(name)) return true;
-              this.listener.refusedName(dir, name);
-              return false;
-            })
-            .map(async ({ name, attrs }): Promise<[string, Entry] | null> => {
-              const rel = dir === '' ? name : `${dir}/${name}`;
-              if (isTempName(name)) {
-                if (!attrs.isDirectory() && attrs.mtime * 1000 < Date.now() - STALE_TEMP_MS)
-                  this.listener.staleTemp(rel);
-                return null;
-              }
-              const target = attrs.isSymbolicLink()
-                ? await this.remote.readlink(this.paths.remotePath(rel)).catch(() => undefined)
-                : undefined;
-              const entry = this.entryOf(rel, attrs, target);
-              return entry ? [rel, entry] : null;
-            }),
-        );
-        return entries.filter((entry) => entry !== null);
-      },
+    return walkTree(this, start, tree);
+  }
+
+  /** The entries of the folder `dir`, leaving out what is not synced; one listing request. */
+  async list(dir: string): Promise<Array<[string, Entry]>> {
+    let listing: Awaited<ReturnType<RemoteFs['readdir']>>;
+    try {
+      listing = await this.remote.readdir(this.paths.remotePath(dir));
+    } catch (error) {
+      if (!this.attached()) throw new Detached();
+      if (!isMissing(error)) this.listener.cannotList(dir, error as Error);
+      return [];
+    }
+    const entries = await Promise.all(
+      listing
+        .filter(({ name }) => {
+          if (name === '.' || name === '..') return false;
+          if (isPlainName(name)) return true;
+          this.listener.refusedName(dir, name);
+          return false;
+        })
+        .map(async ({ name, attrs }): Promise<[string, Entry] | null> => {
+          const rel = dir === '' ? name : `${dir}/${name}`;
+          if (isTempName(name)) {
+            if (!attrs.isDirectory() && attrs.mtime * 1000 < Date.now() - STALE_TEMP_MS)
+              this.listener.staleTemp(rel);
+            return null;
+          }
+          const target = attrs.isSymbolicLink()
+            ? await this.remote.readlink(this.paths.remotePath(rel)).catch(() => undefined)
+            : undefined;
+          const entry = this.entryOf(rel, attrs, target);
+          return entry ? [rel, entry] : null;
+        }),
     );
+    return entries.filter((entry) => entry !== null);
   }
 }

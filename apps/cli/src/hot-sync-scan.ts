@@ -14,18 +14,21 @@ export interface ScanListener {
   staleTemp(rel: string): void;
 }
 
+/** One side's entries, as its scanner reads them. */
+export interface SideReader {
+  /** What is at `rel` now (a link is not followed). */
+  entry(rel: string): Promise<Entry | undefined>;
+  /** The entries of the folder `dir`, leaving out what is not synced. */
+  list(dir: string): Promise<Array<[string, Entry]>>;
+}
+
 /**
- * Everything under `start` (and `start` itself unless it is the root), breadth first: `entryOf` gives one
- * entry, `list` a folder's entries; ignored folders are not entered.
+ * Adds everything under `start` (and `start` itself unless it is the root) to `tree`, breadth first, several
+ * folders at a time; ignored folders are not entered.
  */
-export async function walkTree(
-  start: string,
-  tree: Tree,
-  entryOf: (rel: string) => Promise<Entry | undefined>,
-  list: (dir: string) => Promise<Array<[string, Entry]>>,
-): Promise<void> {
+export async function walkTree(side: SideReader, start: string, tree: Tree): Promise<void> {
   if (start !== '') {
-    const first = await entryOf(start);
+    const first = await side.entry(start);
     if (!first) return;
     tree.set(start, first);
     if (first.type !== 'dir' || first.ignored) return;
@@ -34,7 +37,7 @@ export async function walkTree(
   while (level.length > 0) {
     const next: string[] = [];
     await pool(level, CONCURRENCY, async (dir) => {
-      for (const [rel, entry] of await list(dir)) {
+      for (const [rel, entry] of await side.list(dir)) {
         tree.set(rel, entry);
         if (entry.type === 'dir' && !entry.ignored) next.push(rel);
       }

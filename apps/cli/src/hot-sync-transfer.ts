@@ -82,7 +82,7 @@ export class Transfers {
     this.base = options.base;
   }
 
-  /** The folder removals queued by this pass, children before parents. */
+  /** Runs the folder removals queued by this pass, children before parents. */
   async removeFolders(): Promise<void> {
     for (const removal of this.removals.reverse()) await removal();
   }

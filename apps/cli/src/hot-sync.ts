@@ -189,6 +189,8 @@ export class HotSync {
     this.pollTimer.unref();
   }
 
+  // ---- scanning ------------------------------------------------------------------------------------------
+
   /** Where a scan of one side reports what it finds besides the entries. */
   private scanListener(side: 'local' | 'remote'): ScanListener {
     return {
