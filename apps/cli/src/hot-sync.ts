@@ -243,7 +243,7 @@ export class HotSync {
     const workspace: Tree = new Map();
     try {
       await Promise.all([this.localScanner.scan('', local), scanner.scan('', workspace)]);
-      const stats = await this.reconcile(remote, scanner, local, workspace, true);
+      const transfers = await this.reconcile(remote, scanner, local, workspace, true);
       await this.keepHistory(remote);
       for (const { side, rel } of this.staleTemps)
         await (side === 'local'
@@ -255,9 +255,9 @@ export class HotSync {
         .filter(([, e]) => e.type === 'file' && e.size >= this.options.maxFileBytes)
         .map(([rel, e]) => ({ path: rel, size: (e as { size: number }).size }));
       return {
-        filesCopied: stats.copied,
-        bytes: stats.bytes,
-        conflicts: stats.conflicts,
+        filesCopied: transfers.copied,
+        bytes: transfers.bytes,
+        conflicts: transfers.conflicts,
         filesLinked: oversized.length,
         dirsLinked: [...local.values()].filter((e) => e.type === 'dir' && e.ignored).length,
         oversized,
