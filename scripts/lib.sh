@@ -80,3 +80,31 @@ build() {
   say "building (tsc)"
   npm run --silent build
 }
+
+# Every test file of the repository, sorted.
+test_files() {
+  find apps packages test -path '*/node_modules' -prune -o -name '*.test.ts' -print 2>/dev/null | sort
+}
+
+# Runs the given test files, the spec on stdout and TAP into $1, one file at a time unless TEST_CONCURRENCY says
+# otherwise (several files share the network lab and the Docker engine); then prints what was skipped and why,
+# and the closing "N passed, N failed, N skipped" (a skipped suite counts once, whatever it holds).
+run_tests() {
+  local tap=$1 status=0
+  shift
+  mkdir -p "$(dirname "$tap")"
+  npx tsx --conditions=source --test --test-concurrency="${TEST_CONCURRENCY:-1}" \
+    --test-reporter=spec --test-reporter-destination=stdout \
+    --test-reporter=tap --test-reporter-destination="$tap" \
+    "$@" || status=$?
+  local passed failed skipped
+  passed=$(grep -E '^# pass ' "$tap" | awk '{print $3}' | tail -n 1)
+  failed=$(grep -E '^# fail ' "$tap" | awk '{print $3}' | tail -n 1)
+  skipped=$(grep -cE '# SKIP' "$tap" || true)
+  if [ "${skipped:-0}" != 0 ]; then
+    echo "skipped, by reason (tests or suites):"
+    grep -E '# SKIP' "$tap" | sed -E 's/.*# SKIP ?//; s/^$/(no reason given)/' | sort | uniq -c | sort -rn | sed 's/^/  /'
+  fi
+  echo "${passed:-0} passed, ${failed:-0} failed, ${skipped:-0} skipped"
+  return "$status"
+}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up everything the test suite needs on a fresh Debian 12 machine (as root) and runs it:
 # Debian packages, npm dependencies, build, lint, type checks, Docker, PostgreSQL, then every test.
-# Closes with a line "N passed, N failed".
+# Closes with what was skipped and why, and a line "N passed, N failed, N skipped".
 source "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/.."
 
@@ -37,18 +37,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-mapfile -t files < <(find apps packages test -path '*/node_modules' -prune -o -name '*.test.ts' -print 2>/dev/null | sort)
+mapfile -t files < <(test_files)
 say "running ${#files[@]} test files on ${TEST_DATABASES}"
-mkdir -p test-output
-tap=test-output/results.tap
-status=0
-# One file at a time: several files share the network lab and the Docker engine.
-npx tsx --conditions=source --test --test-concurrency=1 \
-  --test-reporter=spec --test-reporter-destination=stdout \
-  --test-reporter=tap --test-reporter-destination="$tap" \
-  "${files[@]}" || status=$?
-
-passed=$(grep -E '^# pass ' "$tap" | awk '{print $3}' | tail -n 1)
-failed=$(grep -E '^# fail ' "$tap" | awk '{print $3}' | tail -n 1)
-echo "${passed:-0} passed, ${failed:-0} failed"
-exit "$status"
+run_tests test-output/results.tap "${files[@]}"

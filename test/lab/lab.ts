@@ -15,6 +15,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { needs } from '../support/needs.js';
 
 const run = promisify(execFile);
 
@@ -163,9 +164,7 @@ export interface SourceCounter {
 
 /** Why the lab cannot run here, or undefined when it can; for `test(..., { skip: labUnavailable() })`. */
 export function labUnavailable(): string | undefined {
-  if (process.platform !== 'linux') return 'the network lab needs Linux';
-  if (process.getuid?.() !== 0) return 'the network lab needs root (ip netns)';
-  return undefined;
+  return needs('lab') || undefined;
 }
 
 async function labCommand(...args: string[]): Promise<string> {

@@ -8,7 +8,16 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 
-export type Need = 'root' | 'lab' | 'docker' | 'postgres' | 'browser' | 'nft' | 'v2ray';
+export type Need =
+  | 'root'
+  | 'lab'
+  | 'docker'
+  | 'postgres'
+  | 'browser'
+  | 'nft'
+  | 'v2ray'
+  | 'sftp-server'
+  | 'fuse';
 
 export const UNIT_TIER = process.env.TEST_TIER === 'unit';
 
@@ -37,6 +46,11 @@ function missing(need: Need): string | undefined {
       return existsSync('/usr/bin/chromium') ? undefined : 'needs Debian chromium (/usr/bin/chromium)';
     case 'v2ray':
       return onPath('v2ray') ? undefined : 'needs the tunnel engine (apt-get install v2ray)';
+    case 'sftp-server':
+      return existsSync('/usr/lib/openssh/sftp-server') ? undefined : 'needs openssh-sftp-server';
+    case 'fuse':
+      if (!existsSync('/dev/fuse')) return 'needs /dev/fuse';
+      return onPath('sshfs') && onPath('fusermount3') ? undefined : 'needs sshfs and fusermount3';
     case 'nft':
       if (!onPath('nft')) return 'nft is not installed';
       return isRoot() ? undefined : 'nft -c needs root';

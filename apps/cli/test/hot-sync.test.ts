@@ -19,10 +19,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Client, SFTPWrapper } from 'ssh2';
+import { needs } from '../../../test/support/needs.js';
 import { HotSync, type HotSyncOptions } from '../src/hot-sync.js';
 import { KnownHosts } from '../src/known-hosts.js';
 import { connectSsh } from '../src/ssh-connection.js';
-import { SFTP_SERVER, startLocalSshd } from './helpers/local-sshd.js';
+import { startLocalSshd } from './helpers/local-sshd.js';
 
 // The workspace side is a directory on this machine reached through a real SSH connection and OpenSSH's
 // sftp-server. The "cold" sshfs layer is stood in for by a link to the local folder, which is what the
@@ -38,7 +39,7 @@ async function waitFor(what: string, check: () => boolean, ms = 5000): Promise<v
 }
 
 describe('hot sync: a two-way copy of small files, links to sshfs for the rest', {
-  skip: existsSync(SFTP_SERVER) ? false : 'needs openssh-sftp-server',
+  skip: needs('sftp-server'),
   timeout: 120_000,
 }, () => {
   const work = mkdtempSync(path.join(tmpdir(), 'ccp-hot-sync-'));

@@ -14,16 +14,17 @@ import {
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { needs } from '../../../test/support/needs.js';
 import { KnownHosts } from '../src/known-hosts.js';
 import { connectSsh, execCollect } from '../src/ssh-connection.js';
 import { startLocalSshd } from './helpers/local-sshd.js';
-import { mountWithPassiveSshfs, passiveSshfsUsable } from './helpers/passive-sshfs.js';
+import { mountWithPassiveSshfs } from './helpers/passive-sshfs.js';
 
 // The CLI's SFTP server against a real sshfs and FUSE on this machine: a small SSH server runs each exec
 // request as a local shell command, and `sshfs -o passive` reads our SFTP from it (the gateway does the same
 // with the subsystem channel; that path is tested against a real workspace in cli.test.ts).
 describe('reverse sshfs: the local folder served over SFTP, mounted by sshfs -o passive', {
-  skip: passiveSshfsUsable(),
+  skip: needs('fuse'),
   timeout: 60_000,
 }, () => {
   const work = mkdtempSync(path.join(tmpdir(), 'ccp-cli-sftp-'));

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { type Browser, chromium, type Page } from 'playwright-core';
@@ -11,12 +11,13 @@ import {
   startTestGateway,
   type TestGateway,
 } from '../../gateway/test/helpers/test-gateway.js';
+import { needs } from '../../../test/support/needs.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const DASHBOARD = fileURLToPath(new URL('..', import.meta.url));
 const VITE = fileURLToPath(new URL('../../../node_modules/.bin/vite', import.meta.url));
 const SHOTS = fileURLToPath(new URL('../../../test-output/dashboard/', import.meta.url));
-const skip = existsSync(CHROMIUM) ? undefined : `no Chromium at ${CHROMIUM} (Debian package chromium)`;
+const skip = needs('browser');
 
 /** The dev server, forwarding the API to the gateway: it builds nothing into dist/, which other tests serve. */
 async function startVite(apiUrl: string): Promise<{ url: string; child: ChildProcess }> {

@@ -11,13 +11,14 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:f
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { needs } from '../../../../test/support/needs.js';
 import { KnownHosts } from '../../src/known-hosts.js';
 import { connectSsh, execCollect, shellQuote } from '../../src/ssh-connection.js';
 import { startLocalSshd } from '../helpers/local-sshd.js';
-import { mountWithPassiveSshfs, passiveSshfsUsable } from '../helpers/passive-sshfs.js';
+import { mountWithPassiveSshfs } from '../helpers/passive-sshfs.js';
 
 describe('attack: the workspace plants git hooks and config in the mounted folder', {
-  skip: passiveSshfsUsable(),
+  skip: needs('fuse'),
   timeout: 60_000,
 }, () => {
   const work = mkdtempSync(path.join(tmpdir(), 'ccp-cli-git-control-'));

@@ -20,10 +20,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Client, FileEntryWithStats, InputAttributes, OpenMode, SFTPWrapper, Stats } from 'ssh2';
+import { needs } from '../../../../test/support/needs.js';
 import { HotSync } from '../../src/hot-sync.js';
 import { KnownHosts } from '../../src/known-hosts.js';
 import { connectSsh } from '../../src/ssh-connection.js';
-import { SFTP_SERVER, startLocalSshd } from '../helpers/local-sshd.js';
+import { startLocalSshd } from '../helpers/local-sshd.js';
 
 type Done<T> = (error: Error | undefined, value: T) => void;
 
@@ -75,7 +76,7 @@ function hostileSftp(
 }
 
 describe('attack: the workspace names entries outside the synced folder', {
-  skip: existsSync(SFTP_SERVER) ? false : 'needs openssh-sftp-server',
+  skip: needs('sftp-server'),
   timeout: 60_000,
 }, () => {
   const work = mkdtempSync(path.join(tmpdir(), 'ccp-attack-hot-sync-'));

@@ -1,17 +1,7 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import type { Client, ClientChannel } from 'ssh2';
 import { FolderSftpServer } from '../../src/sftp-server.js';
 import { execCollect, shellQuote } from '../../src/ssh-connection.js';
-
-/** Why the reverse-sshfs tests cannot run here, or false when sshfs and FUSE are available. */
-export function passiveSshfsUsable(): string | false {
-  const usable =
-    existsSync('/dev/fuse') &&
-    spawnSync('sh', ['-c', 'command -v sshfs && command -v fusermount3']).status === 0;
-  return usable ? false : 'needs sshfs, fusermount3 and /dev/fuse';
-}
 
 /** `sshfs -o passive` on the exec channel, our SFTP server on the other end; resolves once mounted. */
 export async function mountWithPassiveSshfs(

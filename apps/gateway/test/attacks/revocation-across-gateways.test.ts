@@ -1,17 +1,13 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import { needs } from '../../../../test/support/needs.js';
 import { SseClient } from '../helpers/sse-client.js';
-import {
-  createPostgresDatabase,
-  DATABASES,
-  startTestGateway,
-  type TestGateway,
-} from '../helpers/test-gateway.js';
+import { createPostgresDatabase, startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
 
 /** Two gateways on one PostgreSQL database: a revocation made at one must end live access held at the other. */
 describe('attack: keeping access open through another gateway', {
-  skip: !DATABASES.includes('postgres'),
+  skip: needs('postgres'),
 }, () => {
   let database: Awaited<ReturnType<typeof createPostgresDatabase>>;
   let a: TestGateway;

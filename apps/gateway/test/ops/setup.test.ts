@@ -7,6 +7,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { parse as parseDotenv } from 'dotenv';
 import pg from 'pg';
+import { needs } from '../../../../test/support/needs.js';
 import { loadConfig } from '../../src/config.js';
 import { POSTGRES_ADMIN_URL } from '../helpers/test-gateway.js';
 
@@ -83,7 +84,9 @@ describe('deploy/setup.sh without a terminal', () => {
     assert.ok(!second.stdout.includes(env.ADMIN_PASSWORD!), 'the password is shown once');
   });
 
-  it('refuses to change the storage of an existing .env without a terminal, and changes nothing', () => {
+  it('refuses to change the storage of an existing .env without a terminal, and changes nothing', {
+    skip: needs('postgres'),
+  }, () => {
     const d = dir();
     assert.equal(setup(d).code, 0);
     const before = readFileSync(path.join(d, '.env'), 'utf8');
@@ -93,7 +96,9 @@ describe('deploy/setup.sh without a terminal', () => {
     assert.equal(readFileSync(path.join(d, '.env'), 'utf8'), before);
   });
 
-  it('external PostgreSQL: checks the URL by connecting and says why it failed', () => {
+  it('external PostgreSQL: checks the URL by connecting and says why it failed', {
+    skip: needs('postgres'),
+  }, () => {
     const d = dir();
     const wrong = new URL(POSTGRES_ADMIN_URL);
     wrong.password = 'not-the-password';
@@ -118,7 +123,7 @@ describe('deploy/setup.sh without a terminal', () => {
     assert.match(noCa.stderr, /verify-full needs --ssl-ca FILE/);
   });
 
-  it('external PostgreSQL with sslmode=require', async () => {
+  it('external PostgreSQL with sslmode=require', { skip: needs('postgres') }, async () => {
     const d = dir();
     const run = setup(d, [], { DATABASE_URL: POSTGRES_ADMIN_URL, DATABASE_SSL: 'require' });
     assert.equal(run.code, 0, run.stderr);
@@ -128,7 +133,7 @@ describe('deploy/setup.sh without a terminal', () => {
   });
 
   it('external PostgreSQL with verify-full and a CA file', {
-    skip: !existsSync(TEST_CA) && `no test CA at ${TEST_CA}`,
+    skip: needs('postgres') || (!existsSync(TEST_CA) && `no test CA at ${TEST_CA}`),
   }, async () => {
     const d = dir();
     const run = setup(d, [
@@ -147,7 +152,7 @@ describe('deploy/setup.sh without a terminal', () => {
     await connects(url);
   });
 
-  describe('built-in PostgreSQL', () => {
+  describe('built-in PostgreSQL', { skip: needs('root', 'postgres') }, () => {
     const name = `ccp_setup_${randomBytes(4).toString('hex')}`;
     const env = { BUILTIN_PG_ROLE: name, BUILTIN_PG_DATABASE: name };
     const psql = (command: string) =>

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
+import { needs } from '../../../../test/support/needs.js';
 import { parseDatabaseUrl } from '../../src/config.js';
 import { type Database, openDatabase } from '../../src/store/database.js';
 import { ConstraintViolation } from '../../src/store/errors.js';
@@ -117,7 +118,7 @@ for (const kind of DATABASES) {
 }
 
 describe('PostgreSQL over TLS', {
-  skip: !DATABASES.includes('postgres') || !process.env.TEST_POSTGRES_CA,
+  skip: needs('postgres') || (!process.env.TEST_POSTGRES_CA && 'TEST_POSTGRES_CA is not set'),
 }, () => {
   let target: Awaited<ReturnType<typeof createPostgresDatabase>>;
   before(async () => {

@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
+import { needs } from '../../../../test/support/needs.js';
 import {
   createPostgresDatabase,
-  DATABASES,
   POSTGRES_ADMIN_URL,
   startTestGateway,
   type TestGateway,
@@ -21,7 +21,7 @@ async function eventually<T>(what: string, check: () => Promise<T | undefined>, 
 }
 
 // Two gateways on one PostgreSQL database: what one caches (users list, token checks), the other's writes end.
-describe('two gateways sharing one PostgreSQL database', { skip: !DATABASES.includes('postgres') }, () => {
+describe('two gateways sharing one PostgreSQL database', { skip: needs('postgres') }, () => {
   let database: Awaited<ReturnType<typeof createPostgresDatabase>>;
   let a: TestGateway;
   let b: TestGateway;
