@@ -121,11 +121,22 @@ describe('everyday use of the dashboard in Chromium', { skip, timeout: 300_000 }
     const background = (locator: typeof start) =>
       locator.evaluate((button) => getComputedStyle(button).backgroundColor);
     const primary = await background(start);
+    // The desktop comes up a little after its host, as in a real workspace.
+    runtime.desktops.set(host.id, 'starting');
+    const desktopBadge = page.getByTestId('desktop').locator('.badge');
+    await desktopBadge.filter({ hasText: /^host stopped$/ }).waitFor();
     await start.click();
     const progress = page.getByTestId('task-progress');
     await progress.and(page.locator('[data-status="succeeded"]')).waitFor();
     await page.getByRole('heading', { name: /running/ }).waitFor();
     assert.equal(await hostStatus(host.id), 'running');
+    // The desktop's badge follows the host and then the desktop without a reload (it was once seen to keep
+    // "host stopped" after a start).
+    await desktopBadge.filter({ hasText: /^starting$/ }).waitFor({ timeout: 5000 });
+    runtime.desktops.set(host.id, 'running');
+    await desktopBadge.filter({ hasText: /^running$/ }).waitFor({ timeout: 5000 });
+    const openDesktop = page.getByTestId('desktop').getByRole('button', { name: 'Open desktop' });
+    assert.equal(await openDesktop.isDisabled(), false);
     assert.equal(await start.isDisabled(), true);
     assert.notEqual(await background(start), primary, 'a disabled Start does not keep the primary colour');
     assert.equal(
