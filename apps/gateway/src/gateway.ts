@@ -143,6 +143,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     options.egressTester ?? egressTesterFor(config.egress, v2rayEngine),
   );
   const events = new EventsService(repositories.events);
+  const taskRunner = new TaskRunner(repositories.tasks, bus, logger.child({ component: 'tasks' }));
   const ssh = new SshProxy({
     host: config.httpHost,
     port: config.sshProxyPort,
@@ -159,6 +160,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     }),
     revocation,
     accessSettings,
+    tasks: taskRunner,
     log: logger.child({ component: 'ssh' }),
   });
   const desktop = new DesktopControl({
@@ -188,7 +190,6 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     counts: () => metricsCounts.counts(),
   });
 
-  const taskRunner = new TaskRunner(repositories.tasks, bus, logger.child({ component: 'tasks' }));
   const lifecycle = new HostLifecycle(
     repositories.hosts,
     egressIps,

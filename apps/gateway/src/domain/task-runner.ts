@@ -54,6 +54,9 @@ export function taskView(row: TaskRow): Task {
   };
 }
 
+/** Who asked for a stop: an admin or a user by name, or the gateway itself (an account disabled or expired). */
+export type StopRequester = { kind: 'admin' | 'user'; username: string } | { kind: 'system' };
+
 const requester = (actor: Actor) =>
   actor.kind === 'system' ? 'system' : `${actor.kind}:${actor.username ?? actor.id}`;
 
@@ -142,6 +145,19 @@ export class TaskRunner {
       task.cancel.abort(`${why} (${requester(actor)})`);
       await task.done;
     }
+  }
+
+  /**
+   * Who stopped a host, when its newest task is a stop (the one that left it stopped or is stopping it): the
+   * requester as the task recorded it, and when it was asked. Null when something else left it so.
+   */
+  async lastStop(hostId: string): Promise<{ by: StopRequester; at: string } | null> {
+    const [latest] = await this.tasks.list({ hostId, limit: 1 });
+    if (latest?.kind !== 'stop') return null;
+    const [kind, ...name] = latest.requested_by.split(':');
+    const by: StopRequester =
+      kind === 'admin' || kind === 'user' ? { kind, username: name.join(':') } : { kind: 'system' };
+    return { by, at: isoOut(latest.created_at) };
   }
 
   isBusy(hostId: string): boolean {
