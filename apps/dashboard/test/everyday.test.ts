@@ -144,6 +144,11 @@ describe('everyday use of the dashboard in Chromium', { skip, timeout: 300_000 }
       'not-allowed',
       'and says it cannot be pressed',
     );
+    // One password story: SSH takes the password the user signed in with (ssh-proxy.test.ts logs in with it).
+    assert.match(
+      (await page.getByTestId('ssh-password-hint').textContent()) ?? '',
+      /SSH takes the account's own password, the one that signs in here/,
+    );
     await shot(page, 'portal-host-running');
     await stop.click();
     await page.getByRole('heading', { name: /stopped/ }).waitFor();

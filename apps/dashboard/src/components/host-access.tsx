@@ -10,7 +10,10 @@ export function HostAccess({ host }: { host: Host }) {
       <CopyField label="SSH" value={sshCommand} testId="ssh-command" />
       <CopyField label="SSH user" value={host.ssh_user} />
       <CopyField label="SSH host" value={`${host.ssh_host}:${host.ssh_port}`} />
-      <p className="hint">The SSH password is the account's user-level SSH password (or use an SSH key).</p>
+      <p className="hint" data-testid="ssh-password-hint">
+        SSH takes the account's own password, the one that signs in here (or an SSH key). The separate SSH
+        password shown when the account was made works too, for tools that keep a password of their own.
+      </p>
     </div>
   );
 }
