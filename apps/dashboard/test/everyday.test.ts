@@ -211,6 +211,24 @@ describe('everyday use of the dashboard in Chromium', { skip, timeout: 300_000 }
     await page.context().close();
   });
 
+  it("shows the images' state on the overview, and follows a change without a reload", async () => {
+    const page = await pageAs('admin', ADMIN_PASSWORD, '/admin');
+    const images = page.getByTestId('images');
+    await images.getByText('built', { exact: true }).waitFor();
+    assert.match((await images.textContent()) ?? '', /workspace.*Built .* 800 MB\./);
+    await shot(page, 'admin-overview-images');
+    runtime.imagePresent = false;
+    try {
+      // Any check announces the images on the image-status topic (the gateway also checks every 5 minutes).
+      await t.request('GET', '/v1/admin/images');
+      await images.getByText('missing', { exact: true }).waitFor();
+      assert.match((await images.textContent()) ?? '', /Not built: hosts cannot start from it/);
+    } finally {
+      runtime.imagePresent = true;
+    }
+    await page.context().close();
+  });
+
   it('names hosts by short ID on the task list', async () => {
     const host = await startedThenBootstrapped();
     const page = await pageAs('admin', ADMIN_PASSWORD, `/admin/tasks?host_id=${host.id}`);

@@ -124,3 +124,4 @@ export const ImageStatus = Type.Object({
 export const ImageList = Type.Object({ images: Type.Array(ImageStatus) });
 
 export type ImageStatus = Type.Static<typeof ImageStatus>;
+export type ImageList = Type.Static<typeof ImageList>;

@@ -153,8 +153,19 @@ export class MemoryRuntime implements WorkspaceRuntime {
     return 'ccp-workspace:memory';
   }
 
+  /** Whether the workspace image counts as built. */
+  imagePresent = true;
+
   async images(): Promise<ImageStatus[]> {
-    return [{ name: 'workspace', tag: this.imageTag(), present: true, created_at: null, size_bytes: null }];
+    return [
+      {
+        name: 'workspace',
+        tag: this.imageTag(),
+        present: this.imagePresent,
+        created_at: this.imagePresent ? '2026-01-02T03:04:05Z' : null,
+        size_bytes: this.imagePresent ? 800_000_000 : null,
+      },
+    ];
   }
 
   watch(): () => void {

@@ -21,6 +21,37 @@ function Stat({ label, value, to }: { label: string; value: number; to?: string 
   );
 }
 
+/** Megabytes, for an image's size. */
+const megabytes = (bytes: number | null) => (bytes === null ? '' : ` · ${Math.round(bytes / 1e6)} MB`);
+
+/**
+ * The managed images (workspace, egress gateway): built or missing, for the tag the current recipe gives. They are
+ * built on the gateway's machine by image/build.sh (deploy/setup.sh runs it); the page says so for a missing one.
+ */
+function Images() {
+  const images = useQuery({ queryKey: ['images'], queryFn: api.admin.images });
+  if (!images.data) return <Loading error={images.error} />;
+  return (
+    <ul className="plain-list" data-testid="images">
+      {images.data.images.map((image) => (
+        <li key={image.name}>
+          <div className="row between wrap">
+            <span>
+              <strong>{image.name}</strong> <code>{image.tag}</code>
+            </span>
+            <StatusBadge status={image.present ? 'built' : 'missing'} />
+          </div>
+          <p className="hint">
+            {image.present
+              ? `Built ${when(image.created_at)}${megabytes(image.size_bytes)}.`
+              : 'Not built: hosts cannot start from it. Run deploy/setup.sh --no-start (or image/build.sh) as root on the gateway’s machine.'}
+          </p>
+        </li>
+      ))}
+    </ul>
+  );
+}
+
 export function Overview() {
   const stats = useStats();
   const egress = useEgressIps();
@@ -77,6 +108,9 @@ export function Overview() {
           )}
         </Section>
       </div>
+      <Section title="Images">
+        <Images />
+      </Section>
       <Section title="Recent events" actions={<Link to="/admin/events">All events</Link>}>
         {events.data ? (
           <ul className="plain-list events">
