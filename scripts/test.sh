@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up everything the test suite needs on a fresh Debian 12 machine (as root) and runs it:
 # Debian packages, npm dependencies, build, lint, type checks, Docker, PostgreSQL, then every test.
-# Closes with a line "N passed, N failed".
+# Closes with "N passed, N failed, N skipped" and every skipped suite or test with its reason.
 source "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/.."
 
@@ -48,7 +48,6 @@ npx tsx --conditions=source --test --test-concurrency=1 \
   --test-reporter=tap --test-reporter-destination="$tap" \
   "${files[@]}" || status=$?
 
-passed=$(grep -E '^# pass ' "$tap" | awk '{print $3}' | tail -n 1)
-failed=$(grep -E '^# fail ' "$tap" | awk '{print $3}' | tail -n 1)
-echo "${passed:-0} passed, ${failed:-0} failed"
+# "N passed, N failed, N skipped", then what was skipped and why (a run without root skips whole suites).
+npx tsx test/support/test-summary.ts "$tap"
 exit "$status"
