@@ -211,19 +211,36 @@ describe('everyday use of the dashboard in Chromium', { skip, timeout: 300_000 }
     await page.context().close();
   });
 
-  it("shows the images' state on the overview, and follows a change without a reload", async () => {
+  it("shows the images' state on the overview, follows a change live, and builds a missing one with progress", async () => {
     const page = await pageAs('admin', ADMIN_PASSWORD, '/admin');
     const images = page.getByTestId('images');
     await images.getByText('built', { exact: true }).waitFor();
     assert.match((await images.textContent()) ?? '', /workspace.*Built .* 800 MB\./);
+    const buildMissing = page.getByRole('button', { name: 'Build missing images' });
+    assert.equal(await buildMissing.isDisabled(), true, 'nothing is missing');
     await shot(page, 'admin-overview-images');
+
     runtime.imagePresent = false;
+    let finish!: () => void;
+    runtime.imageBuild = new Promise((resolve) => {
+      finish = resolve;
+    });
     try {
       // Any check announces the images on the image-status topic (the gateway also checks every 5 minutes).
       await t.request('GET', '/v1/admin/images');
       await images.getByText('missing', { exact: true }).waitFor();
       assert.match((await images.textContent()) ?? '', /Not built: hosts cannot start from it/);
+      await buildMissing.click();
+      const progress = page.getByTestId('task-progress');
+      await progress.getByText('docker build ccp-workspace:memory').waitFor();
+      assert.match((await progress.textContent()) ?? '', /^image-build/);
+      await shot(page, 'admin-overview-image-build');
+      finish();
+      await progress.and(page.locator('[data-status="succeeded"]')).waitFor();
+      await images.getByText('built', { exact: true }).waitFor();
+      assert.ok(runtime.calls.includes('buildImages missing'));
     } finally {
+      finish();
       runtime.imagePresent = true;
     }
     await page.context().close();

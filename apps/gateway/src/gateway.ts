@@ -234,7 +234,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
   );
   const scripts = new AccessScripts(config.publicApiUrl);
   const cli = new CliBundle(config.cliBundle, config.publicApiUrl);
-  const images = new ImagesService(runtime, bus);
+  const images = new ImagesService(runtime, bus, taskRunner);
   egressIps.onUpstreamChanged((egressIpId, replaced) => lifecycle.egressChanged(egressIpId, replaced));
   revocation.registerWhereChanged(async (userId, reason) => {
     if (reason === 'deleted') await lifecycle.removeHostsOf(userId);

@@ -17,6 +17,8 @@ import {
   WORKSPACE_PORTS,
 } from './egress-gateway-files.js';
 import { MOUNTS_IN_WORKSPACE, makeTraversableDir, propagatesToContainers } from './folder-mount-points.js';
+import { buildImages } from './image-build.js';
+import type { WorkspaceVariant } from './image-inputs.js';
 import { CommandError, linkWorkspace, listensOnTcp, workspaceLinked } from './netns.js';
 import { verifyEgressPath } from './path-check.js';
 import {
@@ -808,16 +810,24 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
     return out;
   }
 
+  buildImages(rebuild: boolean, progress: ProgressReporter): Promise<void> {
+    return buildImages(this.variant(), rebuild, progress);
+  }
+
+  /** The workspace variant the configured tag names (image/build.sh's tags: `ccp-workspace:<variant>-<hash>`). */
+  private variant(): WorkspaceVariant {
+    return /^ccp-workspace:test-/.test(this.options.images.workspace) ? 'test' : 'full';
+  }
+
   private async requireImages(): Promise<void> {
     for (const tag of [this.options.images.workspace, this.options.images.egressGateway]) {
       try {
         await this.docker.getImage(tag).inspect();
       } catch (error) {
         if (statusCode(error) !== 404) throw error;
-        const variant = /^ccp-workspace:(test|full)-/.exec(this.options.images.workspace)?.[1] ?? 'full';
         throw new RuntimeError(
           'image_missing',
-          `the image ${tag} is not built: run \`image/build.sh --variant ${variant} all\` as root`,
+          `the image ${tag} is not built: run \`image/build.sh --variant ${this.variant()} all\` as root`,
         );
       }
     }

@@ -1,6 +1,7 @@
 import {
   type ExecResult,
   type ImageStatus,
+  type ProgressReporter,
   RuntimeError,
   startCancelled,
   type UpstreamSpec,
@@ -155,6 +156,15 @@ export class MemoryRuntime implements WorkspaceRuntime {
 
   /** Whether the workspace image counts as built. */
   imagePresent = true;
+  /** Held by an image build until resolved (tests watch its progress meanwhile); a build then makes it present. */
+  imageBuild: Promise<void> = Promise.resolve();
+
+  async buildImages(rebuild: boolean, progress: ProgressReporter): Promise<void> {
+    this.calls.push(`buildImages ${rebuild ? 'rebuild' : 'missing'}`);
+    await progress(40, 'docker build ccp-workspace:memory');
+    await this.imageBuild;
+    this.imagePresent = true;
+  }
 
   async images(): Promise<ImageStatus[]> {
     return [
