@@ -149,6 +149,14 @@ describe('everyday use of the dashboard in Chromium', { skip, timeout: 300_000 }
       (await page.getByTestId('ssh-password-hint').textContent()) ?? '',
       /SSH takes the account's own password, the one that signs in here/,
     );
+    // Getting ccp: the one line installs it from the gateway that serves the page, and it is served there.
+    const install = await page.getByTestId('ccp-install').textContent();
+    assert.equal(install, `curl -fsSL ${vite.url}/v1/cli/install | sh`);
+    assert.equal((await fetch(`${vite.url}/v1/cli/install`)).status, 200);
+    assert.equal(
+      await page.getByTestId('ccp-init').textContent(),
+      `ccp init --gateway ${vite.url} --short-id ${host.short_id} && ccp`,
+    );
     await shot(page, 'portal-host-running');
     await stop.click();
     await page.getByRole('heading', { name: /stopped/ }).waitFor();
