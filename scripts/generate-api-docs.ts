@@ -29,7 +29,7 @@ interface Operation {
   tags?: string[];
   parameters?: { name: string; in: string; required?: boolean; schema?: Schema }[];
   requestBody?: { content: Record<string, { schema: Schema }> };
-  responses?: Record<string, { description?: string }>;
+  responses?: Record<string, { description?: string; content?: Record<string, { schema: Schema }> }>;
 }
 type Document = {
   paths: Record<string, Record<string, Operation>>;
@@ -45,6 +45,9 @@ function typeOf(schema: Schema): string {
   return Array.isArray(schema.type) ? schema.type.join(' \\| ') : (schema.type ?? 'any');
 }
 
+/** Text for a table cell: a `|` would end the cell. */
+const cell = (text: string) => text.replaceAll('|', '\\|');
+
 function rules(schema: Schema): string {
   const out: string[] = [];
   if (schema.minLength !== undefined) out.push(`min length ${schema.minLength}`);
@@ -52,7 +55,7 @@ function rules(schema: Schema): string {
   if (schema.minimum !== undefined) out.push(`≥ ${schema.minimum}`);
   if (schema.maximum !== undefined) out.push(`≤ ${schema.maximum}`);
   if (schema.default !== undefined) out.push(`default ${JSON.stringify(schema.default)}`);
-  if (schema.description) out.push(schema.description);
+  if (schema.description) out.push(cell(schema.description));
   return out.join('; ');
 }
 
@@ -66,6 +69,52 @@ function fieldTable(schema: Schema): string {
     return `| \`${name}\` | ${typeOf(field)} | ${required} | ${rules(field)} |`;
   });
   return ['| Field | Type | Required | Rules |', '|---|---|---|---|', ...rows, ''].join('\n');
+}
+
+/** An object's own fields, the fields of an allOf merged in. */
+function objectOf(schema: Schema): Schema | null {
+  if (schema.allOf) {
+    const parts = schema.allOf.map(objectOf).filter((part): part is Schema => part !== null);
+    return {
+      type: 'object',
+      properties: Object.assign({}, ...parts.map((part) => part.properties)),
+      required: parts.flatMap((part) => part.required ?? []),
+    };
+  }
+  if (schema.properties) return schema;
+  // An object or null: its fields, when it has them.
+  const objects = (schema.anyOf ?? []).filter((branch) => branch.properties || branch.allOf);
+  return objects.length === 1 ? objectOf(objects[0]!) : null;
+}
+
+/** One row per field of a response, nested objects and arrays of objects as `parent.field` and `list[].field`. */
+function responseRows(schema: Schema, prefix: string): string[] {
+  const object = objectOf(schema);
+  if (!object) return [];
+  return Object.entries(object.properties ?? {}).flatMap(([name, field]) => {
+    const path = `${prefix}${name}`;
+    const always = object.required?.includes(name) ? 'yes' : 'no';
+    const nested =
+      field.type === 'array' && field.items
+        ? responseRows(field.items, `${path}[].`)
+        : responseRows(field, `${path}.`);
+    const forms = (field.anyOf ?? []).filter((branch) => branch.properties || branch.allOf).length;
+    const type =
+      forms > 1
+        ? `object (one of ${forms} forms)`
+        : nested.length > 0 && field.type === 'array'
+          ? 'object[]'
+          : typeOf(field).replace(/^any\b/, 'object');
+    return [`| \`${path}\` | ${type} | ${always} | ${cell(field.description ?? '')} |`, ...nested];
+  });
+}
+
+/** The body of a successful response: its fields, or its type when it is not an object. */
+function responseShape(status: string, media: string, schema: Schema): string[] {
+  const title = `Response \`${status}\`${media === 'application/json' ? '' : ` (${media})`}:`;
+  const rows = responseRows(schema, '');
+  if (rows.length === 0) return [`${title} ${typeOf(schema)}`, ''];
+  return [title, '', '| Field | Type | Always | Notes |', '|---|---|---|---|', ...rows, ''];
 }
 
 export function renderMarkdown(doc: Document): string {
@@ -100,6 +149,11 @@ export function renderMarkdown(doc: Document): string {
       if (body) section.push('Request body:', '', fieldTable(body));
       const statuses = Object.keys(op.responses ?? {});
       section.push(`Responses: ${statuses.map((s) => `\`${s}\``).join(', ')}`, '');
+      for (const status of statuses.filter((s) => s.startsWith('2'))) {
+        const content = op.responses?.[status]?.content ?? {};
+        const [media, shape] = Object.entries(content)[0] ?? [];
+        if (media && shape) section.push(...responseShape(status, media, shape.schema));
+      }
       byTag.set(tag, [...(byTag.get(tag) ?? []), ...section]);
     }
   }

@@ -87,8 +87,7 @@ test_files() {
 }
 
 # Runs the given test files, the spec on stdout and TAP into $1, one file at a time unless TEST_CONCURRENCY says
-# otherwise (several files share the network lab and the Docker engine); then prints what was skipped and why,
-# and the closing "N passed, N failed, N skipped" (a skipped suite counts once, whatever it holds).
+# otherwise (several files share the network lab and the Docker engine); then the summary of test-summary.ts.
 run_tests() {
   local tap=$1 status=0
   shift
@@ -97,14 +96,7 @@ run_tests() {
     --test-reporter=spec --test-reporter-destination=stdout \
     --test-reporter=tap --test-reporter-destination="$tap" \
     "$@" || status=$?
-  local passed failed skipped
-  passed=$(grep -E '^# pass ' "$tap" | awk '{print $3}' | tail -n 1)
-  failed=$(grep -E '^# fail ' "$tap" | awk '{print $3}' | tail -n 1)
-  skipped=$(grep -cE '# SKIP' "$tap" || true)
-  if [ "${skipped:-0}" != 0 ]; then
-    echo "skipped, by reason (tests or suites):"
-    grep -E '# SKIP' "$tap" | sed -E 's/.*# SKIP ?//; s/^$/(no reason given)/' | sort | uniq -c | sort -rn | sed 's/^/  /'
-  fi
-  echo "${passed:-0} passed, ${failed:-0} failed, ${skipped:-0} skipped"
+  # "N passed, N failed, N skipped", then what was skipped and why (a run without root skips whole suites).
+  npx tsx test/support/test-summary.ts "$tap"
   return "$status"
 }

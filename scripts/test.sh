@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up everything the test suite needs on a fresh Debian 12 machine (as root) and runs it:
 # Debian packages, npm dependencies, build, lint, type checks, Docker, PostgreSQL, then every test.
-# Closes with what was skipped and why, and a line "N passed, N failed, N skipped".
+# Closes with "N passed, N failed, N skipped" and every skipped suite or test with its reason.
 source "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/.."
 

@@ -23,6 +23,8 @@ export const KEEPALIVE = { intervalMs: 3000, countMax: 4 };
 
 /** The gateway's SSH proxy refuses a host that is not running with a banner naming its state. */
 const STOPPED_BANNER = /\bhost (\S+) is (stopped|stopping)\b/;
+/** …and, when it knows, who stopped it: "(stopped by the administrator alice at 2026-…Z); start it…". */
+const STOPPED_BY = /\(stopped by (.+?)\);/;
 
 /** Opens an SSH connection to the gateway's proxy with the entry's credentials and a pinned host key. */
 export function connectSsh(
@@ -58,13 +60,14 @@ export function connectSsh(
             `the SSH host key of ${endpoint} changed (pinned ${mismatch}); refusing to connect. If the gateway's key was really replaced, remove that line from ${knownHosts.file}`,
           ),
         );
-      else if (STOPPED_BANNER.test(banner))
+      else if (STOPPED_BANNER.test(banner)) {
+        const by = STOPPED_BY.exec(banner)?.[1];
         reject(
           new HostStoppedError(
-            `host ${STOPPED_BANNER.exec(banner)?.[1]} was stopped (by an administrator, a schedule or from the portal); the session ended with it. ${banner.trim()}`,
+            `host ${STOPPED_BANNER.exec(banner)?.[1]} was stopped ${by ? `by ${by}` : '(the gateway did not say by whom)'}; the session ended with it. ${banner.trim()}`,
           ),
         );
-      else if (error.level === 'client-authentication')
+      } else if (error.level === 'client-authentication')
         reject(
           new AuthError(
             banner.trim() || `the SSH proxy refused the workspace credentials for ${target.username}`,

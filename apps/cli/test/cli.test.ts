@@ -439,7 +439,7 @@ describe('ccp, the command-line client, against a real workspace', { skip, timeo
     const stop = await t.request('POST', `/v1/admin/hosts/${hostId}/stop`);
     assert.equal(stop.status, 202, JSON.stringify(stop.body));
     assert.equal(await session.exitCode(90_000), 6, session.screen);
-    assert.match(session.screen, /was stopped/);
+    assert.match(session.screen, /was stopped by the administrator admin at \d{4}-/);
     assert.doesNotMatch(session.screen.split('was stopped')[1] ?? '', /refused the workspace credentials/);
   });
 });

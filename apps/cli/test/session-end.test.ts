@@ -64,16 +64,14 @@ describe('a session command that ends with a failure', () => {
 });
 
 describe('a host stopped while connected', () => {
-  it("is told as a stop (exit 6), with the gateway's words, not as refused credentials", async () => {
+  /** What connecting to a proxy that refuses with this banner throws. */
+  const refusedWith = async (banner: string): Promise<Error> => {
     const server = new ssh2.Server(
       { hostKeys: [ssh2.utils.generateKeyPairSync('ed25519').private] },
       (connection) => {
         connection.on('authentication', (ctx) => {
           if (ctx.method === 'none') return ctx.reject(['password']);
-          sendAuthBanner(
-            connection,
-            'cloud-cli-proxy: host k3m9x2qa is stopped; start it with the Start button',
-          );
+          sendAuthBanner(connection, banner);
           ctx.reject(['password']);
           connection.end();
         });
@@ -84,21 +82,42 @@ describe('a host stopped while connected', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'ccp-stopped-'));
     try {
       const port = (server.address() as AddressInfo).port;
-      const error = await connectSsh(
+      return await connectSsh(
         { host: '127.0.0.1', port, username: 'alice+k3m9x2qa', password: 'secret' },
         new KnownHosts(path.join(dir, 'known_hosts')),
       ).then(
         () => assert.fail('connected'),
         (failure: Error) => failure,
       );
-      assert.ok(error instanceof HostStoppedError, String(error));
-      assert.equal(exitCodeOf(error), 6);
-      assert.match(error.message, /host k3m9x2qa was stopped/);
-      assert.match(error.message, /start it with the Start button/);
     } finally {
       server.close();
       rmSync(dir, { recursive: true, force: true });
     }
+  };
+
+  it("is told as a stop (exit 6), with the gateway's words, not as refused credentials", async () => {
+    const error = await refusedWith(
+      'cloud-cli-proxy: host k3m9x2qa is stopped; start it with the Start button',
+    );
+    assert.ok(error instanceof HostStoppedError, String(error));
+    assert.equal(exitCodeOf(error), 6);
+    assert.match(error.message, /host k3m9x2qa was stopped \(the gateway did not say by whom\)/);
+    assert.match(error.message, /start it with the Start button/);
+  });
+
+  it('names who stopped the host when the gateway says so', async () => {
+    const byAdmin = await refusedWith(
+      'cloud-cli-proxy: host k3m9x2qa is stopped (stopped by the administrator root at 2026-11-24T13:52:01Z); start it with the Start button',
+    );
+    assert.ok(byAdmin instanceof HostStoppedError, String(byAdmin));
+    assert.match(
+      byAdmin.message,
+      /^host k3m9x2qa was stopped by the administrator root at 2026-11-24T13:52:01Z; the session ended with it\./,
+    );
+    const byOwner = await refusedWith(
+      'cloud-cli-proxy: host k3m9x2qa is stopping (stopped by you (alice) at 2026-11-24T13:52:01Z); start it',
+    );
+    assert.match(byOwner.message, /^host k3m9x2qa was stopped by you \(alice\) at 2026-11-24T13:52:01Z;/);
   });
 
   it('restores the terminal tmux leaves: normal screen, scroll region, cursor', () => {

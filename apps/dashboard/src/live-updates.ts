@@ -1,4 +1,4 @@
-import type { Host, Role, SseMessage, Task } from '@ccp/api';
+import type { Host, ImageList, Role, SseMessage, Task } from '@ccp/api';
 import { type QueryClient, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
 import { api } from './api';
@@ -28,7 +28,8 @@ function apply(client: QueryClient, message: SseMessage): void {
       void client.invalidateQueries({ queryKey: ['stats'] });
       break;
     case 'image-status':
-      void client.invalidateQueries({ queryKey: ['images'] });
+      // The payload is the list itself; re-reading it would check the images again and announce that too.
+      if (message.payload) client.setQueryData(['images'], message.payload as ImageList);
       break;
   }
 }

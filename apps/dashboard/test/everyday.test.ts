@@ -4,6 +4,7 @@ import { mkdirSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { type Browser, chromium, type Page } from 'playwright-core';
+import { needs } from '../../../test/support/needs.js';
 import { freePort } from '../../gateway/test/helpers/lab-gateway.js';
 import { MemoryRuntime } from '../../gateway/test/helpers/memory-runtime.js';
 import {
@@ -11,7 +12,6 @@ import {
   startTestGateway,
   type TestGateway,
 } from '../../gateway/test/helpers/test-gateway.js';
-import { needs } from '../../../test/support/needs.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const DASHBOARD = fileURLToPath(new URL('..', import.meta.url));
@@ -122,17 +122,41 @@ describe('everyday use of the dashboard in Chromium', { skip, timeout: 300_000 }
     const background = (locator: typeof start) =>
       locator.evaluate((button) => getComputedStyle(button).backgroundColor);
     const primary = await background(start);
+    // The desktop comes up a little after its host, as in a real workspace.
+    runtime.desktops.set(host.id, 'starting');
+    const desktopBadge = page.getByTestId('desktop').locator('.badge');
+    await desktopBadge.filter({ hasText: /^host stopped$/ }).waitFor();
     await start.click();
     const progress = page.getByTestId('task-progress');
     await progress.and(page.locator('[data-status="succeeded"]')).waitFor();
     await page.getByRole('heading', { name: /running/ }).waitFor();
     assert.equal(await hostStatus(host.id), 'running');
+    // The desktop's badge follows the host and then the desktop without a reload (it was once seen to keep
+    // "host stopped" after a start).
+    await desktopBadge.filter({ hasText: /^starting$/ }).waitFor({ timeout: 5000 });
+    runtime.desktops.set(host.id, 'running');
+    await desktopBadge.filter({ hasText: /^running$/ }).waitFor({ timeout: 5000 });
+    const openDesktop = page.getByTestId('desktop').getByRole('button', { name: 'Open desktop' });
+    assert.equal(await openDesktop.isDisabled(), false);
     assert.equal(await start.isDisabled(), true);
     assert.notEqual(await background(start), primary, 'a disabled Start does not keep the primary colour');
     assert.equal(
       await start.evaluate((button) => getComputedStyle(button).cursor),
       'not-allowed',
       'and says it cannot be pressed',
+    );
+    // One password story: SSH takes the password the user signed in with (ssh-proxy.test.ts logs in with it).
+    assert.match(
+      (await page.getByTestId('ssh-password-hint').textContent()) ?? '',
+      /SSH takes the account's own password, the one that signs in here/,
+    );
+    // Getting ccp: the one line installs it from the gateway that serves the page, and it is served there.
+    const install = await page.getByTestId('ccp-install').textContent();
+    assert.equal(install, `curl -fsSL ${vite.url}/v1/cli/install | sh`);
+    assert.equal((await fetch(`${vite.url}/v1/cli/install`)).status, 200);
+    assert.equal(
+      await page.getByTestId('ccp-init').textContent(),
+      `ccp init --gateway ${vite.url} --short-id ${host.short_id} && ccp`,
     );
     await shot(page, 'portal-host-running');
     await stop.click();
@@ -193,6 +217,41 @@ describe('everyday use of the dashboard in Chromium', { skip, timeout: 300_000 }
       'the start, not the bootstrap that found it running',
     );
     await shot(page, 'admin-host-lifecycle');
+    await page.context().close();
+  });
+
+  it("shows the images' state on the overview, follows a change live, and builds a missing one with progress", async () => {
+    const page = await pageAs('admin', ADMIN_PASSWORD, '/admin');
+    const images = page.getByTestId('images');
+    await images.getByText('built', { exact: true }).waitFor();
+    assert.match((await images.textContent()) ?? '', /workspace.*Built .* 800 MB\./);
+    const buildMissing = page.getByRole('button', { name: 'Build missing images' });
+    assert.equal(await buildMissing.isDisabled(), true, 'nothing is missing');
+    await shot(page, 'admin-overview-images');
+
+    runtime.imagePresent = false;
+    let finish!: () => void;
+    runtime.imageBuild = new Promise((resolve) => {
+      finish = resolve;
+    });
+    try {
+      // Any check announces the images on the image-status topic (the gateway also checks every 5 minutes).
+      await t.request('GET', '/v1/admin/images');
+      await images.getByText('missing', { exact: true }).waitFor();
+      assert.match((await images.textContent()) ?? '', /Not built: hosts cannot start from it/);
+      await buildMissing.click();
+      const progress = page.getByTestId('task-progress');
+      await progress.getByText('docker build ccp-workspace:memory').waitFor();
+      assert.match((await progress.textContent()) ?? '', /^image-build/);
+      await shot(page, 'admin-overview-image-build');
+      finish();
+      await progress.and(page.locator('[data-status="succeeded"]')).waitFor();
+      await images.getByText('built', { exact: true }).waitFor();
+      assert.ok(runtime.calls.includes('buildImages missing'));
+    } finally {
+      finish();
+      runtime.imagePresent = true;
+    }
     await page.context().close();
   });
 

@@ -145,6 +145,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     options.egressTester ?? egressTesterFor(config.egress, v2rayEngine),
   );
   const events = new EventsService(repositories.events);
+  const taskRunner = new TaskRunner(repositories.tasks, bus, logger.child({ component: 'tasks' }));
   const ssh = new SshProxy({
     host: config.httpHost,
     port: config.sshProxyPort,
@@ -160,6 +161,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       log: logger.child({ component: 'folder-mounts' }),
     }),
     accessSettings,
+    tasks: taskRunner,
     log: logger.child({ component: 'ssh' }),
   });
   const desktop = new DesktopControl({
@@ -188,7 +190,6 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     counts: () => metricsCounts.counts(),
   });
 
-  const taskRunner = new TaskRunner(repositories.tasks, bus, logger.child({ component: 'tasks' }));
   const lifecycle = new HostLifecycle(
     repositories.hosts,
     egressIps,
@@ -233,7 +234,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
   );
   const scripts = new AccessScripts(config.publicApiUrl);
   const cli = new CliBundle(config.cliBundle, config.publicApiUrl);
-  const images = new ImagesService(runtime, bus);
+  const images = new ImagesService(runtime, bus, taskRunner);
   bus.on('egress_ip.upstream_changed', ({ egressIpId, replaced }) =>
     lifecycle.egressChanged(egressIpId, replaced),
   );

@@ -12,6 +12,7 @@ import type { EventList, EventQuery, SseMessage, SseTopic } from './events.js';
 import type { DashboardStats, Health } from './health.js';
 import type {
   Binding,
+  BuildImagesRequest,
   CreatedHost,
   CreateHostRequest,
   Host,
@@ -260,6 +261,8 @@ export function createApiClient(options: ApiClientOptions = {}) {
       events: (query: S<typeof EventQuery> = {}) => get<S<typeof EventList>>('/v1/admin/events', query),
       stats: () => get<S<typeof DashboardStats>>('/v1/admin/dashboard/stats'),
       images: () => get<S<typeof ImageList>>('/v1/admin/images'),
+      buildImages: (body: S<typeof BuildImagesRequest> = {}) =>
+        post<S<typeof TaskAccepted>>('/v1/admin/images/build', body),
     },
     user: {
       changePassword: (body: S<typeof ChangePasswordRequest>) =>

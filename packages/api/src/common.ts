@@ -8,9 +8,18 @@ export const Timestamp = Type.String({ format: 'date-time', description: 'RFC 33
 
 export const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);
 
+const SHORT_ID = '^[a-hjkmnp-z2-9]{8}$';
+
 export const ShortId = Type.String({
-  pattern: '^[a-hjkmnp-z2-9]{8}$',
+  pattern: SHORT_ID,
   description: '8 characters from a-z and 2-9 without look-alikes',
+});
+
+/** A user's short ID: the same form as a host's, but no route takes it. */
+export const UserShortId = Type.String({
+  pattern: SHORT_ID,
+  description:
+    "The user's own short ID (8 characters from a-z and 2-9 without look-alikes), unique and never changed: a name shorter than the UUID for logs and support. No route takes it; hosts have short IDs of their own",
 });
 
 export const ErrorDetail = Type.Object({ field: Type.String(), message: Type.String() });

@@ -22,8 +22,8 @@ type EgressIpFields = { egress_ip_id: string; label: string; ip_address: string;
 type EgressTest = { egress_ip_id: string; label: string; result: EgressTestResult };
 type Binding = { binding_id: string; egress_ip_id: string };
 
-/** The kinds of host tasks. */
-export type TaskKind = 'start' | 'bootstrap' | 'stop' | 'rebuild';
+/** The kinds of tasks: a host's lifecycle, and image builds (on no host). */
+export type TaskKind = 'start' | 'bootstrap' | 'stop' | 'rebuild' | 'image-build';
 
 /** Events written to the event log (and published live when they change what a dashboard shows). */
 export interface RecordedEvents {
@@ -82,6 +82,9 @@ export interface RecordedEvents {
   'task.rebuild.succeeded': { task: Task };
   'task.rebuild.failed': { data: { code: string }; task: Task };
   'task.rebuild.cancelled': { data: { code: 'cancelled' }; task: Task };
+  'task.image-build.succeeded': { task: Task };
+  'task.image-build.failed': { data: { code: string }; task: Task };
+  'task.image-build.cancelled': { data: { code: 'cancelled' }; task: Task };
 
   'egress_ip.created': { data: EgressIpFields };
   'egress_ip.updated': { data: EgressIpFields & { upstream_changed: boolean } };

@@ -77,7 +77,9 @@ export const TaskStatus = Type.Union([
 
 export const Task = Type.Object({
   id: Uuid,
-  kind: Type.String({ description: 'start, stop, rebuild' }),
+  kind: Type.String({
+    description: 'start, stop, rebuild, bootstrap, or image-build (on no host: host_id is null)',
+  }),
   host_id: Type.Union([Uuid, Type.Null()]),
   user_id: Type.Union([Uuid, Type.Null()]),
   status: TaskStatus,
@@ -123,4 +125,18 @@ export const ImageStatus = Type.Object({
 
 export const ImageList = Type.Object({ images: Type.Array(ImageStatus) });
 
+export const BuildImagesRequest = Type.Object(
+  {
+    rebuild: Type.Optional(
+      Type.Boolean({
+        default: false,
+        description: "false: build the missing images; true: build all again (Debian's updates)",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
 export type ImageStatus = Type.Static<typeof ImageStatus>;
+export type ImageList = Type.Static<typeof ImageList>;
+export type BuildImagesRequest = Type.Static<typeof BuildImagesRequest>;

@@ -1,6 +1,6 @@
 import Type from 'typebox';
 import { Role } from './auth.js';
-import { NullableTimestamp, ShortId, Timestamp, Uuid } from './common.js';
+import { NullableTimestamp, Timestamp, UserShortId, Uuid } from './common.js';
 
 export const USERNAME_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._-]{2,49}$';
 
@@ -22,7 +22,7 @@ export const User = Type.Object({
   status: UserStatus,
   expired: Type.Boolean({ description: 'true when expires_at has passed' }),
   expires_at: NullableTimestamp,
-  short_id: ShortId,
+  short_id: UserShortId,
   created_at: Timestamp,
   updated_at: Timestamp,
 });

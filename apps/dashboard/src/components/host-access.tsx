@@ -1,16 +1,33 @@
 import type { Host } from '@ccp/api';
 import { CopyField } from './ui';
 
-/** How to reach a host over SSH: the one-line access command and the SSH details (the desktop: host-desktop.tsx). */
+/**
+ * How to reach a host: the one-line access command, the SSH details and the command-line client (the desktop:
+ * host-desktop.tsx). The client comes from the gateway that serves this page, which serves the API too.
+ */
 export function HostAccess({ host }: { host: Host }) {
   const sshCommand = `ssh -p ${host.ssh_port} ${host.ssh_user}@${host.ssh_host}`;
+  const gateway = window.location.origin;
   return (
     <div className="access">
       <CopyField label="Access command" value={host.access_command} testId="access-command" />
       <CopyField label="SSH" value={sshCommand} testId="ssh-command" />
       <CopyField label="SSH user" value={host.ssh_user} />
       <CopyField label="SSH host" value={`${host.ssh_host}:${host.ssh_port}`} />
-      <p className="hint">The SSH password is the account's user-level SSH password (or use an SSH key).</p>
+      <p className="hint" data-testid="ssh-password-hint">
+        SSH takes the account's own password, the one that signs in here (or an SSH key). The separate SSH
+        password shown when the account was made works too, for tools that keep a password of their own.
+      </p>
+      <CopyField
+        label="Install ccp"
+        value={`curl -fsSL ${gateway}/v1/cli/install | sh`}
+        testId="ccp-install"
+      />
+      <CopyField
+        label="Then, in a project folder"
+        value={`ccp init --gateway ${gateway} --short-id ${host.short_id} && ccp`}
+        testId="ccp-init"
+      />
     </div>
   );
 }

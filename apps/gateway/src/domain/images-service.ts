@@ -1,16 +1,43 @@
-import type { ImageStatus } from '@ccp/api';
+import type { Actor, ImageStatus, TaskAccepted } from '@ccp/api';
 import type { EventBus } from '../events/event-bus.js';
 import { systemActor } from '../events/event-bus.js';
 import type { WorkspaceRuntime } from '../runtime/workspace-runtime.js';
+import type { TaskRunner } from './task-runner.js';
 
-/** Whether the managed images are built; every check is announced on the `image-status` SSE topic. */
+/**
+ * Whether the managed images are built, and building them; every check is announced on the `image-status` SSE
+ * topic.
+ */
 export class ImagesService {
   private last = '';
 
   constructor(
     private readonly runtime: WorkspaceRuntime,
     private readonly bus: EventBus,
+    private readonly tasks: TaskRunner,
   ) {}
+
+  /**
+   * Queues a build of the images (the missing ones, or all with `rebuild`) as a task on no host; one at a time.
+   * Its end is announced like any check, so the dashboard sees the new state.
+   */
+  async build(actor: Actor, rebuild: boolean): Promise<TaskAccepted> {
+    const row = await this.tasks.submit({
+      kind: 'image-build',
+      hostId: null,
+      userId: null,
+      actor,
+      work: async (progress) => {
+        await this.runtime.buildImages(rebuild, progress);
+        const images = await this.check();
+        return `images ready: ${images.map((image) => image.tag).join(', ')}`;
+      },
+      onFailure: async () => {
+        await this.check();
+      },
+    });
+    return { task_id: row.id, status_url: `/v1/admin/tasks/${row.id}` };
+  }
 
   async check(): Promise<ImageStatus[]> {
     const images = await this.runtime.images();

@@ -15,8 +15,9 @@ export type TaskWork = (
 
 export interface TaskRequest {
   kind: TaskKind;
-  hostId: string;
-  userId: string;
+  /** The host worked on; null for work on no host (an image build), which holds one lock of its own. */
+  hostId: string | null;
+  userId: string | null;
   actor: Actor;
   work: TaskWork;
   /** A stop or delete of the host may end it (a start waiting on an upstream that never answers). */
@@ -29,6 +30,8 @@ export interface TaskRequest {
 }
 
 interface RunningTask {
+  /** The task's row. */
+  id: string;
   /** Settles once the task's row holds its outcome. */
   done: Promise<void>;
   /** Present while the task may be cancelled. */
@@ -53,6 +56,12 @@ export function taskView(row: TaskRow): Task {
   };
 }
 
+/** Who asked for a stop: an admin or a user by name, or the gateway itself (an account disabled or expired). */
+export type StopRequester = { kind: 'admin' | 'user'; username: string } | { kind: 'system' };
+
+/** The lock of work on no host (image builds): one at a time, beside any host's task. */
+const NO_HOST = 'no-host';
+
 const requester = (actor: Actor) =>
   actor.kind === 'system' ? 'system' : `${actor.kind}:${actor.username ?? actor.id}`;
 
@@ -68,19 +77,22 @@ export class TaskRunner {
 
   async submit(request: TaskRequest): Promise<TaskRow> {
     const { hostId } = request;
-    const existing = this.running.has(hostId) ? undefined : await this.tasks.findActiveForHost(hostId);
-    if (this.running.has(hostId) || existing) {
-      const active = existing ?? (await this.tasks.findActiveForHost(hostId));
-      throw errors.conflict(
-        'host_busy',
-        'A task is already running for this host',
-        active ? { task_id: active.id } : {},
-      );
+    const lock = hostId ?? NO_HOST;
+    // A task of this gateway, or one another gateway on the same database runs for the host.
+    const existing =
+      this.running.has(lock) || !hostId ? undefined : await this.tasks.findActiveForHost(hostId);
+    const busy = this.running.get(lock)?.id ?? existing?.id;
+    if (busy) {
+      if (!hostId)
+        throw errors.conflict('images_busy', 'An image build is already running', { task_id: busy });
+      throw errors.conflict('host_busy', 'A task is already running for this host', { task_id: busy });
     }
     // Claim the host before the first await below, so a concurrent request sees it busy.
+    const id = randomUUID();
     let release!: () => void;
     const cancel = request.cancellable ? new AbortController() : undefined;
-    this.running.set(hostId, {
+    this.running.set(lock, {
+      id,
       done: new Promise<void>((resolve) => {
         release = resolve;
       }),
@@ -88,7 +100,7 @@ export class TaskRunner {
     });
     try {
       const row = await this.tasks.insert({
-        id: randomUUID(),
+        id,
         kind: request.kind,
         host_id: hostId,
         user_id: request.userId,
@@ -110,13 +122,13 @@ export class TaskRunner {
             this.log.error({ err: error, taskId: row.id }, 'task bookkeeping failed'),
           )
           .finally(() => {
-            this.running.delete(hostId);
+            this.running.delete(lock);
             release();
           });
       });
       return row;
     } catch (error) {
-      this.running.delete(hostId);
+      this.running.delete(lock);
       release();
       throw error;
     }
@@ -141,6 +153,19 @@ export class TaskRunner {
       task.cancel.abort(`${why} (${requester(actor)})`);
       await task.done;
     }
+  }
+
+  /**
+   * Who stopped a host, when its newest task is a stop (the one that left it stopped or is stopping it): the
+   * requester as the task recorded it, and when it was asked. Null when something else left it so.
+   */
+  async lastStop(hostId: string): Promise<{ by: StopRequester; at: string } | null> {
+    const [latest] = await this.tasks.list({ hostId, limit: 1 });
+    if (latest?.kind !== 'stop') return null;
+    const [kind, ...name] = latest.requested_by.split(':');
+    const by: StopRequester =
+      kind === 'admin' || kind === 'user' ? { kind, username: name.join(':') } : { kind: 'system' };
+    return { by, at: isoOut(latest.created_at) };
   }
 
   isBusy(hostId: string): boolean {

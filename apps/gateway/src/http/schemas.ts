@@ -1,4 +1,5 @@
 import { ErrorBody } from '@ccp/api';
+import type { FastifyRequest } from 'fastify';
 import Type from 'typebox';
 
 /** Error responses to list in a route's schema, so they are serialised and documented the same way. */
@@ -13,3 +14,8 @@ export const KeyParams = Type.Object({
 });
 export const OwnKeyParams = Type.Object({ keyID: Type.String({ format: 'uuid' }) });
 export const NoContent = Type.Null({ description: 'No content' });
+
+/** For routes whose body is optional: a request without one (the spec's "none") counts as `{}`. */
+export const bodyOptional = async (request: FastifyRequest): Promise<void> => {
+  request.body ??= {};
+};

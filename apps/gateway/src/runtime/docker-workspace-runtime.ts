@@ -27,7 +27,8 @@ import { EngineWatcher, HOST_ID } from './engine-watcher.js';
 import { MOUNTS_IN_WORKSPACE } from './folder-mount-points.js';
 import { HostLock } from './host-lock.js';
 import { HostProvisioning } from './host-provisioning.js';
-import { imageStatuses, type RuntimeImages, requireImages } from './image-status.js';
+import { buildImages } from './image-build.js';
+import { imageStatuses, type RuntimeImages, requireImages, workspaceVariant } from './image-status.js';
 import { linkWorkspace, unlinkWorkspace, workspaceLinked } from './netns.js';
 import { verifyEgressPath } from './path-check.js';
 import { delay, sshBanner, tunnelReady, v2rayPid } from './readiness.js';
@@ -575,6 +576,10 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
 
   images(): Promise<ImageStatus[]> {
     return imageStatuses(this.docker, this.options.images);
+  }
+
+  buildImages(rebuild: boolean, progress: ProgressReporter): Promise<void> {
+    return buildImages(workspaceVariant(this.options.images), rebuild, progress);
   }
 
   private checkOptions() {

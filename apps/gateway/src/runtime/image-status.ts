@@ -1,5 +1,6 @@
 import type Docker from 'dockerode';
 import { statusCode } from './engine-errors.js';
+import type { WorkspaceVariant } from './image-inputs.js';
 import { type ImageStatus, RuntimeError } from './workspace-runtime.js';
 
 export interface RuntimeImages {
@@ -25,6 +26,11 @@ export async function imageStatuses(docker: Docker, images: RuntimeImages): Prom
   return out;
 }
 
+/** The workspace variant the configured tag names (image/build.sh's tags: `ccp-workspace:<variant>-<hash>`). */
+export function workspaceVariant(images: RuntimeImages): WorkspaceVariant {
+  return /^ccp-workspace:test-/.test(images.workspace) ? 'test' : 'full';
+}
+
 /** Refuses a start without its images, naming the command that builds them. */
 export async function requireImages(docker: Docker, images: RuntimeImages): Promise<void> {
   for (const tag of [images.workspace, images.egressGateway]) {
@@ -32,10 +38,9 @@ export async function requireImages(docker: Docker, images: RuntimeImages): Prom
       await docker.getImage(tag).inspect();
     } catch (error) {
       if (statusCode(error) !== 404) throw error;
-      const variant = /^ccp-workspace:(test|full)-/.exec(images.workspace)?.[1] ?? 'full';
       throw new RuntimeError(
         'image_missing',
-        `the image ${tag} is not built: run \`image/build.sh --variant ${variant} all\` as root`,
+        `the image ${tag} is not built: run \`image/build.sh --variant ${workspaceVariant(images)} all\` as root`,
       );
     }
   }

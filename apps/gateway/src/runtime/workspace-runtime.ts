@@ -130,6 +130,8 @@ export interface WorkspaceRuntime {
   imageTag(): string;
   /** Whether the images hosts need are built. */
   images(): Promise<ImageStatus[]>;
+  /** Builds them (those missing, or all with `rebuild`), reporting its steps. */
+  buildImages(rebuild: boolean, progress: ProgressReporter): Promise<void>;
   /** Follows the engine so links are restored when a container restarts, and reports what happened on its
    * own (`onNotice`); returns the function that stops it. */
   watch(onError: (error: unknown) => void, onNotice?: (notice: RuntimeNotice) => void): () => void;

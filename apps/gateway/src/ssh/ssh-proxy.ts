@@ -14,6 +14,7 @@ import ssh2, {
 import type { Access, Refusal as AccessRefusal, Credential } from '../domain/access.js';
 import { type AccessSettings, accessCommand, linuxUserFor, portalHostUrl } from '../domain/host-view.js';
 import { fingerprintOf } from '../domain/ssh-public-key.js';
+import type { StopRequester, TaskRunner } from '../domain/task-runner.js';
 import { BackgroundEvents } from '../events/background-events.js';
 import type { EventBus } from '../events/event-bus.js';
 import type { Endpoint, WorkspaceRuntime } from '../runtime/workspace-runtime.js';
@@ -37,6 +38,8 @@ export interface SshProxyOptions {
   folderMounts?: FolderMounts;
   /** Where a user can start a stopped host, for the refusal that says so. */
   accessSettings: AccessSettings;
+  /** Who stopped a host, for that refusal (ccp repeats it when a session ends with the host). */
+  tasks: Pick<TaskRunner, 'lastStop'>;
   log: Logger;
   timing?: Partial<SshProxyTiming>;
 }
@@ -268,9 +271,13 @@ export class SshProxy {
     const endpoints = host.status === 'running' ? await this.options.runtime.endpoints(host.id) : null;
     const gatewayKey = access.workspaceKeyFor(host);
     if (!endpoints || !gatewayKey) {
+      const stop = ['stopped', 'stopping'].includes(host.status)
+        ? await this.options.tasks.lastStop(host.id)
+        : null;
       return refuse(
         'host_not_running',
-        `host ${host.short_id} is ${host.status === 'running' ? 'not reachable' : host.status}; ` +
+        `host ${host.short_id} is ${host.status === 'running' ? 'not reachable' : host.status}` +
+          `${stop ? ` (${stopText(stop, user)})` : ''}; ` +
           `start it with the Start button at ${portalHostUrl(this.options.accessSettings, host.id)}, or run ` +
           `its access command, which starts it and connects: ${accessCommand(this.options.accessSettings, host.short_id)}`,
         host,
@@ -418,6 +425,20 @@ export class SshProxy {
   private emit(input: RecordedEvent): Promise<void> {
     return this.events.emit(input);
   }
+}
+
+/** Who stopped the host and when, as the one refused hears it ("stopped by … at …"; ccp reads it). */
+function stopText(stop: { by: StopRequester; at: string }, user: UserRow): string {
+  const { by, at } = stop;
+  // The gateway stops hosts by itself only when their owner's account is disabled or expires.
+  if (by.kind === 'system') return `stopped by the gateway at ${at}, as the account was disabled or expired`;
+  const who =
+    by.username === user.username
+      ? `you (${user.username})`
+      : by.kind === 'admin'
+        ? `the administrator ${by.username}`
+        : `the user ${by.username}`;
+  return `stopped by ${who} at ${at}`;
 }
 
 /** `<username>+<shortId>` names a host; a bare `<username>` means the user's only host. */

@@ -1,6 +1,7 @@
 import {
   type ExecResult,
   type ImageStatus,
+  type ProgressReporter,
   RuntimeError,
   startCancelled,
   type UpstreamSpec,
@@ -153,8 +154,28 @@ export class MemoryRuntime implements WorkspaceRuntime {
     return 'ccp-workspace:memory';
   }
 
+  /** Whether the workspace image counts as built. */
+  imagePresent = true;
+  /** Held by an image build until resolved (tests watch its progress meanwhile); a build then makes it present. */
+  imageBuild: Promise<void> = Promise.resolve();
+
+  async buildImages(rebuild: boolean, progress: ProgressReporter): Promise<void> {
+    this.calls.push(`buildImages ${rebuild ? 'rebuild' : 'missing'}`);
+    await progress(40, 'docker build ccp-workspace:memory');
+    await this.imageBuild;
+    this.imagePresent = true;
+  }
+
   async images(): Promise<ImageStatus[]> {
-    return [{ name: 'workspace', tag: this.imageTag(), present: true, created_at: null, size_bytes: null }];
+    return [
+      {
+        name: 'workspace',
+        tag: this.imageTag(),
+        present: this.imagePresent,
+        created_at: this.imagePresent ? '2026-01-02T03:04:05Z' : null,
+        size_bytes: this.imagePresent ? 800_000_000 : null,
+      },
+    ];
   }
 
   watch(): () => void {

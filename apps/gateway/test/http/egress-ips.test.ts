@@ -127,7 +127,11 @@ for (const kind of DATABASES) {
       }
       const badIp = await create(configs.socks!, { ip_address: 'not-an-ip' });
       assert.equal(badIp.status, 400);
-      assert.ok(badIp.body.details.some((d: any) => d.field === 'ip_address'));
+      // One detail, not one per branch of the IPv4-or-IPv6 union plus the union's own.
+      assert.deepEqual(badIp.body.details, [
+        { field: 'ip_address', message: 'must match format "ipv4" or "ipv6"' },
+      ]);
+      assert.equal(badIp.body.error, 'Invalid field ip_address: must match format "ipv4" or "ipv6"');
       const noLabel = await t.request('POST', '/v1/admin/egress-ips', {
         body: { ip_address: '198.51.100.21', proxy_config: configs.socks },
       });

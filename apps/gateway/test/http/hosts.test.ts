@@ -356,6 +356,44 @@ for (const kind of DATABASES) {
       assert.equal(ready.body.total, 1, 'an unchanged status is logged once');
     });
 
+    it('builds the images as a task on no host, one build at a time, and announces the new state', async () => {
+      runtime.imagePresent = false;
+      let finish!: () => void;
+      runtime.imageBuild = new Promise((resolve) => {
+        finish = resolve;
+      });
+      const stream = await SseClient.open(`${t.url}/v1/admin/sse?topics=image-status&token=${t.adminToken}`);
+      // Whatever fails, the build ends: the gateway's close waits for its task.
+      try {
+        const build = await t.request('POST', '/v1/admin/images/build', { body: { rebuild: true } });
+        assert.equal(build.status, 202, JSON.stringify(build.body));
+        const task = async () => (await t.request('GET', `/v1/admin/tasks/${build.body.task_id}`)).body;
+        const again = await t.request('POST', '/v1/admin/images/build');
+        assert.equal(again.status, 409);
+        assert.equal(again.body.code, 'images_busy');
+        assert.equal(again.body.task_id, build.body.task_id);
+        // The build's own steps are the task's stage while it runs.
+        while ((await task()).stage !== 'docker build ccp-workspace:memory')
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        assert.ok(runtime.calls.includes('buildImages rebuild'));
+        finish();
+        await settle();
+        const done = await task();
+        assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
+        assert.equal(done.kind, 'image-build');
+        assert.equal(done.host_id, null);
+        assert.equal(done.message, 'images ready: ccp-workspace:memory');
+        await stream.waitFor((c) =>
+          c.messages().some((m) => m.data.topic === 'image-status' && m.data.payload.images[0].present),
+        );
+        stream.close();
+        const wrong = await t.request('POST', '/v1/admin/images/build', { body: { rebuild: 'yes' } });
+        assert.equal(wrong.status, 400);
+      } finally {
+        finish();
+      }
+    });
+
     it('lists tasks newest first with filters', async () => {
       const all = await t.request('GET', '/v1/admin/tasks');
       assert.equal(all.status, 200);

@@ -170,8 +170,13 @@ for (const kind of DATABASES) {
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
       });
       assertError(form, 415, 'unsupported_media_type');
+      const text = await t.request('POST', '/v1/admin/users', {
+        body: '{"username":"texty","password":"12345678"}',
+        headers: { 'content-type': 'text/plain' },
+      });
+      assertError(text, 415, 'unsupported_media_type');
       const list = await t.request('GET', '/v1/admin/users');
-      assert.ok(!list.body.users.some((u: any) => ['biggie', 'formy'].includes(u.username)));
+      assert.ok(!list.body.users.some((u: any) => ['biggie', 'formy', 'texty'].includes(u.username)));
     });
 
     it('lists users newest first and gets one user with the same object, without secrets', async () => {

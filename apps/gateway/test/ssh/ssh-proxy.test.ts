@@ -54,13 +54,14 @@ describe('the SSH proxy refusing a host that is not running', () => {
   });
   after(() => t?.close());
 
+  /** An OpenSSH login with the user's password: refused, so what matters is its stderr. */
+  const login = (name: string, password: string) =>
+    sshWithPassword(t.gateway.ssh.port, password, [`${name}@127.0.0.1`, 'true']);
+
   it('names the ways its owner has to start it: the portal page and the access command', async () => {
     const user = await t.createUser('stopped-owner');
     const host = (await t.request('POST', '/v1/admin/hosts', { body: { user_id: user.id } })).body;
-    const refused = await sshWithPassword(t.gateway.ssh.port, user.password, [
-      `stopped-owner+${host.short_id}@127.0.0.1`,
-      'true',
-    ]);
+    const refused = await login(`stopped-owner+${host.short_id}`, user.password);
     assert.equal(refused.code, 255, refused.stderr);
     assert.ok(
       refused.stderr.includes(
@@ -71,6 +72,47 @@ describe('the SSH proxy refusing a host that is not running', () => {
       refused.stderr,
     );
     assert.ok(!refused.stderr.includes('dashboard'), refused.stderr);
+  });
+
+  it('says who stopped it: an administrator, or the owner themselves', async () => {
+    const user = await t.createUser('stopped-by');
+    const egress = await t.request('POST', '/v1/admin/egress-ips', {
+      body: {
+        label: 'exit',
+        ip_address: '198.51.100.41',
+        proxy_config: { type: 'socks', server: '198.51.100.41', server_port: 1080 },
+      },
+    });
+    const host = (
+      await t.request('POST', '/v1/admin/hosts', { body: { user_id: user.id, egress_ip_id: egress.body.id } })
+    ).body;
+    const startThenStop = async (token?: string) => {
+      const scope = token ? 'user' : 'admin';
+      const options = token ? { token } : {};
+      assert.equal((await t.request('POST', `/v1/${scope}/hosts/${host.id}/start`, options)).status, 202);
+      await t.gateway.tasks.idle();
+      const stop = await t.request('POST', `/v1/${scope}/hosts/${host.id}/stop`, options);
+      assert.equal(stop.status, 202);
+      await t.gateway.tasks.idle();
+      return (await t.request('GET', `/v1/admin/tasks/${stop.body.task_id}`)).body.created_at as string;
+    };
+
+    const byAdmin = await startThenStop();
+    const refused = await login(`stopped-by+${host.short_id}`, user.password);
+    assert.equal(refused.code, 255, refused.stderr);
+    assert.ok(
+      refused.stderr.includes(
+        `host ${host.short_id} is stopped (stopped by the administrator admin at ${byAdmin}); start it`,
+      ),
+      refused.stderr,
+    );
+
+    const byOwner = await startThenStop(user.token);
+    const own = await login(`stopped-by+${host.short_id}`, user.password);
+    assert.ok(
+      own.stderr.includes(`is stopped (stopped by you (stopped-by) at ${byOwner}); start it`),
+      own.stderr,
+    );
   });
 });
 
@@ -356,7 +398,12 @@ describe('the SSH proxy, with OpenSSH clients, against a real workspace', { skip
     await t.request('PATCH', `/v1/admin/users/${user.id}`, { body: { status: 'active' } });
     const stopped = await sshPassword([`${login}@127.0.0.1`, 'echo in']);
     assert.equal(stopped.code, 255);
-    assert.match(stopped.stderr, new RegExp(`host ${host.short_id} is stopped; start it`));
+    assert.match(
+      stopped.stderr,
+      new RegExp(
+        `host ${host.short_id} is stopped \\(stopped by the gateway at [^)]+, as the account was disabled or expired\\); start it`,
+      ),
+    );
     assert.equal((await t.request('GET', `/v1/admin/hosts/${host.id}`)).body.status, 'stopped');
   });
 

@@ -185,6 +185,27 @@ describe('the browser desktop of a real workspace', { skip, timeout: 900_000 }, 
         `pixel shares ${JSON.stringify(share)}\n${await desktopLogs()}`,
       );
 
+      // The first terminal says where the rest is; a right-click on the desktop opens the menu, whose first
+      // entry opens another terminal.
+      assert.match(
+        await inWorkspace('ps -o args= -C xterm'),
+        /-title Terminal - Right-click the desktop for the menu: Terminal, Browser\. /,
+      );
+      const click = { x: 900, y: 600 };
+      const underMenu = { x: click.x + 5, y: click.y + 4, width: 50, height: 12 };
+      const backgroundShare = async (name: string) => {
+        const png = await page.screenshot({ clip: underMenu });
+        writeFileSync(path.join(OUTPUT, `vnc-desktop-${name}.png`), await page.screenshot());
+        return (await pixelShares(page, png, BACKGROUND)).colour;
+      };
+      assert.ok((await backgroundShare('before-menu')) > 0.95, 'the desktop is bare where the menu will be');
+      await page.mouse.click(click.x, click.y, { button: 'right' });
+      await until('the menu', async () => (await backgroundShare('menu')) < 0.2, 10_000);
+      const terminals = () => inWorkspace(`pgrep -c -u vnc${suffix} -x xterm || true`);
+      assert.equal(await terminals(), '1');
+      await page.mouse.click(click.x + 30, click.y + 10);
+      await until('a second terminal', async () => (await terminals()) === '2', 10_000);
+
       const stats = await t.request('GET', '/v1/admin/dashboard/stats');
       assert.equal(stats.body.sessions.vnc, 1);
       assert.equal((await events('vnc.session.opened')).length, 1);

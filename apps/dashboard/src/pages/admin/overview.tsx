@@ -1,9 +1,10 @@
-import { useQuery } from '@tanstack/react-query';
+import { useMutation, useQuery } from '@tanstack/react-query';
+import { useState } from 'react';
 import { Link } from 'react-router';
 import { api } from '../../api';
-import { Loading, Section, StatusBadge } from '../../components/ui';
+import { ActionButton, ErrorText, Loading, Section, StatusBadge, TaskProgressBar } from '../../components/ui';
 import { when } from '../../format';
-import { useEgressIps, useStats } from '../../queries';
+import { useEgressIps, useStats, useTask } from '../../queries';
 
 function Stat({ label, value, to }: { label: string; value: number; to?: string }) {
   const body = (
@@ -18,6 +19,70 @@ function Stat({ label, value, to }: { label: string; value: number; to?: string 
     </Link>
   ) : (
     <div className="stat">{body}</div>
+  );
+}
+
+/** Megabytes, for an image's size. */
+const megabytes = (bytes: number | null) => (bytes === null ? '' : ` · ${Math.round(bytes / 1e6)} MB`);
+
+/**
+ * The managed images (workspace, egress gateway): built or missing, for the tag the current recipe gives, and a
+ * build on the gateway's machine (image/build.sh, as a task with its steps as progress).
+ */
+function Images() {
+  const images = useQuery({ queryKey: ['images'], queryFn: api.admin.images });
+  const [taskId, setTaskId] = useState<string | null>(null);
+  const task = useTask(taskId, 'admin');
+  const build = useMutation({
+    mutationFn: (rebuild: boolean) => api.admin.buildImages({ rebuild }),
+    onSuccess: (accepted) => setTaskId(accepted.task_id),
+  });
+  if (!images.data) return <Loading error={images.error} />;
+  const missing = images.data.images.some((image) => !image.present);
+  const building = build.isPending || task.data?.status === 'pending' || task.data?.status === 'running';
+  return (
+    <>
+      <ul className="plain-list" data-testid="images">
+        {images.data.images.map((image) => (
+          <li key={image.name}>
+            <div className="row between wrap">
+              <span>
+                <strong>{image.name}</strong> <code>{image.tag}</code>
+              </span>
+              <StatusBadge status={image.present ? 'built' : 'missing'} />
+            </div>
+            <p className="hint">
+              {image.present
+                ? `Built ${when(image.created_at)}${megabytes(image.size_bytes)}.`
+                : 'Not built: hosts cannot start from it.'}
+            </p>
+          </li>
+        ))}
+      </ul>
+      <div className="row wrap">
+        <ActionButton
+          kind={missing ? 'primary' : 'plain'}
+          pending={build.isPending && build.variables === false}
+          disabled={!missing || building}
+          onClick={() => build.mutate(false)}
+        >
+          Build missing images
+        </ActionButton>
+        <ActionButton
+          pending={build.isPending && build.variables === true}
+          disabled={building}
+          onClick={() => build.mutate(true)}
+        >
+          Rebuild all
+        </ActionButton>
+      </div>
+      <p className="hint">
+        The gateway runs image/build.sh on its machine, which needs root; Rebuild all takes Debian&apos;s
+        updates. Hosts use a new workspace image when they are rebuilt.
+      </p>
+      <ErrorText error={build.error} />
+      {task.data ? <TaskProgressBar task={task.data} /> : null}
+    </>
   );
 }
 
@@ -77,6 +142,9 @@ export function Overview() {
           )}
         </Section>
       </div>
+      <Section title="Images">
+        <Images />
+      </Section>
       <Section title="Recent events" actions={<Link to="/admin/events">All events</Link>}>
         {events.data ? (
           <ul className="plain-list events">

@@ -37,6 +37,32 @@ const STATUS: Record<Exclude<ErrorKind, 'internal'>, number> = {
   insufficient_storage: 507,
 };
 
+/**
+ * One detail per issue, except that a union (anyOf) reports each branch's failure and then its own for the same
+ * field: that field gets one detail, naming the formats it may have when the branches differ only by format
+ * (`ip_address`: "must match format "ipv4" or "ipv6"").
+ */
+function detailsOf(issues: AjvIssue[]): { field: string; message: string }[] {
+  const unions = new Set(issues.filter((issue) => issue.keyword === 'anyOf').map(fieldOf));
+  const details: { field: string; message: string }[] = [];
+  for (const issue of issues) {
+    const field = fieldOf(issue);
+    if (!unions.has(field)) {
+      details.push({ field, message: messageOf(issue) });
+      continue;
+    }
+    if (details.some((detail) => detail.field === field)) continue;
+    const branches = issues.filter((other) => fieldOf(other) === field && other.keyword !== 'anyOf');
+    const formats = branches.map((branch) => (branch.keyword === 'format' ? branch.params?.format : null));
+    const message =
+      formats.length > 0 && formats.every((format) => typeof format === 'string')
+        ? `must match format ${formats.map((format) => `"${format}"`).join(' or ')}`
+        : 'is not one of the allowed values';
+    details.push({ field, message });
+  }
+  return details;
+}
+
 /** Every error leaves as `{error, code, details?}`; internals (stacks, SQL, paths) never do. */
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError | DomainError, request, reply) => {
@@ -59,10 +85,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
       if (error.validationContext === 'params') {
         return reply.status(404).send({ error: 'Resource not found', code: 'not_found' });
       }
-      const details = (error.validation as AjvIssue[]).map((issue) => ({
-        field: fieldOf(issue),
-        message: messageOf(issue),
-      }));
+      const details = detailsOf(error.validation as AjvIssue[]);
       const first = details[0];
       const where = error.validationContext === 'querystring' ? 'query parameter' : 'field';
       return reply.status(400).send({

@@ -22,6 +22,9 @@ export function registerValidation(app: FastifyInstance): void {
   const text = compiler({ coerceTypes: 'array' });
   app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? body : text).compile(schema));
 
+  // Fastify parses text/plain by default, which let such a body reach validation (400 "must be object"): only
+  // JSON is taken, so every other media type is 415 unsupported_media_type alike.
+  app.removeContentTypeParser('text/plain');
   // An empty body under a JSON content type (common for action POSTs) means "no body", not a parse error.
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, raw, done) => {
     const source = String(raw);

@@ -1,5 +1,6 @@
 import {
   Binding,
+  BuildImagesRequest,
   CreateBindingRequest,
   CreatedHost,
   CreateHostRequest,
@@ -15,7 +16,7 @@ import Type from 'typebox';
 import { actorOf } from '../../domain/principal.js';
 import type { Api } from '../api.js';
 import { principalOf } from '../plugins/authentication.js';
-import { errorResponses, NoContent } from '../schemas.js';
+import { bodyOptional, errorResponses, NoContent } from '../schemas.js';
 import type { HttpServices } from '../services.js';
 
 const HostParams = Type.Object({ hostID: Type.String({ format: 'uuid' }) });
@@ -161,5 +162,24 @@ export function registerAdminHostRoutes(app: Api, { hosts, lifecycle, tasks, ima
       },
     },
     async () => ({ images: await images.check() }),
+  );
+
+  app.post(
+    '/images/build',
+    {
+      schema: {
+        tags,
+        summary:
+          "Build the managed images on the gateway's machine with image/build.sh (needs root); a task on no host, " +
+          'one at a time (409 images_busy)',
+        body: BuildImagesRequest,
+        response: { 202: TaskAccepted, ...errorResponses(409) },
+      },
+      preValidation: bodyOptional,
+    },
+    async (request, reply) =>
+      reply
+        .status(202)
+        .send(await images.build(actorOf(principalOf(request)), request.body.rebuild ?? false)),
   );
 }

@@ -13,19 +13,13 @@ import {
   User,
   UserList,
 } from '@ccp/api';
-import type { FastifyRequest } from 'fastify';
 import { actorOf } from '../../domain/principal.js';
 import type { Api } from '../api.js';
 import { principalOf } from '../plugins/authentication.js';
-import { errorResponses, KeyParams, NoContent, UserIdParams } from '../schemas.js';
+import { bodyOptional, errorResponses, KeyParams, NoContent, UserIdParams } from '../schemas.js';
 import type { HttpServices } from '../services.js';
 
 const tags = ['admin: users'];
-
-/** Generate takes an optional body; a request without one (the spec's "none") counts as `{}`. */
-const bodyOptional = async (request: FastifyRequest): Promise<void> => {
-  request.body ??= {};
-};
 
 export function registerAdminUserRoutes(app: Api, { users, sshKeys }: HttpServices): void {
   app.post(

@@ -7,19 +7,13 @@ import {
   SshKey,
   SshKeyList,
 } from '@ccp/api';
-import type { FastifyRequest } from 'fastify';
 import { actorOf } from '../../domain/principal.js';
 import type { Api } from '../api.js';
 import { principalOf } from '../plugins/authentication.js';
-import { errorResponses, NoContent, OwnKeyParams } from '../schemas.js';
+import { bodyOptional, errorResponses, NoContent, OwnKeyParams } from '../schemas.js';
 import type { HttpServices } from '../services.js';
 
 const tags = ['user portal'];
-
-/** Generate takes an optional body; a request without one (the spec's "none") counts as `{}`. */
-const bodyOptional = async (request: FastifyRequest): Promise<void> => {
-  request.body ??= {};
-};
 
 export function registerUserAccountRoutes(app: Api, { users, sshKeys }: HttpServices): void {
   app.post(
