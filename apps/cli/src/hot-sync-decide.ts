@@ -1,3 +1,4 @@
+import { isGitControlFile, isGitDirEntry, isInsideGitDir } from './git-control-files.js';
 import { coldSource, isColdLink, wantsColdLink } from './hot-sync-cold-link.js';
 import type { Base } from './hot-sync-history.js';
 import { type Entry, signature } from './hot-sync-tree.js';
@@ -36,8 +37,31 @@ export interface DecideContext {
 /**
  * What a path needs, from what is there locally (`l`), in the workspace (`r`), and what both sides agreed on
  * at the last sync (`base`). A side changed when its signature differs from the base, or there is no base.
+ * Nothing the workspace made is copied here where git on this machine would run it (git-control-files.ts).
  */
 export function decide(
+  l: Entry | undefined,
+  r: Entry | undefined,
+  base: Base | undefined,
+  context: DecideContext,
+): Action {
+  const action = decideSync(l, r, base, context);
+  if ((action.kind === 'pull' || action.kind === 'conflict') && r && makesGitControl(context.rel, r))
+    return {
+      kind: 'leave',
+      problem: `${context.rel} in the workspace is git's own to make on this machine (config, hooks, a .git that is not a folder); not copied`,
+    };
+  return action;
+}
+
+/** Whether the workspace's entry at `rel`, copied here, would be a git control file or point git elsewhere. */
+function makesGitControl(rel: string, entry: Entry): boolean {
+  if (isGitControlFile(rel)) return true;
+  if (isGitDirEntry(rel)) return entry.type !== 'dir';
+  return isInsideGitDir(rel) && entry.type === 'link';
+}
+
+function decideSync(
   l: Entry | undefined,
   r: Entry | undefined,
   base: Base | undefined,

@@ -374,3 +374,27 @@ describe('hot sync: what each path needs, from its local, workspace and last syn
       assert.deepEqual(decide(row.local, row.remote, row.base, context), row.action);
     });
 });
+
+describe('hot sync never copies what the local git would run', () => {
+  const at = (rel: string, local: Entry | undefined, remote: Entry | undefined, base?: Base) =>
+    decide(local, remote, base, { ...CONTEXT, rel });
+  it('leaves a hook, a config or a gitlink the workspace made, and says so', () => {
+    for (const [rel, remote] of [
+      ['.git/hooks/pre-commit', remoteFile],
+      ['.git/config', remoteEdited],
+      ['sub/.git', remoteFile],
+      ['.git/modules/x', link],
+      ['.GIT/HOOKS', dir],
+    ] as const) {
+      const action = at(rel, undefined, remote);
+      assert.equal(action.kind, 'leave', rel);
+      assert.match((action as { problem: string }).problem, /git's own to make on this machine/);
+    }
+    assert.equal(at('.git/config', localFile, remoteEdited, synced(localFile, remoteFile)).kind, 'leave');
+  });
+  it('still pushes the local ones, and copies the other files of git and a .git folder', () => {
+    assert.equal(at('.git/config', localEdited, remoteFile, synced(localFile, remoteFile)).kind, 'push');
+    assert.equal(at('.git/HEAD', undefined, remoteFile).kind, 'pull');
+    assert.equal(at('sub/.git', undefined, dir).kind, 'pull');
+  });
+});
