@@ -50,6 +50,8 @@ describe('OpenAPI document and generated API reference', () => {
       /^GET \/v1\/openapi\.json$/,
       /^GET \/metrics$/,
       /^GET \/\*$/,
+      // The built dashboard's files, one route each (@fastify/static).
+      /^GET \/(index\.html|assets\/.+)?$/,
       // Printed as "{hostID}*": Fastify's tree shows a wildcard under its last parameter.
       /^GET \/v1\/(admin|user)\/hosts\/\{hostID\}.*\*$/,
     ];
