@@ -10,6 +10,7 @@ import Docker from 'dockerode';
 import { labUnavailable } from '../../../../test/lab/lab.js';
 import { HOST_LABEL } from '../../src/runtime/container-specs.js';
 import { freePort, type LabGateway, startLabGateway } from '../helpers/lab-gateway.js';
+import { sshWithPassword } from '../helpers/openssh.js';
 import { PtySession } from '../helpers/pty-session.js';
 import { startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
 
@@ -231,28 +232,7 @@ describe('the entry and bootstrap scripts, typed at in a terminal, against real 
     }
     const handoff = (await t.request('GET', `${created.body.status_url}/handoff`, { token: null })).body;
     const ssh = (password: string) =>
-      exec(
-        'sshpass',
-        [
-          '-e',
-          'ssh',
-          '-p',
-          String(handoff.port),
-          '-F',
-          '/dev/null',
-          '-o',
-          'StrictHostKeyChecking=no',
-          '-o',
-          'UserKnownHostsFile=/dev/null',
-          '-o',
-          'PubkeyAuthentication=no',
-          '-o',
-          'NumberOfPasswordPrompts=1',
-          `${handoff.user}@${handoff.host}`,
-          'id -un',
-        ],
-        { env: { ...process.env, SSHPASS: password } },
-      ).catch((error) => error);
+      sshWithPassword(handoff.port, password, [`${handoff.user}@${handoff.host}`, 'id -un']);
     const first = await ssh(handoff.password);
     assert.equal(first.stdout?.trim(), `bc${suffix}`, first.stderr);
     const second = await ssh(handoff.password);
