@@ -125,7 +125,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
   );
   bus.on('user.access_ended', ({ userId }) => sse.closeForUser(userId));
 
-  const tickets = new AccessTickets();
+  const tickets = new AccessTickets(repositories.accessTickets, 'ssh');
   const access = new Access(
     repositories.users,
     repositories.hosts,
@@ -134,6 +134,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     limiter,
     tickets,
     bus,
+    repositories.accessTickets,
   );
   const auth = new AuthService(access, bus, config);
   const users = new UsersService(repositories.users, box, bus, revocation);

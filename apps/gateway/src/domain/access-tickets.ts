@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import type { AccessTicketsRepository } from '../store/access-tickets-repository.js';
 
 export interface TicketGrant {
   userId: string;
@@ -10,23 +11,28 @@ const digest = (secret: string) => createHash('sha256').update(secret, 'utf8').d
 /**
  * One-time tickets: each opens one thing (an SSH login from the bootstrap flow, a host's desktop) to one host of
  * one user, once, within its lifetime. Each kind has its own instance, so a ticket of one kind never opens
- * another. Only digests are kept, in memory: a restart voids tickets, which costs the user a re-run of the
- * bootstrap script or another click on "Open desktop", and nothing else.
+ * another. Only digests are kept, in the database: a ticket issued by one gateway is taken at any other sharing
+ * it, and only once.
  */
 export class AccessTickets<G extends TicketGrant = TicketGrant> {
-  private readonly issued = new Map<string, { grant: G; expiresAt: number }>();
-
   constructor(
+    private readonly store: AccessTicketsRepository,
+    private readonly kind: 'ssh' | 'desktop',
     private readonly lifetimeMs = 2 * 60_000,
     private readonly now: () => number = () => Date.now(),
   ) {}
 
-  issue(grant: G): { ticket: string; expiresAt: Date } {
-    this.prune();
+  async issue(grant: G): Promise<{ ticket: string; expiresAt: Date }> {
+    await this.store.deleteExpired(new Date(this.now()).toISOString());
     const ticket = `ccpt_${randomBytes(24).toString('base64url')}`;
-    const expiresAt = this.now() + this.lifetimeMs;
-    this.issued.set(digest(ticket), { grant, expiresAt });
-    return { ticket, expiresAt: new Date(expiresAt) };
+    const expiresAt = new Date(this.now() + this.lifetimeMs);
+    await this.store.insert({
+      digest: digest(ticket),
+      kind: this.kind,
+      granted: JSON.stringify(grant),
+      expires_at: expiresAt.toISOString(),
+    });
+    return { ticket, expiresAt };
   }
 
   /** Whether `secret` looks like a ticket at all (so a password check can be skipped or used instead). */
@@ -34,17 +40,10 @@ export class AccessTickets<G extends TicketGrant = TicketGrant> {
     return secret.startsWith('ccpt_');
   }
 
-  /** Uses up the ticket: returns what it grants, or null when it is unknown, used or expired. */
-  redeem(secret: string): G | null {
-    const key = digest(secret);
-    const found = this.issued.get(key);
-    if (!found) return null;
-    this.issued.delete(key);
-    return found.expiresAt > this.now() ? found.grant : null;
-  }
-
-  private prune(): void {
-    const now = this.now();
-    for (const [key, entry] of this.issued) if (entry.expiresAt <= now) this.issued.delete(key);
+  /** Uses up the ticket: returns what it grants, or null when it is unknown, used, expired or of another kind. */
+  async redeem(secret: string): Promise<G | null> {
+    const found = await this.store.take(digest(secret));
+    if (!found || found.kind !== this.kind) return null;
+    return Date.parse(found.expires_at) > this.now() ? (JSON.parse(found.granted) as G) : null;
   }
 }

@@ -1,6 +1,7 @@
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Actor, Role } from '@ccp/api';
 import type { EventBus } from '../events/event-bus.js';
+import type { AccessTicketsRepository } from '../store/access-tickets-repository.js';
 import type { HostsRepository, HostWithOwner } from '../store/hosts-repository.js';
 import type { SshKeysRepository } from '../store/ssh-keys-repository.js';
 import type { UserRow, UsersRepository } from '../store/users-repository.js';
@@ -70,7 +71,7 @@ export class Access {
   private readonly checking = new Map<string, number>();
   private checkingInAll = 0;
   private readonly limits: AccessLimits;
-  private readonly desktopTickets = new AccessTickets<DesktopGrant>(DESKTOP_TICKET_MS);
+  private readonly desktopTickets: AccessTickets<DesktopGrant>;
 
   constructor(
     private readonly users: UsersRepository,
@@ -80,9 +81,11 @@ export class Access {
     private readonly limiter: FailureRateLimiter,
     private readonly tickets: AccessTickets,
     private readonly bus: EventBus,
+    ticketStore: AccessTicketsRepository,
     limits: Partial<AccessLimits> = {},
   ) {
     this.limits = { ...DEFAULT_LIMITS, ...limits };
+    this.desktopTickets = new AccessTickets<DesktopGrant>(ticketStore, 'desktop', DESKTOP_TICKET_MS);
   }
 
   /** Proves a credential. The account state is only revealed after the secret was proven; every outcome is logged. */
@@ -246,7 +249,7 @@ export class Access {
     // The caller's token was checked against this version moments ago; the ticket dies when it moves on.
     const account = await this.users.findTokenState(principal.id);
     if (!account) throw errors.unauthorized('The token has been revoked');
-    const issued = this.desktopTickets.issue({
+    const issued = await this.desktopTickets.issue({
       userId: principal.id,
       hostId: host.id,
       portal: principal.role,
@@ -258,7 +261,7 @@ export class Access {
   /** Uses up a desktop ticket presented on `portal`'s path to `hostId`'s desktop: whom it was made for, while
    * their account is as it was then. A ticket presented anywhere else is used up all the same. */
   async redeemDesktopTicket(ticket: string, portal: Role, hostId: string): Promise<CredentialHolder> {
-    const grant = this.desktopTickets.redeem(ticket);
+    const grant = await this.desktopTickets.redeem(ticket);
     if (!grant || grant.hostId !== hostId || grant.portal !== portal)
       throw errors.unauthorized(
         'The desktop ticket is unknown, used, expired or for another desktop: open the desktop again',
@@ -310,7 +313,7 @@ export class Access {
       }
       case 'ssh_password': {
         if (AccessTickets.looksLikeTicket(credential.password)) {
-          const ticket = this.tickets.redeem(credential.password);
+          const ticket = await this.tickets.redeem(credential.password);
           return { proven: user !== undefined && ticket?.userId === user.id, ticket };
         }
         // Unknown users still cost one comparison, so timing does not tell which usernames exist.

@@ -99,7 +99,7 @@ export class BootstrapService {
       );
 
     this.handedOff.add(task.id);
-    const { ticket, expiresAt } = this.tickets.issue({ userId: user.id, hostId: host.id });
+    const { ticket, expiresAt } = await this.tickets.issue({ userId: user.id, hostId: host.id });
     await this.bus.emit({
       type: 'bootstrap.handoff',
       message: `${user.username} received a one-time SSH ticket for host ${host.short_id}`,

@@ -10,6 +10,7 @@ import { accountsAndEvents } from './migrations/0001-accounts-and-events.js';
 import { workspaces } from './migrations/0002-workspaces.js';
 import { hostKeys } from './migrations/0003-host-keys.js';
 import { listIndexes } from './migrations/0004-list-indexes.js';
+import { accessTickets } from './migrations/0005-access-tickets.js';
 import type { DatabaseSchema } from './schema.js';
 
 export type Db = Kysely<DatabaseSchema>;
@@ -92,6 +93,7 @@ function migrations(kind: DialectKind): Record<string, Migration> {
     '0002-workspaces': workspaces,
     '0003-host-keys': hostKeys,
     '0004-list-indexes': listIndexes,
+    '0005-access-tickets': accessTickets,
   };
 }
 

@@ -1,3 +1,4 @@
+import { AccessTicketsRepository } from './access-tickets-repository.js';
 import type { Database } from './database.js';
 import { EgressIpsRepository } from './egress-ips-repository.js';
 import { EventsRepository } from './events-repository.js';
@@ -15,6 +16,7 @@ export interface Repositories {
   hosts: HostsRepository;
   tasks: TasksRepository;
   stats: StatsRepository;
+  accessTickets: AccessTicketsRepository;
 }
 
 export function createRepositories(database: Database): Repositories {
@@ -26,5 +28,6 @@ export function createRepositories(database: Database): Repositories {
     hosts: new HostsRepository(database.db),
     tasks: new TasksRepository(database.db),
     stats: new StatsRepository(database.db),
+    accessTickets: new AccessTicketsRepository(database.db),
   };
 }

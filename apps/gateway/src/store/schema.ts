@@ -98,6 +98,15 @@ export interface TasksTable {
   finished_at: IsoTime | null;
 }
 
+/** A one-time ticket: only the digest of its secret, what it grants (JSON, `granted`) and until when. */
+export interface AccessTicketsTable {
+  digest: string;
+  /** Tickets of one kind never open another (`ssh`, `desktop`). */
+  kind: string;
+  granted: string;
+  expires_at: IsoTime;
+}
+
 export interface DatabaseSchema {
   users: UsersTable;
   ssh_keys: SshKeysTable;
@@ -106,4 +115,5 @@ export interface DatabaseSchema {
   hosts: HostsTable;
   bindings: BindingsTable;
   tasks: TasksTable;
+  access_tickets: AccessTicketsTable;
 }

@@ -5,7 +5,10 @@ import { needs } from '../../../../test/support/needs.js';
 import { SseClient } from '../helpers/sse-client.js';
 import { createPostgresDatabase, startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
 
-/** Two gateways on one PostgreSQL database: a revocation made at one must end live access held at the other. */
+/**
+ * Two gateways on one PostgreSQL database: a revocation made at one must end live access held at the other, and a
+ * one-time ticket made at one is good once at either.
+ */
 describe('attack: keeping access open through another gateway', {
   skip: needs('postgres'),
 }, () => {
@@ -39,5 +42,31 @@ describe('attack: keeping access open through another gateway', {
     } finally {
       stream.close();
     }
+  });
+
+  it('a desktop ticket issued at one gateway opens the desktop at the other, and only once anywhere', async () => {
+    const user = await a.createUser('desk-at-b');
+    const exit = await a.request('POST', '/v1/admin/egress-ips', {
+      body: {
+        label: 'exit',
+        ip_address: '198.51.100.41',
+        proxy_config: { type: 'socks', server: '198.51.100.41', server_port: 1080, version: '5' },
+      },
+    });
+    const host = await a.request('POST', '/v1/admin/hosts', {
+      body: { user_id: user.id, egress_ip_id: exit.body.id },
+    });
+    await a.request('POST', `/v1/admin/hosts/${host.body.id}/start`);
+    await a.gateway.tasks.idle();
+    const issued = await a.request('POST', `/v1/user/hosts/${host.body.id}/vnc/ticket`, {
+      token: user.token,
+    });
+    assert.equal(issued.status, 200, JSON.stringify(issued.body));
+    const path = (issued.body.url as string).replace(/^https?:\/\/[^/]+/, '');
+    const atB = await fetch(`${b.url}${path}`, { redirect: 'manual' });
+    assert.equal(atB.status, 303, 'the other gateway takes the ticket');
+    assert.match(atB.headers.get('set-cookie') ?? '', /^ccp_vnc=/);
+    assert.equal((await fetch(`${b.url}${path}`, { redirect: 'manual' })).status, 401, 'not twice there');
+    assert.equal((await a.request('GET', path, { token: null })).status, 401, 'nor back where it was made');
   });
 });

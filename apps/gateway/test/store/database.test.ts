@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { readdirSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import { needs } from '../../../../test/support/needs.js';
 import { parseDatabaseUrl } from '../../src/config.js';
@@ -12,6 +14,8 @@ import {
   startTestGateway,
   type TestGateway,
 } from '../helpers/test-gateway.js';
+
+const MIGRATIONS_DIR = fileURLToPath(new URL('../../src/store/migrations/', import.meta.url));
 
 const now = () => new Date().toISOString();
 
@@ -110,7 +114,8 @@ for (const kind of DATABASES) {
         const tables = await sql<{ n: number }>`select count(*)::int as n from kysely_migration`.execute(
           again.db,
         );
-        assert.equal(tables.rows[0]!.n, 4);
+        // Each migration once, however often the database is opened.
+        assert.equal(tables.rows[0]!.n, readdirSync(MIGRATIONS_DIR).length);
         await again.close();
       }
     });
