@@ -119,7 +119,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     new EventLogWriter(repositories.events, logger.child({ component: 'events' })),
     new SseProjection(sse, (message) => userSseMessage(message, accessSettings)),
   );
-  const limiter = new FailureRateLimiter();
+  const limiter = new FailureRateLimiter({ log: repositories.authFailures });
   const revocation = new AccessRevocation(bus, database.changes, (error) =>
     logger.warn({ err: error }, 'a revocation was not carried out everywhere'),
   );

@@ -99,7 +99,7 @@ export class Access {
     const keys = FailureRateLimiter.keysFor(username, clientAddress);
 
     if (limited) {
-      const retryAfterSeconds = this.limiter.retryAfterSeconds(keys);
+      const retryAfterSeconds = await this.limiter.retryAfterSeconds(keys);
       if (retryAfterSeconds > 0) {
         await this.bus.emit({
           type: `auth.${channel}.rate_limited`,
@@ -110,7 +110,7 @@ export class Access {
         });
         return { admitted: false, reason: 'rate_limited', retryAfterSeconds };
       }
-      const delay = this.limiter.delayFor(username);
+      const delay = await this.limiter.delayFor(username);
       if (delay > 0) await sleep(delay);
     }
 
@@ -118,7 +118,7 @@ export class Access {
     const proof = await this.prove(credential, user, clientAddress);
     if (proof === 'busy') return { admitted: false, reason: 'busy', retryAfterSeconds: 1 };
     if (!user || !proof.proven) {
-      if (limited) this.limiter.recordFailure(keys, username);
+      if (limited) await this.limiter.recordFailure(keys, username);
       const what = credential.kind === 'ssh_key' ? 'key signature' : 'password';
       await this.bus.emit({
         type: `auth.${channel}.failed`,
@@ -130,7 +130,7 @@ export class Access {
       });
       return { admitted: false, reason: 'invalid_credentials' };
     }
-    if (limited) this.limiter.recordSuccess(username, clientAddress);
+    if (limited) await this.limiter.recordSuccess(username, clientAddress);
 
     const refusal =
       user.status === 'disabled' ? 'account_disabled' : isExpired(user) ? 'account_expired' : null;
@@ -168,11 +168,11 @@ export class Access {
    * wrong password, so short IDs cannot be enumerated. */
   async hostByShortId(shortId: string, clientAddress: string): Promise<HostWithOwner> {
     const addressKeys = FailureRateLimiter.addressKeys(clientAddress);
-    const retryAfterSeconds = this.limiter.retryAfterSeconds(addressKeys);
+    const retryAfterSeconds = await this.limiter.retryAfterSeconds(addressKeys);
     if (retryAfterSeconds > 0) throw errors.rateLimited(retryAfterSeconds);
     const host = SHORT_ID_PATTERN.test(shortId) ? await this.hosts.findByShortId(shortId) : undefined;
     if (!host) {
-      this.limiter.recordFailure(addressKeys);
+      await this.limiter.recordFailure(addressKeys);
       throw errors.notFound('Host');
     }
     return host;

@@ -1,5 +1,43 @@
 import { errors } from './errors.js';
 
+/**
+ * Where failures are counted. The gateway's is its database, so every gateway sharing it counts the same
+ * failures: a caller gains no attempts by spreading them over several gateways.
+ */
+export interface FailureLog {
+  add(keys: readonly string[], at: number): Promise<void>;
+  /** The times of a key's failures after `after`, oldest first. */
+  timesAfter(key: string, after: number): Promise<number[]>;
+  clear(key: string): Promise<void>;
+  /** Forgets failures at or before `before`. */
+  prune(before: number): Promise<void>;
+}
+
+/** A failure log of this process alone (one gateway's unit of work, tests). */
+export class MemoryFailureLog implements FailureLog {
+  private readonly failures = new Map<string, number[]>();
+
+  async add(keys: readonly string[], at: number): Promise<void> {
+    for (const key of keys) this.failures.set(key, [...(this.failures.get(key) ?? []), at]);
+  }
+
+  async timesAfter(key: string, after: number): Promise<number[]> {
+    return (this.failures.get(key) ?? []).filter((t) => t > after);
+  }
+
+  async clear(key: string): Promise<void> {
+    this.failures.delete(key);
+  }
+
+  async prune(before: number): Promise<void> {
+    for (const [key, times] of this.failures) {
+      const kept = times.filter((t) => t > before);
+      if (kept.length > 0) this.failures.set(key, kept);
+      else this.failures.delete(key);
+    }
+  }
+}
+
 export interface RateLimiterOptions {
   /** Failures per (username, address) pair and per address before that caller is refused. */
   maxFailures?: number;
@@ -10,6 +48,8 @@ export interface RateLimiterOptions {
   delayStepMs?: number;
   maxDelayMs?: number;
   now?: () => number;
+  /** Where failures are counted; this process's memory unless given. */
+  log?: FailureLog;
 }
 
 /**
@@ -21,7 +61,7 @@ export interface RateLimiterOptions {
  * are public, and a count that refused the account would hand anyone a lockout of any account.
  */
 export class FailureRateLimiter {
-  private readonly failures = new Map<string, number[]>();
+  private readonly log: FailureLog;
   private readonly maxFailures: number;
   private readonly windowMs: number;
   private readonly accountCeiling: number;
@@ -36,6 +76,7 @@ export class FailureRateLimiter {
     this.delayStepMs = options.delayStepMs ?? 100;
     this.maxDelayMs = options.maxDelayMs ?? 5_000;
     this.now = options.now ?? Date.now;
+    this.log = options.log ?? new MemoryFailureLog();
   }
 
   /** The keys that refuse a caller: its (username, address) pair and its address. */
@@ -60,11 +101,11 @@ export class FailureRateLimiter {
   }
 
   /** Seconds until the oldest counted failure of a key over the limit leaves the window; 0 when allowed. */
-  retryAfterSeconds(keys: string[]): number {
+  async retryAfterSeconds(keys: string[]): Promise<number> {
     const now = this.now();
     let retryAfterMs = 0;
     for (const key of keys) {
-      const recent = this.recent(key, now);
+      const recent = await this.recent(key, now);
       if (recent.length >= this.maxFailures) {
         retryAfterMs = Math.max(
           retryAfterMs,
@@ -76,42 +117,34 @@ export class FailureRateLimiter {
   }
 
   /** Throws 429 with `retryAfterSeconds`. */
-  assertAllowed(keys: string[]): void {
-    const retryAfter = this.retryAfterSeconds(keys);
+  async assertAllowed(keys: string[]): Promise<void> {
+    const retryAfter = await this.retryAfterSeconds(keys);
     if (retryAfter > 0) throw errors.rateLimited(retryAfter);
   }
 
   /** How long a password check for `username` waits first: 0 until the per-username ceiling is passed. */
-  delayFor(username: string): number {
+  async delayFor(username: string): Promise<number> {
     const over =
-      this.recent(FailureRateLimiter.accountKey(username), this.now()).length - this.accountCeiling;
+      (await this.recent(FailureRateLimiter.accountKey(username), this.now())).length - this.accountCeiling;
     return over < 0 ? 0 : Math.min(this.maxDelayMs, (over + 1) * this.delayStepMs);
   }
 
   /** Counts a failure against `keys` and, when there is one, against the username's slow-down count. */
-  recordFailure(keys: string[], username?: string): void {
+  async recordFailure(keys: string[], username?: string): Promise<void> {
     const now = this.now();
-    const all = username === undefined ? keys : [...keys, FailureRateLimiter.accountKey(username)];
-    for (const key of all) {
-      const recent = this.recent(key, now);
-      recent.push(now);
-      this.failures.set(key, recent);
-    }
-    if (this.failures.size > 100_000) this.prune(now);
+    await this.log.add(
+      username === undefined ? keys : [...keys, FailureRateLimiter.accountKey(username)],
+      now,
+    );
+    await this.log.prune(now - this.windowMs);
   }
 
   /** A correct secret clears the failures of that (username, address) pair; the address keeps its count. */
-  recordSuccess(username: string, clientAddress: string): void {
-    this.failures.delete(FailureRateLimiter.pairKey(username, clientAddress));
+  async recordSuccess(username: string, clientAddress: string): Promise<void> {
+    await this.log.clear(FailureRateLimiter.pairKey(username, clientAddress));
   }
 
-  private recent(key: string, now: number): number[] {
-    return (this.failures.get(key) ?? []).filter((t) => t > now - this.windowMs);
-  }
-
-  private prune(now: number): void {
-    for (const [key, times] of this.failures) {
-      if (!times.some((t) => t > now - this.windowMs)) this.failures.delete(key);
-    }
+  private recent(key: string, now: number): Promise<number[]> {
+    return this.log.timesAfter(key, now - this.windowMs);
   }
 }

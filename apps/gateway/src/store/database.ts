@@ -11,6 +11,7 @@ import { workspaces } from './migrations/0002-workspaces.js';
 import { hostKeys } from './migrations/0003-host-keys.js';
 import { listIndexes } from './migrations/0004-list-indexes.js';
 import { accessTickets } from './migrations/0005-access-tickets.js';
+import { authFailures } from './migrations/0006-auth-failures.js';
 import type { DatabaseSchema } from './schema.js';
 
 export type Db = Kysely<DatabaseSchema>;
@@ -94,6 +95,7 @@ function migrations(kind: DialectKind): Record<string, Migration> {
     '0003-host-keys': hostKeys,
     '0004-list-indexes': listIndexes,
     '0005-access-tickets': accessTickets,
+    '0006-auth-failures': authFailures,
   };
 }
 

@@ -1,4 +1,5 @@
 import { AccessTicketsRepository } from './access-tickets-repository.js';
+import { AuthFailuresRepository } from './auth-failures-repository.js';
 import type { Database } from './database.js';
 import { EgressIpsRepository } from './egress-ips-repository.js';
 import { EventsRepository } from './events-repository.js';
@@ -17,6 +18,7 @@ export interface Repositories {
   tasks: TasksRepository;
   stats: StatsRepository;
   accessTickets: AccessTicketsRepository;
+  authFailures: AuthFailuresRepository;
 }
 
 export function createRepositories(database: Database): Repositories {
@@ -29,5 +31,6 @@ export function createRepositories(database: Database): Repositories {
     tasks: new TasksRepository(database.db),
     stats: new StatsRepository(database.db),
     accessTickets: new AccessTicketsRepository(database.db),
+    authFailures: new AuthFailuresRepository(database.db),
   };
 }

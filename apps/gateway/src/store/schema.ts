@@ -107,6 +107,12 @@ export interface AccessTicketsTable {
   expires_at: IsoTime;
 }
 
+/** One failed secret against one rate-limit key, at a time in milliseconds. */
+export interface AuthFailuresTable {
+  key: string;
+  at_ms: number | string;
+}
+
 export interface DatabaseSchema {
   users: UsersTable;
   ssh_keys: SshKeysTable;
@@ -116,4 +122,5 @@ export interface DatabaseSchema {
   bindings: BindingsTable;
   tasks: TasksTable;
   access_tickets: AccessTicketsTable;
+  auth_failures: AuthFailuresTable;
 }

@@ -7,7 +7,7 @@ import { createPostgresDatabase, startTestGateway, type TestGateway } from '../h
 
 /**
  * Two gateways on one PostgreSQL database: a revocation made at one must end live access held at the other, and a
- * one-time ticket made at one is good once at either.
+ * one-time ticket made at one is good once at either; failed logins count at both.
  */
 describe('attack: keeping access open through another gateway', {
   skip: needs('postgres'),
@@ -68,5 +68,26 @@ describe('attack: keeping access open through another gateway', {
     assert.match(atB.headers.get('set-cookie') ?? '', /^ccp_vnc=/);
     assert.equal((await fetch(`${b.url}${path}`, { redirect: 'manual' })).status, 401, 'not twice there');
     assert.equal((await a.request('GET', path, { token: null })).status, 401, 'nor back where it was made');
+  });
+
+  it('failed logins count across gateways: spreading guesses over both gains no attempts', async () => {
+    const user = await a.createUser('guessed-at-both');
+    const wrong = { username: 'guessed-at-both', password: 'not-the-password' };
+    const atB = () =>
+      fetch(`${b.url}/v1/auth/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(wrong),
+      });
+    for (let i = 0; i < 5; i++) {
+      assert.equal((await a.request('POST', '/v1/auth/login', { token: null, body: wrong })).status, 401);
+      assert.equal((await atB()).status, 401);
+    }
+    const refusedAtA = await a.request('POST', '/v1/auth/login', {
+      token: null,
+      body: { username: 'guessed-at-both', password: user.password },
+    });
+    assert.equal(refusedAtA.status, 429, 'ten failures in all, even the right password waits');
+    assert.equal((await atB()).status, 429);
   });
 });

@@ -8,9 +8,9 @@ function clock(start = 1_000_000) {
   return c;
 }
 
-function refusal(limiter: FailureRateLimiter, keys: string[]): DomainError {
+async function refusal(limiter: FailureRateLimiter, keys: string[]): Promise<DomainError> {
   try {
-    limiter.assertAllowed(keys);
+    await await limiter.assertAllowed(keys);
   } catch (error) {
     assert.ok(error instanceof DomainError);
     return error;
@@ -26,81 +26,88 @@ describe('FailureRateLimiter', () => {
     ]);
   });
 
-  it('allows 10 failures in 5 minutes and refuses the 11th attempt as rate limited, with when to retry', () => {
+  it('allows 10 failures in 5 minutes and refuses the 11th attempt as rate limited, with when to retry', async () => {
     const c = clock();
     const limiter = new FailureRateLimiter({ now: () => c.now });
     const keys = FailureRateLimiter.keysFor('alice', '10.0.0.1');
     for (let i = 0; i < 10; i++) {
-      limiter.assertAllowed(keys);
-      limiter.recordFailure(keys);
+      await limiter.assertAllowed(keys);
+      await limiter.recordFailure(keys);
       c.advance(1000);
     }
-    const error = refusal(limiter, keys);
+    const error = await refusal(limiter, keys);
     assert.equal(error.kind, 'rate_limited');
     assert.equal(error.code, 'rate_limited');
     // The first failure was 10 s ago and leaves the 300 s window in 290 s.
     assert.equal(error.extra.retry_after, 290);
   });
 
-  it('counts each key separately: the pair, and the address for any username; never the username alone', () => {
+  it('counts each key separately: the pair, and the address for any username; never the username alone', async () => {
     const c = clock();
     const limiter = new FailureRateLimiter({ now: () => c.now });
     for (let i = 0; i < 10; i++)
-      limiter.recordFailure(FailureRateLimiter.keysFor('alice', '10.0.0.1'), 'alice');
-    assert.equal(refusal(limiter, FailureRateLimiter.keysFor('ALICE', '10.0.0.1')).kind, 'rate_limited');
+      await limiter.recordFailure(FailureRateLimiter.keysFor('alice', '10.0.0.1'), 'alice');
+    assert.equal(
+      (await refusal(limiter, FailureRateLimiter.keysFor('ALICE', '10.0.0.1'))).kind,
+      'rate_limited',
+    );
     for (let i = 0; i < 10; i++)
-      limiter.recordFailure(FailureRateLimiter.keysFor('alice', `10.0.1.${i}`), 'alice');
+      await limiter.recordFailure(FailureRateLimiter.keysFor('alice', `10.0.1.${i}`), 'alice');
     // Failures from other addresses never refuse the account.
-    limiter.assertAllowed(FailureRateLimiter.keysFor('alice', '192.168.1.1'));
-    limiter.assertAllowed(FailureRateLimiter.keysFor('bob', '10.0.1.1'));
+    await limiter.assertAllowed(FailureRateLimiter.keysFor('alice', '192.168.1.1'));
+    await limiter.assertAllowed(FailureRateLimiter.keysFor('bob', '10.0.1.1'));
 
-    for (let i = 0; i < 10; i++) limiter.recordFailure(FailureRateLimiter.keysFor(`user${i}`, '172.16.0.1'));
-    assert.equal(refusal(limiter, FailureRateLimiter.keysFor('carol', '172.16.0.1')).kind, 'rate_limited');
-    limiter.assertAllowed(FailureRateLimiter.keysFor('carol', '172.16.0.2'));
+    for (let i = 0; i < 10; i++)
+      await limiter.recordFailure(FailureRateLimiter.keysFor(`user${i}`, '172.16.0.1'));
+    assert.equal(
+      (await refusal(limiter, FailureRateLimiter.keysFor('carol', '172.16.0.1'))).kind,
+      'rate_limited',
+    );
+    await limiter.assertAllowed(FailureRateLimiter.keysFor('carol', '172.16.0.2'));
   });
 
-  it('slides the window: each failure stops counting 5 minutes after it happened', () => {
+  it('slides the window: each failure stops counting 5 minutes after it happened', async () => {
     const c = clock();
     const limiter = new FailureRateLimiter({ now: () => c.now });
     const keys = FailureRateLimiter.keysFor('alice', '10.0.0.1');
-    limiter.recordFailure(keys);
+    await limiter.recordFailure(keys);
     c.advance(60_000);
-    for (let i = 0; i < 9; i++) limiter.recordFailure(keys);
-    assert.equal(refusal(limiter, keys).extra.retry_after, 240);
+    for (let i = 0; i < 9; i++) await limiter.recordFailure(keys);
+    assert.equal((await refusal(limiter, keys)).extra.retry_after, 240);
     c.advance(239_999);
-    refusal(limiter, keys);
+    await refusal(limiter, keys);
     c.advance(1);
-    limiter.assertAllowed(keys); // the first failure left the window; 9 remain
-    limiter.recordFailure(keys);
-    assert.equal(refusal(limiter, keys).extra.retry_after, 60);
+    await limiter.assertAllowed(keys); // the first failure left the window; 9 remain
+    await limiter.recordFailure(keys);
+    assert.equal((await refusal(limiter, keys)).extra.retry_after, 60);
     c.advance(60_000);
-    limiter.assertAllowed(keys);
+    await limiter.assertAllowed(keys);
   });
 
-  it('rounds Retry-After up and never answers 0', () => {
+  it('rounds Retry-After up and never answers 0', async () => {
     const c = clock();
     const limiter = new FailureRateLimiter({ now: () => c.now, maxFailures: 2, windowMs: 10_000 });
     const keys = ['user:x'];
-    limiter.recordFailure(keys);
-    limiter.recordFailure(keys);
+    await limiter.recordFailure(keys);
+    await limiter.recordFailure(keys);
     c.advance(9_999);
-    assert.equal(refusal(limiter, keys).extra.retry_after, 1);
+    assert.equal((await refusal(limiter, keys)).extra.retry_after, 1);
     c.advance(1);
-    limiter.assertAllowed(keys);
+    await limiter.assertAllowed(keys);
   });
 
-  it('a success clears the failures of that pair but not those of the address', () => {
+  it('a success clears the failures of that pair but not those of the address', async () => {
     const c = clock();
     const limiter = new FailureRateLimiter({ now: () => c.now });
-    for (let i = 0; i < 9; i++) limiter.recordFailure(FailureRateLimiter.keysFor('alice', '10.0.0.1'));
-    limiter.recordFailure(FailureRateLimiter.keysFor('alice', '10.0.0.2'));
-    limiter.recordSuccess('Alice', '10.0.0.1');
-    limiter.assertAllowed(FailureRateLimiter.keysFor('alice', '10.0.0.1').slice(0, 1));
-    limiter.recordFailure(FailureRateLimiter.keysFor('bob', '10.0.0.1'));
-    refusal(limiter, FailureRateLimiter.keysFor('bob', '10.0.0.1'));
+    for (let i = 0; i < 9; i++) await limiter.recordFailure(FailureRateLimiter.keysFor('alice', '10.0.0.1'));
+    await limiter.recordFailure(FailureRateLimiter.keysFor('alice', '10.0.0.2'));
+    await limiter.recordSuccess('Alice', '10.0.0.1');
+    await limiter.assertAllowed(FailureRateLimiter.keysFor('alice', '10.0.0.1').slice(0, 1));
+    await limiter.recordFailure(FailureRateLimiter.keysFor('bob', '10.0.0.1'));
+    await refusal(limiter, FailureRateLimiter.keysFor('bob', '10.0.0.1'));
   });
 
-  it('slows a username down past its ceiling of failures from all addresses, up to a cap, without refusing it', () => {
+  it('slows a username down past its ceiling of failures from all addresses, up to a cap, without refusing it', async () => {
     const c = clock();
     const limiter = new FailureRateLimiter({
       now: () => c.now,
@@ -109,28 +116,31 @@ describe('FailureRateLimiter', () => {
       maxDelayMs: 250,
     });
     for (let i = 0; i < 4; i++)
-      limiter.recordFailure(FailureRateLimiter.keysFor('alice', `10.0.0.${i}`), 'alice');
-    assert.equal(limiter.delayFor('ALICE'), 0);
-    limiter.recordFailure(FailureRateLimiter.keysFor('alice', '10.0.0.9'), 'alice');
-    assert.equal(limiter.delayFor('alice'), 100);
-    limiter.recordFailure(FailureRateLimiter.keysFor('alice', '10.0.0.10'), 'alice');
-    assert.equal(limiter.delayFor('alice'), 200);
+      await limiter.recordFailure(FailureRateLimiter.keysFor('alice', `10.0.0.${i}`), 'alice');
+    assert.equal(await limiter.delayFor('ALICE'), 0);
+    await limiter.recordFailure(FailureRateLimiter.keysFor('alice', '10.0.0.9'), 'alice');
+    assert.equal(await limiter.delayFor('alice'), 100);
+    await limiter.recordFailure(FailureRateLimiter.keysFor('alice', '10.0.0.10'), 'alice');
+    assert.equal(await limiter.delayFor('alice'), 200);
     for (let i = 0; i < 5; i++)
-      limiter.recordFailure(FailureRateLimiter.keysFor('alice', `10.0.2.${i}`), 'alice');
-    assert.equal(limiter.delayFor('alice'), 250);
-    assert.equal(limiter.delayFor('bob'), 0);
-    limiter.assertAllowed(FailureRateLimiter.keysFor('alice', '10.9.9.9'));
+      await limiter.recordFailure(FailureRateLimiter.keysFor('alice', `10.0.2.${i}`), 'alice');
+    assert.equal(await limiter.delayFor('alice'), 250);
+    assert.equal(await limiter.delayFor('bob'), 0);
+    await limiter.assertAllowed(FailureRateLimiter.keysFor('alice', '10.9.9.9'));
     c.advance(5 * 60_000);
-    assert.equal(limiter.delayFor('alice'), 0);
+    assert.equal(await limiter.delayFor('alice'), 0);
   });
 
-  it('takes the later Retry-After when both keys are over the limit', () => {
+  it('takes the later Retry-After when both keys are over the limit', async () => {
     const c = clock();
     const limiter = new FailureRateLimiter({ now: () => c.now });
-    for (let i = 0; i < 10; i++) limiter.recordFailure(['pair:alice@10.0.0.1']);
+    for (let i = 0; i < 10; i++) await limiter.recordFailure(['pair:alice@10.0.0.1']);
     c.advance(100_000);
-    for (let i = 0; i < 10; i++) limiter.recordFailure(['addr:10.0.0.1']);
-    assert.equal(refusal(limiter, FailureRateLimiter.keysFor('alice', '10.0.0.1')).extra.retry_after, 300);
-    assert.equal(refusal(limiter, ['pair:alice@10.0.0.1', 'addr:10.0.0.9']).extra.retry_after, 200);
+    for (let i = 0; i < 10; i++) await limiter.recordFailure(['addr:10.0.0.1']);
+    assert.equal(
+      (await refusal(limiter, FailureRateLimiter.keysFor('alice', '10.0.0.1'))).extra.retry_after,
+      300,
+    );
+    assert.equal((await refusal(limiter, ['pair:alice@10.0.0.1', 'addr:10.0.0.9'])).extra.retry_after, 200);
   });
 });
