@@ -104,7 +104,7 @@ export interface RecordedEvents {
   'ssh.mount.failed': {
     data: SshSession & { path: string | null; layout: 'link' | 'directory' | null; reason: string };
   };
-  'vnc.session.opened': { data: DesktopSession };
+  'vnc.session.opened': { data: DesktopSession & { desktop_locked: boolean } };
   'vnc.session.closed': { data: DesktopSession & Traffic };
   'vnc.started': { data: { short_id: string; duration_ms: number } };
   'vnc.restarted': { data: { short_id: string; duration_ms: number } };

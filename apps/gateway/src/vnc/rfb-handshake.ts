@@ -75,7 +75,7 @@ export async function joinRfb(
   desktop: WebSocket,
   password: string,
   timeoutMs = 10_000,
-): Promise<{ fromBrowser: Buffer; fromDesktop: Buffer }> {
+): Promise<{ fromBrowser: Buffer; fromDesktop: Buffer; passwordProtected: boolean }> {
   const fromDesktop = new MessageBytes(desktop, 'desktop');
   const fromBrowser = new MessageBytes(browser, 'browser');
   const timer = setTimeout(() => {
@@ -83,8 +83,9 @@ export async function joinRfb(
     fromDesktop.fail(error);
     fromBrowser.fail(error);
   }, timeoutMs);
+  let passwordProtected: boolean;
   try {
-    await authenticateToDesktop(fromDesktop, desktop, password);
+    passwordProtected = await authenticateToDesktop(fromDesktop, desktop, password);
     await offerNoSecurity(fromBrowser, browser);
   } catch (error) {
     fromDesktop.detach();
@@ -93,10 +94,15 @@ export async function joinRfb(
   } finally {
     clearTimeout(timer);
   }
-  return { fromBrowser: fromBrowser.detach(), fromDesktop: fromDesktop.detach() };
+  return { fromBrowser: fromBrowser.detach(), fromDesktop: fromDesktop.detach(), passwordProtected };
 }
 
-async function authenticateToDesktop(bytes: MessageBytes, desktop: WebSocket, password: string) {
+/** Whether the desktop asked for its password (an image from before desktop passwords asks for none). */
+async function authenticateToDesktop(
+  bytes: MessageBytes,
+  desktop: WebSocket,
+  password: string,
+): Promise<boolean> {
   const version = (await bytes.read(12)).toString('latin1');
   const match = /^RFB (\d{3})\.(\d{3})\n$/.exec(version);
   if (!match || Number(match[1]) !== 3 || Number(match[2]) < 8)
@@ -116,6 +122,7 @@ async function authenticateToDesktop(bytes: MessageBytes, desktop: WebSocket, pa
   }
   if ((await bytes.read(4)).readUInt32BE(0) !== 0)
     throw new RfbHandshakeError(`the desktop refused the gateway: ${await reason(bytes)}`);
+  return types.includes(SECURITY_VNC_AUTH);
 }
 
 async function offerNoSecurity(bytes: MessageBytes, browser: WebSocket) {

@@ -222,7 +222,7 @@ export class VncProxy {
   private relaySession(
     session: LiveSession,
     upstream: WebSocket,
-    pending: { fromBrowser: Buffer; fromDesktop: Buffer },
+    pending: { fromBrowser: Buffer; fromDesktop: Buffer; passwordProtected: boolean },
   ): void {
     const { client } = session;
     if (client.readyState !== WebSocket.OPEN || upstream.readyState !== WebSocket.OPEN) {
@@ -231,7 +231,7 @@ export class VncProxy {
       return;
     }
     this.live.set(session.id, session);
-    this.emitOpened(session);
+    this.emitOpened(session, pending.passwordProtected);
     if (pending.fromBrowser.length > 0) {
       session.traffic.toDesktop += pending.fromBrowser.length;
       upstream.send(pending.fromBrowser);
@@ -291,15 +291,29 @@ export class VncProxy {
     }
   }
 
-  private emitOpened(session: LiveSession): void {
+  /**
+   * A desktop that asked for no password runs a workspace made before desktop passwords: what reaches its relay
+   * on the gateway's machine gets the desktop without one. Said on every session, until the host is rebuilt.
+   */
+  private emitOpened(session: LiveSession, passwordProtected: boolean): void {
     const { principal, host, portal } = session.access;
     this.emit({
       type: 'vnc.session.opened',
-      message: `Desktop session of ${principal.username} to host ${host.short_id} opened`,
+      ...(passwordProtected
+        ? { message: `Desktop session of ${principal.username} to host ${host.short_id} opened` }
+        : {
+            level: 'warn',
+            message: `Desktop session of ${principal.username} to host ${host.short_id} opened; its desktop has no password (a workspace made before desktop passwords): rebuild the host to give it one`,
+          }),
       actor: actorOf(principal),
       userId: host.user_id,
       hostId: host.id,
-      data: { portal, short_id: host.short_id, client_address: session.clientAddress },
+      data: {
+        portal,
+        short_id: host.short_id,
+        client_address: session.clientAddress,
+        desktop_locked: passwordProtected,
+      },
     });
   }
 

@@ -69,6 +69,8 @@ export class FakeDesktop {
   readonly streams: WebSocket[] = [];
   /** Authentication attempts that failed. */
   refused = 0;
+  /** Offer no security at all, as a workspace image from before desktop passwords does. */
+  withoutPassword = false;
   private readonly server = http.createServer((request, response) => {
     this.requests.push({ url: request.url ?? '', headers: request.headers });
     if (request.url === '/vnc.html') {
@@ -91,6 +93,11 @@ export class FakeDesktop {
     const bytes = new StreamBytes(socket);
     socket.send(VERSION);
     await bytes.read(12);
+    if (this.withoutPassword) {
+      socket.send(Buffer.from([1, 1]));
+      if ((await bytes.read(1))[0] !== 1) throw new Error('not security type None');
+      return this.accept(socket, bytes);
+    }
     socket.send(Buffer.from([1, 2]));
     if ((await bytes.read(1))[0] !== 2) throw new Error('no VNC authentication');
     const challenge = randomBytes(16);
@@ -106,6 +113,10 @@ export class FakeDesktop {
       socket.close();
       return;
     }
+    this.accept(socket, bytes);
+  }
+
+  private accept(socket: WebSocket, bytes: StreamBytes): void {
     socket.send(Buffer.alloc(4));
     const early = bytes.detach();
     this.streams.push(socket);

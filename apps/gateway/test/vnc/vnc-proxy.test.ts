@@ -256,6 +256,24 @@ for (const kind of DATABASES) {
       assert.equal(desktop.refused, refusedBefore + 1);
     });
 
+    it('says when a desktop asks for no password (an older workspace), and how to give it one', async () => {
+      desktop.withoutPassword = true;
+      try {
+        const opened = await openStream(ws(`${base}/websockify`), bearer(alice.token));
+        assert.ok('socket' in opened, JSON.stringify(opened));
+        opened.socket.close();
+      } finally {
+        desktop.withoutPassword = false;
+      }
+      const events = await t.request('GET', `/v1/admin/events?type=vnc.session.opened&host_id=${aliceHost}`);
+      const [latest, earlier] = events.body.events;
+      assert.equal(latest.level, 'warn');
+      assert.equal(latest.data.desktop_locked, false);
+      assert.match(latest.message, /has no password .*rebuild the host/);
+      assert.equal(earlier.level, 'info');
+      assert.equal(earlier.data.desktop_locked, true);
+    });
+
     it('reports the desktop of a stopped host and refuses to start it', async () => {
       await t.request('POST', `/v1/admin/hosts/${bobHost}/stop`);
       await t.gateway.tasks.idle();
