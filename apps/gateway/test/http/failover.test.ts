@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { EgressTestResult, ProxyConfig } from '@ccp/api';
+import pino from 'pino';
 import type { EgressTester } from '../../src/domain/egress-ips-service.js';
+import { createGateway } from '../../src/gateway.js';
 import { MemoryRuntime } from '../helpers/memory-runtime.js';
 import { DATABASES, startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
 
@@ -92,6 +94,36 @@ for (const kind of DATABASES) {
         '198.51.100.21',
         'the primary takes over again',
       );
+    });
+
+    it('fails over a host started before the gateway restarted (the new process never switched it)', async () => {
+      const primary = await egress('198.51.100.61');
+      const standby = await egress('198.51.100.62');
+      const user = await t.createUser('ines');
+      const host = (
+        await t.request('POST', '/v1/admin/hosts', { body: { user_id: user.id, egress_ip_id: primary } })
+      ).body;
+      await t.request('POST', '/v1/admin/bindings', { body: { host_id: host.id, egress_ip_id: standby } });
+      await t.request('POST', `/v1/admin/hosts/${host.id}/start`);
+      await t.gateway.tasks.idle();
+      // A second process on the same database and engine: what the gateway is after a kill -9 and a start.
+      const restarted = await createGateway(t.gateway.config, {
+        logger: pino({ level: 'silent' }),
+        httpLogger: false,
+        runtime,
+        egressTester: tester,
+      });
+      try {
+        tester.failing.add('198.51.100.61');
+        await restarted.lifecycle.checkUpstreams();
+        assert.equal(runtime.hosts.get(host.id)?.upstream?.exitIp, '198.51.100.62');
+        tester.failing.clear();
+        await restarted.lifecycle.checkUpstreams();
+        assert.equal(runtime.hosts.get(host.id)?.upstream?.exitIp, '198.51.100.61', 'and back');
+      } finally {
+        tester.failing.clear();
+        await restarted.close();
+      }
     });
 
     it('logs the health round only when a result changes: failed, recovered, a new exit address', async () => {
