@@ -133,4 +133,18 @@ describe('open SSH sessions across upstream changes', {
     await until('the tunnel to come back', async () => (await exitSeen().catch(() => '')) !== '', 30_000);
     assert.equal(await exitSeen(), lab.lab.exits[1]!.address);
   });
+
+  it("after those switches the egress gateway is still Docker's to restart: killed outright, it comes back", async () => {
+    const pid = await runClient('docker', ['inspect', '--format', '{{.State.Pid}}', `ccp-egress-${host.id}`]);
+    assert.equal(pid.code, 0, pid.stderr);
+    // A crash of the whole container (not only v2ray): its restart policy must still hold after the reloads a
+    // switch sends it.
+    process.kill(Number(pid.stdout.trim()), 'SIGKILL');
+    await until(
+      'the workspace to leave through its exit again',
+      async () => (await exitSeen().catch(() => '')) === lab.lab.exits[1]!.address,
+      90_000,
+    );
+    assert.equal((await lab.t.request('GET', `/v1/admin/hosts/${host.id}`)).body.status, 'running');
+  });
 });
