@@ -1,5 +1,10 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import path from 'node:path';
+import type { LabDescription } from '../../../../test/lab/lab.js';
+import { labEgressEnv } from './lab-egress.js';
+import { freePort } from './lab-gateway.js';
+import { ADMIN_PASSWORD } from './test-gateway.js';
 
 export const REPO_ROOT = path.resolve(import.meta.dirname, '../../../..');
 /** The built gateway (`npm run build`). */
@@ -87,4 +92,38 @@ export class GatewayProcess {
       child.kill(signal);
     });
   }
+}
+
+/**
+ * A gateway process (not started yet) on SQLite in `dataDir`, on free loopback ports, pointed at the network lab,
+ * with the test images and no periodic health round; `env` adds or overrides settings.
+ */
+export async function labGatewayProcess(
+  lab: LabDescription,
+  dataDir: string,
+  env: Record<string, string> = {},
+  args?: string[],
+): Promise<{ gateway: GatewayProcess; url: string; sshPort: number }> {
+  const [httpPort, sshPort] = [await freePort(), await freePort()];
+  const url = `http://127.0.0.1:${httpPort}`;
+  const gateway = new GatewayProcess(
+    {
+      ...labEgressEnv(lab),
+      ADMIN_JWT_SECRET: randomBytes(36).toString('base64'),
+      ADMIN_PASSWORD,
+      DATA_DIR: dataDir,
+      DATABASE_URL: `sqlite:${path.join(dataDir, 'gateway.db')}`,
+      HTTP_HOST: '127.0.0.1',
+      HTTP_PORT: String(httpPort),
+      SSH_PROXY_PORT: String(sshPort),
+      ENTRY_PORT: '0',
+      LOG_LEVEL: 'warn',
+      WORKSPACE_IMAGE_VARIANT: 'test',
+      EGRESS_HEALTH_SECONDS: '0',
+      ...env,
+    },
+    url,
+    args,
+  );
+  return { gateway, url, sshPort };
 }

@@ -11,9 +11,9 @@ import Docker from 'dockerode';
 import { ensureLab, type LabDescription } from '../../../../test/lab/lab.js';
 import { needs } from '../../../../test/support/needs.js';
 import { HOST_LABEL } from '../../src/runtime/docker-workspace-runtime.js';
-import { api, eventually, GatewayProcess, REPO_ROOT } from '../helpers/gateway-process.js';
-import { buildTestImages, labEgressEnv } from '../helpers/lab-egress.js';
-import { freePort, removeHostResources } from '../helpers/lab-gateway.js';
+import { api, eventually, labGatewayProcess, REPO_ROOT } from '../helpers/gateway-process.js';
+import { buildTestImages } from '../helpers/lab-egress.js';
+import { removeHostResources } from '../helpers/lab-gateway.js';
 import { ADMIN_PASSWORD, startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
 
 const exec = promisify(execFile);
@@ -41,25 +41,7 @@ describe('faults the gateway survives', { skip: needs('lab', 'docker'), timeout:
   async function gatewayWithHost(name: string) {
     const dataDir = path.join(work, name);
     mkdirSync(dataDir);
-    const [httpPort, sshPort] = [await freePort(), await freePort()];
-    const url = `http://127.0.0.1:${httpPort}`;
-    const gateway = new GatewayProcess(
-      {
-        ...labEgressEnv(lab),
-        ADMIN_JWT_SECRET: randomBytes(36).toString('base64'),
-        ADMIN_PASSWORD,
-        DATA_DIR: dataDir,
-        DATABASE_URL: `sqlite:${path.join(dataDir, 'gateway.db')}`,
-        HTTP_HOST: '127.0.0.1',
-        HTTP_PORT: String(httpPort),
-        SSH_PROXY_PORT: String(sshPort),
-        ENTRY_PORT: '0',
-        LOG_LEVEL: 'warn',
-        WORKSPACE_IMAGE_VARIANT: 'test',
-        EGRESS_HEALTH_SECONDS: '0',
-      },
-      url,
-    );
+    const { gateway, url } = await labGatewayProcess(lab, dataDir);
     await gateway.start();
     const token = (
       await api(url, null, 'POST', '/v1/auth/login', { username: 'admin', password: ADMIN_PASSWORD })
