@@ -8,8 +8,11 @@ import {
 } from '../../apps/gateway/test/helpers/reliability.js';
 import { onCleanup, runBench } from '../lib/children.js';
 
-const bounded = (name: string, fallback: number, min: number, max: number) =>
-  Math.min(max, Math.max(min, Math.floor(Number(process.env[name] ?? fallback)) || fallback));
+/** A whole number from the environment within [min, max]; 0 is a value here (no dockerd restart), not unset. */
+const bounded = (name: string, fallback: number, min: number, max: number) => {
+  const value = Math.floor(Number(process.env[name] ?? fallback));
+  return Number.isFinite(value) ? Math.min(max, Math.max(min, value)) : fallback;
+};
 
 const MINUTES = bounded('BENCH_RELIABILITY_MINUTES', 10, 1, 240);
 const DOCKERD_RESTARTS = bounded('BENCH_RELIABILITY_DOCKERD', 2, 0, 20);

@@ -324,8 +324,17 @@ export class ReliabilityRun {
   /** Ends every session, stops the gateway and removes what the run made; safe to call twice. */
   async tearDown() {
     for (const host of this.hosts) this.endSession(host);
-    if (this.gateway) await this.gateway.kill('SIGTERM').catch(() => {});
-    await removeHostResources(this.madeHostIds).catch(() => {});
+    if (this.gateway) {
+      const gateway = this.gateway;
+      const force = setTimeout(() => void gateway.kill('SIGKILL'), 15_000);
+      await gateway.kill('SIGTERM').catch(() => {});
+      clearTimeout(force);
+    }
+    // Twice: a request the gateway sent the engine just before it went may still make a volume or container.
+    for (const pass of [1, 2]) {
+      if (pass === 2) await sleep(2_000);
+      await removeHostResources(this.madeHostIds).catch(() => {});
+    }
     rmSync(this.work, { recursive: true, force: true });
   }
 
