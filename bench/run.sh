@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the benchmarks and prints their tables: bench/run.sh api|sse|egress|start|vnc|ssh|hot-sync|all   (see bench/README.md)
+# Runs the benchmarks and prints their tables: bench/run.sh api|sse|egress|start|vnc|ssh|hot-sync|reliability|all   (see bench/README.md)
 source "$(dirname "$0")/../scripts/lib.sh"
 cd "$(dirname "$0")/.."
 
@@ -12,14 +12,15 @@ case "$which" in
   vnc) benches=(vnc) ;;
   ssh) benches=(ssh) ;;
   hot-sync) benches=(hot-sync) ;;
+  reliability) benches=(reliability) ;;
   all) benches=(api sse egress start vnc ssh hot-sync) ;;
-  *) die "usage: bench/run.sh api|sse|egress|start|vnc|ssh|hot-sync|all" ;;
+  *) die "usage: bench/run.sh api|sse|egress|start|vnc|ssh|hot-sync|reliability|all" ;;
 esac
 
 # The egress, start, vnc and ssh benches need root (the network lab, nsenter, Docker); `all` skips them without it.
 if [ "$(id -u)" -ne 0 ]; then
   case "$which" in
-    egress | start | vnc | ssh) die "the $which bench needs root" ;;
+    egress | start | vnc | ssh | reliability) die "the $which bench needs root" ;;
     all)
       warn "not root: skipping the egress, start, vnc and ssh benches"
       benches=(api sse hot-sync)
@@ -41,7 +42,7 @@ if [[ " ${benches[*]} " == *' api '* && "${BENCH_DATABASES:-sqlite,postgres}" ==
 fi
 
 if [[ " ${benches[*]} " == *' start '* || " ${benches[*]} " == *' vnc '* ||
-  " ${benches[*]} " == *' ssh '* ]]; then
+  " ${benches[*]} " == *' ssh '* || " ${benches[*]} " == *' reliability '* ]]; then
   say "Docker"
   bash scripts/docker.sh ensure
 fi

@@ -263,7 +263,14 @@ export class HostLifecycle {
       const runs = this.current.get(host.id);
       const current = runs?.egressIpId;
       const desired = activeBinding((await this.hosts.bindings([host.id])).get(host.id) ?? []);
-      if (!desired || !runs || !current) continue;
+      if (!desired) continue;
+      if (!runs || !current) {
+        // Started before this gateway did (a restart, a crash): which upstream its egress gateway has is not
+        // known here, so a healthy active binding is applied again; skipping the host would leave it on an
+        // upstream that failed, for good.
+        if (desired.healthy) await this.switchToActiveUpstream(host.id, systemActor);
+        continue;
+      }
       if (desired.egress_ip_id === current) {
         // A switch that failed left the host on the upstream it had; each round tries it again.
         const wanted = await this.activeUpstream(host.id);

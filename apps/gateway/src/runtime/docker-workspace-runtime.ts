@@ -231,7 +231,10 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
             // The entrypoint reloads the ruleset (one nft transaction) and restarts v2ray: while v2ray is down
             // the TPROXY rules find no socket and the packets are dropped; nothing else may leave. The relay
             // into the workspace is not v2ray's, so open sessions stay.
-            await this.docker.getContainer(gateway.id).kill({ signal: 'SIGHUP' });
+            // Sent to the container's init (tini, which hands it to the entrypoint) straight, not through
+            // Docker's kill: Docker takes any signal it sends as a manual stop, and an `unless-stopped` container
+            // so marked is not started again when dockerd restarts (the host would be left without its gateway).
+            process.kill(gateway.pid, 'SIGHUP');
             gateway = await this.waitForGateway(gateway.id, before);
           } else {
             // A gateway made from an older recipe (this gateway was upgraded while the host ran) may lack what

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { EgressTestResult, ProxyConfig } from '@ccp/api';
+import pino from 'pino';
 import type { EgressTester } from '../../src/domain/egress-ips-service.js';
+import { createGateway } from '../../src/gateway.js';
 import { MemoryRuntime } from '../helpers/memory-runtime.js';
 import { DATABASES, startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
 
@@ -55,16 +57,22 @@ for (const kind of DATABASES) {
         })
       ).body.id as string;
 
-    it('moves a running host to its healthy standby when the active upstream fails, and back', async () => {
-      const primary = await egress('198.51.100.21');
-      const standby = await egress('198.51.100.37');
-      const user = await t.createUser('gina');
+    /** A running host of a new user, bound to an upstream at `primaryExit` and a standby at `standbyExit`. */
+    const runningWithStandby = async (primaryExit: string, standbyExit: string, username: string) => {
+      const primary = await egress(primaryExit);
+      const standby = await egress(standbyExit);
+      const user = await t.createUser(username);
       const host = (
         await t.request('POST', '/v1/admin/hosts', { body: { user_id: user.id, egress_ip_id: primary } })
       ).body;
       await t.request('POST', '/v1/admin/bindings', { body: { host_id: host.id, egress_ip_id: standby } });
       await t.request('POST', `/v1/admin/hosts/${host.id}/start`);
       await t.gateway.tasks.idle();
+      return { host, primary, standby };
+    };
+
+    it('moves a running host to its healthy standby when the active upstream fails, and back', async () => {
+      const { host, primary, standby } = await runningWithStandby('198.51.100.21', '198.51.100.37', 'gina');
       assert.equal(runtime.hosts.get(host.id)?.upstream?.exitIp, '198.51.100.21');
 
       await t.gateway.lifecycle.checkUpstreams();
@@ -92,6 +100,28 @@ for (const kind of DATABASES) {
         '198.51.100.21',
         'the primary takes over again',
       );
+    });
+
+    it('fails over a host started before the gateway restarted (the new process never switched it)', async () => {
+      const { host } = await runningWithStandby('198.51.100.61', '198.51.100.62', 'ines');
+      // A second process on the same database and engine: what the gateway is after a kill -9 and a start.
+      const restarted = await createGateway(t.gateway.config, {
+        logger: pino({ level: 'silent' }),
+        httpLogger: false,
+        runtime,
+        egressTester: tester,
+      });
+      try {
+        tester.failing.add('198.51.100.61');
+        await restarted.lifecycle.checkUpstreams();
+        assert.equal(runtime.hosts.get(host.id)?.upstream?.exitIp, '198.51.100.62');
+        tester.failing.clear();
+        await restarted.lifecycle.checkUpstreams();
+        assert.equal(runtime.hosts.get(host.id)?.upstream?.exitIp, '198.51.100.61', 'and back');
+      } finally {
+        tester.failing.clear();
+        await restarted.close();
+      }
     });
 
     it('logs the health round only when a result changes: failed, recovered, a new exit address', async () => {

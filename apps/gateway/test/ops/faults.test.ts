@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,70 +11,17 @@ import Docker from 'dockerode';
 import { ensureLab, type LabDescription } from '../../../../test/lab/lab.js';
 import { needs } from '../../../../test/support/needs.js';
 import { HOST_LABEL } from '../../src/runtime/container-specs.js';
-import { buildTestImages, labEgressEnv } from '../helpers/lab-egress.js';
-import { freePort, removeHostResources } from '../helpers/lab-gateway.js';
+import { api, eventually, labGatewayProcess, REPO_ROOT } from '../helpers/gateway-process.js';
+import { buildTestImages } from '../helpers/lab-egress.js';
+import { removeHostResources } from '../helpers/lab-gateway.js';
 import { ADMIN_PASSWORD, startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
 
 const exec = promisify(execFile);
-const root = path.resolve(import.meta.dirname, '../../../..');
-const main = path.join(root, 'apps/gateway/dist/main.js');
+const root = REPO_ROOT;
 const docker = new Docker({ socketPath: '/var/run/docker.sock' });
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function eventually<T>(what: string, check: () => Promise<T | undefined | false>, ms = 60_000) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await check().catch(() => undefined);
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(200);
-  }
-}
 
 async function hostContainers(hostId: string) {
   return docker.listContainers({ all: true, filters: { label: [`${HOST_LABEL}=${hostId}`] } });
-}
-
-/** The built gateway as its own process, so it can be killed like a real one. */
-class GatewayProcess {
-  child: ChildProcess | null = null;
-  output = '';
-  constructor(
-    readonly env: Record<string, string>,
-    readonly url: string,
-  ) {}
-
-  async start(): Promise<void> {
-    this.child = spawn(process.execPath, [main], {
-      env: { PATH: process.env.PATH ?? '', ...this.env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    this.child.stdout!.on('data', (d) => (this.output += d));
-    this.child.stderr!.on('data', (d) => (this.output += d));
-    await eventually('the gateway to answer', async () => (await fetch(`${this.url}/healthz`)).ok, 30_000);
-  }
-
-  kill(signal: NodeJS.Signals): Promise<void> {
-    const child = this.child;
-    if (!child || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-    return new Promise((resolve) => {
-      child.once('exit', () => resolve());
-      child.kill(signal);
-    });
-  }
-}
-
-async function api(url: string, token: string | null, method: string, route: string, body?: unknown) {
-  const response = await fetch(`${url}${route}`, {
-    method,
-    headers: {
-      ...(token ? { authorization: `Bearer ${token}` } : {}),
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  return { status: response.status, body: text ? JSON.parse(text) : null };
 }
 
 describe('faults the gateway survives', { skip: needs('lab', 'docker'), timeout: 900_000 }, () => {
@@ -94,25 +41,7 @@ describe('faults the gateway survives', { skip: needs('lab', 'docker'), timeout:
   async function gatewayWithHost(name: string) {
     const dataDir = path.join(work, name);
     mkdirSync(dataDir);
-    const [httpPort, sshPort] = [await freePort(), await freePort()];
-    const url = `http://127.0.0.1:${httpPort}`;
-    const gateway = new GatewayProcess(
-      {
-        ...labEgressEnv(lab),
-        ADMIN_JWT_SECRET: randomBytes(36).toString('base64'),
-        ADMIN_PASSWORD,
-        DATA_DIR: dataDir,
-        DATABASE_URL: `sqlite:${path.join(dataDir, 'gateway.db')}`,
-        HTTP_HOST: '127.0.0.1',
-        HTTP_PORT: String(httpPort),
-        SSH_PROXY_PORT: String(sshPort),
-        ENTRY_PORT: '0',
-        LOG_LEVEL: 'warn',
-        WORKSPACE_IMAGE_VARIANT: 'test',
-        EGRESS_HEALTH_SECONDS: '0',
-      },
-      url,
-    );
+    const { gateway, url } = await labGatewayProcess(lab, dataDir);
     await gateway.start();
     const token = (
       await api(url, null, 'POST', '/v1/auth/login', { username: 'admin', password: ADMIN_PASSWORD })

@@ -5,9 +5,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import type { EgressTestResult, ProxyConfig } from '@ccp/api';
 import { needs } from '../../../../test/support/needs.js';
-import type { EgressTester } from '../../src/domain/egress-ips-service.js';
 import { egressTesterFor } from '../../src/egress/egress-tester.js';
 import { v2rayEngine } from '../../src/egress/v2ray-engine.js';
 import { type LabGateway, startLabGateway } from '../helpers/lab-gateway.js';
@@ -19,29 +17,7 @@ import {
   until,
   within,
 } from '../helpers/openssh.js';
-
-/** The real egress test, except for exits the test declares down (how a failover begins). */
-class TesterWithOutages implements EgressTester {
-  readonly down = new Set<string>();
-  real: EgressTester | null = null;
-
-  async test(config: ProxyConfig, declaredIp: string): Promise<EgressTestResult> {
-    if (this.down.has(declaredIp)) {
-      return {
-        ok: false,
-        tested_at: new Date().toISOString(),
-        duration_ms: 1,
-        checks: {
-          connectivity: { ok: false, latency_ms: null, error: 'the upstream refused the connection' },
-          exit_ip: { ok: false, expected: declaredIp, observed: null, error: 'not reached' },
-          dns_leak: { ok: false, resolver_ip: null, error: 'not reached' },
-        },
-      };
-    }
-    if (!this.real) throw new Error('the real tester is not set up yet');
-    return this.real.test(config, declaredIp);
-  }
-}
+import { TesterWithOutages } from '../helpers/outages.js';
 
 describe('open SSH sessions across upstream changes', {
   skip: needs('lab', 'docker'),
@@ -156,5 +132,19 @@ describe('open SSH sessions across upstream changes', {
     await keepsPrinting(ticks().length);
     await until('the tunnel to come back', async () => (await exitSeen().catch(() => '')) !== '', 30_000);
     assert.equal(await exitSeen(), lab.lab.exits[1]!.address);
+  });
+
+  it("after those switches the egress gateway is still Docker's to restart: killed outright, it comes back", async () => {
+    const pid = await runClient('docker', ['inspect', '--format', '{{.State.Pid}}', `ccp-egress-${host.id}`]);
+    assert.equal(pid.code, 0, pid.stderr);
+    // A crash of the whole container (not only v2ray): its restart policy must still hold after the reloads a
+    // switch sends it.
+    process.kill(Number(pid.stdout.trim()), 'SIGKILL');
+    await until(
+      'the workspace to leave through its exit again',
+      async () => (await exitSeen().catch(() => '')) === lab.lab.exits[1]!.address,
+      90_000,
+    );
+    assert.equal((await lab.t.request('GET', `/v1/admin/hosts/${host.id}`)).body.status, 'running');
   });
 });

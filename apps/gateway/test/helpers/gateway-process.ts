@@ -1,0 +1,129 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import type { LabDescription } from '../../../../test/lab/lab.js';
+import { labEgressEnv } from './lab-egress.js';
+import { freePort } from './lab-gateway.js';
+import { ADMIN_PASSWORD } from './test-gateway.js';
+
+export const REPO_ROOT = path.resolve(import.meta.dirname, '../../../..');
+/** The built gateway (`npm run build`). */
+export const GATEWAY_MAIN = path.join(REPO_ROOT, 'apps/gateway/dist/main.js');
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Polls `check` every 200 ms until it answers something truthy; errors count as "not yet". */
+export async function eventually<T>(
+  what: string,
+  check: () => Promise<T | undefined | false>,
+  ms = 60_000,
+): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await check().catch(() => undefined);
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(200);
+  }
+}
+
+/** One JSON request to a gateway's HTTP API; never throws on a status. */
+export async function api(
+  url: string,
+  token: string | null,
+  method: string,
+  route: string,
+  body?: unknown,
+): Promise<{ status: number; body: any }> {
+  const response = await fetch(`${url}${route}`, {
+    method,
+    headers: {
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : null };
+}
+
+/**
+ * The gateway as its own process, so it can be killed like a real one: by default the built
+ * `apps/gateway/dist/main.js`; `args` runs another entry with the same node (a test entry through tsx).
+ */
+export class GatewayProcess {
+  child: ChildProcess | null = null;
+  output = '';
+  constructor(
+    readonly env: Record<string, string>,
+    readonly url: string,
+    readonly args: string[] = [GATEWAY_MAIN],
+  ) {}
+
+  async start(): Promise<void> {
+    const child = spawn(process.execPath, this.args, {
+      cwd: REPO_ROOT,
+      env: { PATH: process.env.PATH ?? '', ...this.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    this.child = child;
+    child.stdout!.on('data', (d) => (this.output += d));
+    child.stderr!.on('data', (d) => (this.output += d));
+    await eventually(
+      'the gateway to answer',
+      async () => {
+        if (child.exitCode !== null) throw new Error(`the gateway exited: ${this.output.slice(-2000)}`);
+        return (await fetch(`${this.url}/healthz`)).ok;
+      },
+      60_000,
+    );
+  }
+
+  /** Whether the process runs now. */
+  get running(): boolean {
+    return !!this.child && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  kill(signal: NodeJS.Signals): Promise<void> {
+    const child = this.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+    return new Promise((resolve) => {
+      child.once('exit', () => resolve());
+      child.kill(signal);
+    });
+  }
+}
+
+/**
+ * A gateway process (not started yet) on SQLite in `dataDir`, on free loopback ports, pointed at the network lab,
+ * with the test images and no periodic health round; `env` adds or overrides settings.
+ */
+export async function labGatewayProcess(
+  lab: LabDescription,
+  dataDir: string,
+  env: Record<string, string> = {},
+  args?: string[],
+): Promise<{ gateway: GatewayProcess; url: string; sshPort: number }> {
+  const [httpPort, sshPort] = [await freePort(), await freePort()];
+  const url = `http://127.0.0.1:${httpPort}`;
+  const gateway = new GatewayProcess(
+    {
+      ...labEgressEnv(lab),
+      ADMIN_JWT_SECRET: randomBytes(36).toString('base64'),
+      ADMIN_PASSWORD,
+      DATA_DIR: dataDir,
+      DATABASE_URL: `sqlite:${path.join(dataDir, 'gateway.db')}`,
+      HTTP_HOST: '127.0.0.1',
+      HTTP_PORT: String(httpPort),
+      SSH_PROXY_PORT: String(sshPort),
+      ENTRY_PORT: '0',
+      LOG_LEVEL: 'warn',
+      WORKSPACE_IMAGE_VARIANT: 'test',
+      EGRESS_HEALTH_SECONDS: '0',
+      ...env,
+    },
+    url,
+    args,
+  );
+  return { gateway, url, sshPort };
+}
