@@ -8,7 +8,8 @@ const SECURITY_VNC_AUTH = 2;
 export class RfbHandshakeError extends Error {}
 
 /** A WebSocket's messages as one byte stream, for the handshake's fixed-size reads. */
-class MessageBytes {
+/** A WebSocket's messages as one byte stream: `read(n)` resolves with the next n bytes. */
+export class MessageBytes {
   private chunks: Buffer[] = [];
   private buffered = 0;
   private waiting: { size: number; resolve: (data: Buffer) => void; reject: (error: Error) => void } | null =

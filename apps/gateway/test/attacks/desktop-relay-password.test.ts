@@ -12,15 +12,16 @@ import { promisify } from 'node:util';
 import WebSocket from 'ws';
 import { needs } from '../../../../test/support/needs.js';
 import { UPLINK_NETWORK } from '../../src/runtime/container-specs.js';
+import { MessageBytes } from '../../src/vnc/rfb-handshake.js';
 import { vncAuthResponse } from '../../src/vnc/vnc-auth.js';
-import { openStream, StreamBytes } from '../helpers/fake-desktop.js';
+import { openStream } from '../helpers/fake-desktop.js';
 import { type LabGateway, startLabGateway } from '../helpers/lab-gateway.js';
 
 const exec = promisify(execFile);
 const skip = needs('lab', 'docker');
 
 /** The next `size` bytes, or a failure after 10 s: a desktop that stops answering fails the test, not hangs it. */
-function read(bytes: StreamBytes, size: number): Promise<Buffer> {
+function read(bytes: MessageBytes, size: number): Promise<Buffer> {
   return Promise.race([
     bytes.read(size),
     new Promise<never>((_resolve, reject) =>
@@ -30,10 +31,10 @@ function read(bytes: StreamBytes, size: number): Promise<Buffer> {
 }
 
 /** An RFB client up to the server's list of security types. */
-async function offered(url: string): Promise<{ socket: WebSocket; bytes: StreamBytes; types: number[] }> {
+async function offered(url: string): Promise<{ socket: WebSocket; bytes: MessageBytes; types: number[] }> {
   const socket = new WebSocket(url, ['binary'], { handshakeTimeout: 10_000 });
   // Listening from the start: the banner may come in one piece with the upgrade's answer.
-  const bytes = new StreamBytes(socket);
+  const bytes = new MessageBytes(socket, 'desktop');
   await new Promise((resolve, reject) => {
     socket.once('open', resolve);
     socket.once('error', reject);
@@ -45,7 +46,7 @@ async function offered(url: string): Promise<{ socket: WebSocket; bytes: StreamB
 }
 
 /** What the server answers after the client's choice: the security result, or none (closed or silent). */
-async function outcome(bytes: StreamBytes): Promise<string> {
+async function outcome(bytes: MessageBytes): Promise<string> {
   try {
     const result = (await read(bytes, 4)).readUInt32BE(0);
     return result === 0 ? 'admitted' : 'refused';
@@ -106,7 +107,7 @@ describe('attack: connecting to a desktop through its relay, around the gateway'
       { authorization: `Bearer ${user.token}` },
     );
     assert.ok('socket' in stream, JSON.stringify(stream));
-    const bytes = new StreamBytes(stream.socket);
+    const bytes = new MessageBytes(stream.socket, 'gateway');
     stream.socket.send(Buffer.from([1])); // ClientInit: shared
     const init = await read(bytes, 24);
     assert.deepEqual([init.readUInt16BE(0), init.readUInt16BE(2)], [1280, 800]);

@@ -2,60 +2,10 @@ import { randomBytes } from 'node:crypto';
 import http, { type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import WebSocket, { WebSocketServer } from 'ws';
+import { MessageBytes } from '../../src/vnc/rfb-handshake.js';
 import { vncAuthResponse } from '../../src/vnc/vnc-auth.js';
 
 const VERSION = Buffer.from('RFB 003.008\n', 'latin1');
-
-/** A WebSocket's messages as one byte stream: `read(n)` resolves with the next n bytes. */
-export class StreamBytes {
-  private buffered = Buffer.alloc(0);
-  private waiting: { size: number; resolve: (data: Buffer) => void; reject: (error: Error) => void } | null =
-    null;
-  private closed = false;
-
-  constructor(private readonly socket: WebSocket) {
-    socket.on('message', this.onMessage);
-    socket.on('close', this.onClose);
-  }
-
-  read(size: number): Promise<Buffer> {
-    return new Promise((resolve, reject) => {
-      this.waiting = { size, resolve, reject };
-      this.settle();
-    });
-  }
-
-  /** Stops reading; later messages go to whoever listens next. */
-  detach(): Buffer {
-    this.socket.off('message', this.onMessage);
-    this.socket.off('close', this.onClose);
-    return this.buffered;
-  }
-
-  private readonly onMessage = (data: Buffer) => {
-    this.buffered = Buffer.concat([this.buffered, data]);
-    this.settle();
-  };
-
-  private readonly onClose = () => {
-    this.closed = true;
-    this.settle();
-  };
-
-  private settle(): void {
-    const waiting = this.waiting;
-    if (!waiting) return;
-    if (this.buffered.length >= waiting.size) {
-      this.waiting = null;
-      const data = this.buffered.subarray(0, waiting.size);
-      this.buffered = this.buffered.subarray(waiting.size);
-      waiting.resolve(data);
-    } else if (this.closed) {
-      this.waiting = null;
-      waiting.reject(new Error('the stream closed'));
-    }
-  }
-}
 
 /**
  * A stand-in for a workspace's websockify in front of a VNC server that asks for a password (as TigerVNC with
@@ -90,7 +40,7 @@ export class FakeDesktop {
   }
 
   private async authenticate(socket: WebSocket): Promise<void> {
-    const bytes = new StreamBytes(socket);
+    const bytes = new MessageBytes(socket, 'gateway');
     socket.send(VERSION);
     await bytes.read(12);
     if (this.withoutPassword) {
@@ -116,7 +66,7 @@ export class FakeDesktop {
     this.accept(socket, bytes);
   }
 
-  private accept(socket: WebSocket, bytes: StreamBytes): void {
+  private accept(socket: WebSocket, bytes: MessageBytes): void {
     socket.send(Buffer.alloc(4));
     const early = bytes.detach();
     this.streams.push(socket);
@@ -150,7 +100,7 @@ export function openStream(
     socket.once('error', reject);
     socket.once('close', (code, reason) => resolve({ closed: code, reason: reason.toString() }));
     socket.once('open', () => {
-      const bytes = new StreamBytes(socket);
+      const bytes = new MessageBytes(socket, 'gateway');
       void (async () => {
         const banner = (await bytes.read(12)).toString('latin1');
         socket.send(VERSION);
