@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { FakeDesktop, openStream } from '../helpers/fake-desktop.js';
 import { MemoryRuntime } from '../helpers/memory-runtime.js';
+import { until } from '../helpers/openssh.js';
 import { rawRequest } from '../helpers/raw-http.js';
 import { DATABASES, startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
 
@@ -59,6 +60,17 @@ for (const kind of DATABASES) {
       const ticket = await t.request('POST', `/v1/user/hosts/${hostId}/vnc/ticket`, { token });
       const opened = await rawRequest(t.url, ticket.body.url.replace(/^https?:\/\/[^/]+/, ''));
       return String(opened.headers['set-cookie']).split(';')[0]!;
+    };
+    type LoggedEvent = { level: string; message: string; data: Record<string, unknown> };
+    /** A host's events of one type, newest first, once `enough` holds: session events are written beside the
+     * relay, so they may land after the client saw the session open or close. */
+    const loggedEvents = async (type: string, hostId: string, enough: (events: LoggedEvent[]) => boolean) => {
+      let events: LoggedEvent[] = [];
+      await until(`${type} events`, async () => {
+        events = (await t.request('GET', `/v1/admin/events?type=${type}&host_id=${hostId}`)).body.events;
+        return enough(events);
+      });
+      return events;
     };
 
     it("serves the gateway's own web client with a valid token, for GET and HEAD", async () => {
@@ -186,12 +198,14 @@ for (const kind of DATABASES) {
       await t.request('PATCH', `/v1/admin/users/${alice.id}`, { body: { status: 'active' } });
       alice.token = await t.login('alice', 'alice-password');
 
-      const events = await t.request('GET', `/v1/admin/events?type=vnc.session.closed&host_id=${aliceHost}`);
-      const last = events.body.events[0];
-      assert.equal(last.data.reason, 'user_disabled');
+      const [last] = await loggedEvents(
+        'vnc.session.closed',
+        aliceHost,
+        ([latest]) => latest?.data.reason === 'user_disabled',
+      );
       // Counted past the handshake, which the gateway holds with each side itself.
-      assert.equal(last.data.bytes_in, 'hello desktop'.length);
-      assert.equal(last.data.bytes_out, 'hello desktop'.length);
+      assert.equal(last!.data.bytes_in, 'hello desktop'.length);
+      assert.equal(last!.data.bytes_out, 'hello desktop'.length);
       assert.equal((await t.request('GET', '/v1/admin/dashboard/stats')).body.sessions.vnc, 0);
     });
 
@@ -241,6 +255,7 @@ for (const kind of DATABASES) {
     });
 
     it('says when a desktop asks for no password (an older workspace), and how to give it one', async () => {
+      const before = (await loggedEvents('vnc.session.opened', aliceHost, () => true)).length;
       desktop.withoutPassword = true;
       try {
         const opened = await openStream(ws(`${base}/websockify`), bearer(alice.token));
@@ -249,13 +264,16 @@ for (const kind of DATABASES) {
       } finally {
         desktop.withoutPassword = false;
       }
-      const events = await t.request('GET', `/v1/admin/events?type=vnc.session.opened&host_id=${aliceHost}`);
-      const [latest, earlier] = events.body.events;
-      assert.equal(latest.level, 'warn');
-      assert.equal(latest.data.desktop_locked, false);
-      assert.match(latest.message, /has no password .*rebuild the host/);
-      assert.equal(earlier.level, 'info');
-      assert.equal(earlier.data.desktop_locked, true);
+      const [latest, earlier] = await loggedEvents(
+        'vnc.session.opened',
+        aliceHost,
+        (all) => all.length > before,
+      );
+      assert.equal(latest!.level, 'warn');
+      assert.equal(latest!.data.desktop_locked, false);
+      assert.match(latest!.message, /has no password .*rebuild the host/);
+      assert.equal(earlier!.level, 'info');
+      assert.equal(earlier!.data.desktop_locked, true);
     });
 
     it('reports the desktop of a stopped host and refuses to start it', async () => {
