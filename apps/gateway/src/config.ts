@@ -46,6 +46,22 @@ export interface Config {
   folderMounts: { dir: string; user: string };
   /** The CLI's one-file bundle the gateway serves at /v1/cli/ccp.mjs (CLI_BUNDLE). */
   cliBundle: string;
+  node: NodeSettings;
+}
+
+/** This gateway as one node of several sharing a PostgreSQL database (docs/install.md, "Several machines"). */
+export interface NodeSettings {
+  /** NODE_NAME: unique among the gateways on one database; hosts keep the node they were placed on. */
+  name: string;
+  /** NODE_MAX_HOSTS: hosts placed on this node at most. */
+  maxHosts: number;
+  heartbeatSeconds: number;
+  /** A node silent this long is `unavailable` and its hosts `node_unavailable` (NODE_DEAD_SECONDS). */
+  deadSeconds: number;
+  /** INTERNAL_BIND: where the internal channel listens for sessions other nodes relay here; null: off. */
+  internalBind: { host: string; port: number } | null;
+  /** INTERNAL_ADDRESS: host:port other nodes dial for that channel (default: INTERNAL_BIND). */
+  internalAddress: string | null;
 }
 
 /**
@@ -283,7 +299,7 @@ export function loadConfig(env: Env): Config {
     egress,
     workspaceImageVariant: imageVariant,
     egressHealthSeconds: wholeNumber('EGRESS_HEALTH_SECONDS', 60),
-    metricsBind: parseMetricsBind(env.METRICS_BIND, problems),
+    metricsBind: parseAddress('METRICS_BIND', env.METRICS_BIND, problems),
     trustProxy: parseTrustProxy(env.TRUST_PROXY, problems),
     folderMounts: {
       dir: path.resolve(env.MOUNTS_DIR || '/run/cloud-cli-proxy/mounts'),
@@ -298,9 +314,52 @@ export function loadConfig(env: Env): Config {
       cpus: positiveNumber('WORKSPACE_CPUS', 1),
       pids: positive('WORKSPACE_PIDS', 1024),
     },
+    node: parseNodeSettings(
+      env,
+      typeof database === 'string' ? { kind: 'sqlite', file: '' } : database,
+      problems,
+      { positive },
+    ),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
+}
+
+function parseNodeSettings(
+  env: Env,
+  database: Config['database'],
+  problems: string[],
+  numbers: { positive: (name: string, fallback: number) => number },
+): NodeSettings {
+  const name = env.NODE_NAME || 'local';
+  if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(name))
+    problems.push(`NODE_NAME must be lowercase letters, digits and dashes, at most 63 (got "${name}")`);
+  const internalBind = parseAddress('INTERNAL_BIND', env.INTERNAL_BIND, problems);
+  const internalAddress = env.INTERNAL_ADDRESS || (env.INTERNAL_BIND ? env.INTERNAL_BIND.trim() : null);
+  if (env.INTERNAL_ADDRESS && !env.INTERNAL_BIND)
+    problems.push(
+      'INTERNAL_ADDRESS needs INTERNAL_BIND: the address others dial must be one this node listens on',
+    );
+  if (internalAddress && /^(0\.0\.0\.0|\[?::\]?):/.test(internalAddress))
+    problems.push(
+      `INTERNAL_ADDRESS must be an address other nodes can dial (got "${internalAddress}"); set it beside INTERNAL_BIND=${internalAddress}`,
+    );
+  if (internalBind && database.kind !== 'postgres')
+    problems.push('INTERNAL_BIND needs DATABASE_URL on PostgreSQL: with SQLite there is only one node');
+  const heartbeatSeconds = numbers.positive('NODE_HEARTBEAT_SECONDS', 10);
+  const deadSeconds = numbers.positive('NODE_DEAD_SECONDS', 45);
+  if (deadSeconds < heartbeatSeconds * 2)
+    problems.push(
+      `NODE_DEAD_SECONDS must be at least twice NODE_HEARTBEAT_SECONDS (${deadSeconds} < 2 × ${heartbeatSeconds})`,
+    );
+  return {
+    name,
+    maxHosts: numbers.positive('NODE_MAX_HOSTS', 50),
+    heartbeatSeconds,
+    deadSeconds,
+    internalBind,
+    internalAddress,
+  };
 }
 
 function parseTrustProxy(text: string | undefined, problems: string[]): string[] {
@@ -323,12 +382,16 @@ function parseTrustProxy(text: string | undefined, problems: string[]): string[]
   return entries;
 }
 
-function parseMetricsBind(text: string | undefined, problems: string[]): Config['metricsBind'] {
+function parseAddress(
+  name: string,
+  text: string | undefined,
+  problems: string[],
+): { host: string; port: number } | null {
   if (!text) return null;
   const match = /^(.+):(\d{1,5})$/.exec(text.trim());
   const port = Number(match?.[2]);
   if (!match || port > 65535) {
-    problems.push(`METRICS_BIND must be an address and port such as 127.0.0.1:9464 (got "${text}")`);
+    problems.push(`${name} must be an address and port such as 127.0.0.1:9464 (got "${text}")`);
     return null;
   }
   return { host: match[1]!.replace(/^\[(.*)\]$/, '$1'), port };

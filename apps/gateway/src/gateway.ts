@@ -17,6 +17,7 @@ import { HostLifecycle } from './domain/host-lifecycle.js';
 import { userSseMessage } from './domain/host-view.js';
 import { HostsService } from './domain/hosts-service.js';
 import { ImagesService } from './domain/images-service.js';
+import { NodeRegistry } from './domain/node-registry.js';
 import { FailureRateLimiter } from './domain/rate-limiter.js';
 import { SecretBox } from './domain/secret-box.js';
 import { SshKeysService } from './domain/ssh-keys-service.js';
@@ -88,11 +89,9 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
   const box = SecretBox.openInDirectory(config.dataDir);
   const docker = new DockerEngine(config.dockerSocket);
   const engine = options.engine ?? docker;
+  const instanceId = gatewayInstanceId(path.join(config.dataDir, 'runtime'));
   // Per gateway: several gateways may share the machine (and MOUNTS_DIR), each sweeping only its own.
-  const mountsRoot = path.join(
-    config.folderMounts.dir,
-    gatewayInstanceId(path.join(config.dataDir, 'runtime')),
-  );
+  const mountsRoot = path.join(config.folderMounts.dir, instanceId);
   const runtime =
     options.runtime ??
     new DockerWorkspaceRuntime({
@@ -179,10 +178,30 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     log: logger.child({ component: 'vnc' }),
     publicApiUrl: config.publicApiUrl,
   });
-  const status = new StatusService(database, engine, repositories.stats, {
-    ssh: () => ssh.sessionCount(),
-    vnc: () => vnc.sessionCount(),
-  });
+  const nodes = new NodeRegistry(
+    repositories.nodes,
+    repositories.hosts,
+    bus,
+    accessSettings,
+    {
+      name: config.node.name,
+      instanceId,
+      maxHosts: config.node.maxHosts,
+      heartbeatSeconds: config.node.heartbeatSeconds,
+      deadSeconds: config.node.deadSeconds,
+      internalAddress: config.node.internalAddress,
+      // Called from the heartbeat, after `images` exists.
+      imagesReady: () => images.ready,
+    },
+    logger.child({ component: 'nodes' }),
+  );
+  const status = new StatusService(
+    database,
+    engine,
+    repositories.stats,
+    { ssh: () => ssh.sessionCount(), vnc: () => vnc.sessionCount() },
+    () => nodes.list(),
+  );
   const metricsCounts = new MetricsRepository(database.db);
   const metrics = new GatewayMetrics({
     sshSessions: () => ssh.sessionCount(),
@@ -212,6 +231,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     bus,
     accessSettings,
     access,
+    nodes,
   );
   const tasks = new TasksService(repositories.tasks);
   const entry = new EntryService(
@@ -245,6 +265,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     else if (reason === 'disabled' || reason === 'expired') await lifecycle.stopHostsOf(userId, reason);
   });
 
+  await nodes.register();
   if ((await users.ensureAdmin(config.adminUsername, config.adminPassword)) === 'created') {
     logger.info({ username: config.adminUsername }, 'created the first admin account');
   }
@@ -332,7 +353,8 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
             .catch((error: unknown) => logger.warn({ err: error }, 'logging an engine notice failed')),
       );
       await FolderMounts.sweep(mountsRoot, logger);
-      await lifecycle.reconcile();
+      every(config.node.heartbeatSeconds, 'node-heartbeat', () => nodes.heartbeat());
+      await lifecycle.reconcile(nodes.name);
       const checkImages = () =>
         images.check().catch((error: unknown) => logger.warn({ err: error }, 'image check failed'));
       every(300, 'image-check', checkImages);

@@ -54,7 +54,7 @@ export interface RecordedEvents {
   'user.ssh_key.generated': { data: SshKey };
   'user.ssh_key.deleted': { data: { key_id: string } };
 
-  'host.created': { data: { short_id: string; egress_ip_id: string | null }; host: Host };
+  'host.created': { data: { short_id: string; egress_ip_id: string | null; node: string }; host: Host };
   'host.deleted': { data: { short_id: string } };
   'host.started': { data: { egress_ip_id: string }; host: Host };
   'host.stopped': { host: Host };
@@ -67,6 +67,11 @@ export interface RecordedEvents {
   };
   'host.failover': { data: { from_egress_ip_id: string; to_egress_ip_id: string } };
   'host.egress.restarted': { data: { detail: string } };
+  'host.node_unavailable': { data: { node: string }; host: Host };
+  'host.node_returned': { data: { node: string }; host: Host };
+  'node.joined': { data: { node: string; internal_address: string | null } };
+  'node.unavailable': { data: { node: string; last_heartbeat_at: string; hosts: number } };
+  'node.returned': { data: { node: string; hosts: number } };
   'binding.created': { data: Binding; host: Host };
   'binding.deleted': { data: Binding; host: Host };
   'task.interrupted': { task: Task };

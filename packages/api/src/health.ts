@@ -1,4 +1,5 @@
 import Type from 'typebox';
+import { Node } from './nodes.js';
 
 export const Health = Type.Object({
   status: Type.Union([Type.Literal('ok'), Type.Literal('degraded')]),
@@ -24,6 +25,7 @@ export const DashboardStats = Type.Object({
   egress_ips: Type.Object({ total: Type.Integer(), bound: Type.Integer(), failing: Type.Integer() }),
   tasks: Type.Object({ pending: Type.Integer(), running: Type.Integer(), failed_24h: Type.Integer() }),
   sessions: Type.Object({ ssh: Type.Integer(), vnc: Type.Integer() }),
+  nodes: Type.Array(Node, { description: 'The gateways sharing the database, one per engine' }),
 });
 
 export type Health = Type.Static<typeof Health>;

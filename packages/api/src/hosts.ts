@@ -1,5 +1,6 @@
 import Type from 'typebox';
 import { NullableTimestamp, ShortId, Timestamp, Uuid } from './common.js';
+import { NodeName } from './nodes.js';
 
 export const HostStatus = Type.Union([
   Type.Literal('created'),
@@ -9,6 +10,7 @@ export const HostStatus = Type.Union([
   Type.Literal('stopped'),
   Type.Literal('rebuilding'),
   Type.Literal('failed'),
+  Type.Literal('node_unavailable'),
 ]);
 
 export const HostBinding = Type.Object({
@@ -31,6 +33,9 @@ export const Host = Type.Object({
     description: 'Workspace image the container was made from',
   }),
   bindings: Type.Array(HostBinding),
+  node: Type.Union([NodeName, Type.Null()], {
+    description: 'The gateway node whose engine holds the workspace and its home',
+  }),
   access_command: Type.String({ description: 'curl -fsSL <entry base>/entry/<short_id> | sh' }),
   entry_url: Type.String(),
   ssh_user: Type.String({ description: '<username>+<short_id>' }),
@@ -51,7 +56,11 @@ export const HostSshDetails = Type.Object({
 });
 
 export const CreateHostRequest = Type.Object(
-  { user_id: Uuid, egress_ip_id: Type.Optional(Uuid) },
+  {
+    user_id: Uuid,
+    egress_ip_id: Type.Optional(Uuid),
+    node: Type.Optional(NodeName),
+  },
   { additionalProperties: false },
 );
 

@@ -323,10 +323,14 @@ export class HostLifecycle {
     }
   }
 
-  /** After a restart: unfinished tasks fail as interrupted, and every host is checked against the engine. */
-  async reconcile(): Promise<void> {
+  /**
+   * After a restart: this node's unfinished tasks fail as interrupted, and each of its hosts is checked against
+   * the engine.
+   */
+  async reconcile(node: string): Promise<void> {
     await this.tasks.failInterrupted();
     for (const host of await this.hosts.list({
+      node,
       statuses: ['starting', 'running', 'stopping', 'rebuilding'],
     })) {
       let state: Awaited<ReturnType<WorkspaceRuntime['state']>>;

@@ -63,6 +63,7 @@ export function hostView(
       ip_address: b.ip_address,
       active: b.id === active?.id,
     })),
+    node: row.node,
     access_command: accessCommand(access, row.short_id),
     entry_url: entryUrl,
     ssh_user: `${row.username}+${row.short_id}`,

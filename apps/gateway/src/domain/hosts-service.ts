@@ -28,13 +28,19 @@ export class HostsService {
     private readonly bus: EventBus,
     private readonly access: AccessSettings,
     private readonly gate: Access,
+    /** Picks the node a new host goes to (NodeRegistry). */
+    private readonly placement: { place(pinned?: string): Promise<string> },
   ) {}
 
-  async create(input: { user_id: string; egress_ip_id?: string }, actor: Actor): Promise<CreatedHost> {
+  async create(
+    input: { user_id: string; egress_ip_id?: string; node?: string },
+    actor: Actor,
+  ): Promise<CreatedHost> {
     const user = await this.users.findById(input.user_id);
     if (!user) throw errors.notFound('User');
     if (input.egress_ip_id && !(await this.egressIps.findById(input.egress_ip_id)))
       throw errors.notFound('Egress IP');
+    const node = await this.placement.place(input.node);
     const id = randomUUID();
     const key = generateEd25519(`cloud-cli-proxy@${id}`);
     const now = nowIso();
@@ -52,6 +58,7 @@ export class HostsService {
           started_at: null,
           gateway_key_sealed: this.box.seal(key.privateKey),
           gateway_public_key: key.publicKey,
+          node,
         });
         break;
       } catch (error) {
@@ -73,7 +80,7 @@ export class HostsService {
       actor,
       userId: user.id,
       hostId: id,
-      data: { short_id: host.short_id, egress_ip_id: input.egress_ip_id ?? null },
+      data: { short_id: host.short_id, egress_ip_id: input.egress_ip_id ?? null, node },
       host,
     });
     const credentials = await this.usersService.sshCredentials(user.id);

@@ -10,6 +10,8 @@ import type { TaskRunner } from './task-runner.js';
  */
 export class ImagesService {
   private last = '';
+  /** Whether the last check found every image built. */
+  ready = false;
 
   constructor(
     private readonly runtime: WorkspaceRuntime,
@@ -41,6 +43,7 @@ export class ImagesService {
 
   async check(): Promise<ImageStatus[]> {
     const images = await this.runtime.images();
+    this.ready = images.every((image) => image.present);
     this.bus.notify({ type: 'image.checked', images });
     const summary = images.map((i) => `${i.tag}:${i.present}`).join(',');
     if (summary !== this.last) {

@@ -1,4 +1,4 @@
-import type { DashboardStats, Health } from '@ccp/api';
+import type { DashboardStats, Health, Node } from '@ccp/api';
 import type { ContainerEngine } from '../runtime/container-engine.js';
 import type { Database } from '../store/database.js';
 import type { StatsRepository } from '../store/stats-repository.js';
@@ -15,6 +15,8 @@ export class StatusService {
     private readonly engine: ContainerEngine,
     private readonly stats: StatsRepository,
     private readonly sessions: SessionCounter,
+    /** The nodes sharing the database (NodeRegistry.list). */
+    readonly nodes: () => Promise<Node[]>,
   ) {}
 
   async health(): Promise<Health> {
@@ -48,6 +50,7 @@ export class StatusService {
         failed_24h: counts.tasks.failed24h,
       },
       sessions: { ssh: this.sessions.ssh(), vnc: this.sessions.vnc() },
+      nodes: await this.nodes(),
     };
   }
 }

@@ -12,6 +12,7 @@ import { hostKeys } from './migrations/0003-host-keys.js';
 import { listIndexes } from './migrations/0004-list-indexes.js';
 import { accessTickets } from './migrations/0005-access-tickets.js';
 import { authFailures } from './migrations/0006-auth-failures.js';
+import { nodes } from './migrations/0007-nodes.js';
 import type { DatabaseSchema } from './schema.js';
 
 export type Db = Kysely<DatabaseSchema>;
@@ -96,6 +97,7 @@ function migrations(kind: DialectKind): Record<string, Migration> {
     '0004-list-indexes': listIndexes,
     '0005-access-tickets': accessTickets,
     '0006-auth-failures': authFailures,
+    '0007-nodes': nodes(dialect),
   };
 }
 

@@ -1,4 +1,4 @@
-import type { Insertable, Selectable, Updateable } from 'kysely';
+import { type Insertable, type Selectable, sql, type Updateable } from 'kysely';
 import type { Db } from './database.js';
 import { constrained } from './errors.js';
 import type { HostsTable } from './schema.js';
@@ -42,8 +42,9 @@ export class HostsRepository {
     return this.withOwner().where('hosts.short_id', '=', shortId).executeTakeFirst();
   }
 
-  list(filter: { userId?: string; statuses?: string[] } = {}): Promise<HostWithOwner[]> {
+  list(filter: { userId?: string; statuses?: string[]; node?: string } = {}): Promise<HostWithOwner[]> {
     let query = this.withOwner();
+    if (filter.node) query = query.where('hosts.node', '=', filter.node);
     if (filter.userId) query = query.where('hosts.user_id', '=', filter.userId);
     if (filter.statuses) query = query.where('hosts.status', 'in', filter.statuses);
     return query.orderBy('hosts.created_at', 'desc').orderBy('hosts.id', 'desc').execute();
@@ -99,6 +100,51 @@ export class HostsRepository {
 
   async deleteBinding(id: string): Promise<void> {
     await this.db.deleteFrom('bindings').where('id', '=', id).execute();
+  }
+
+  /**
+   * Marks the hosts of a node that went silent `node_unavailable`, keeping what they were; answers the ones this
+   * call changed (several gateways may notice at once: each host is reported by one).
+   */
+  async markNodeUnavailable(node: string, at: string): Promise<string[]> {
+    const rows = await this.db
+      .updateTable('hosts')
+      .set((eb) => ({
+        status_before_node_loss: eb.ref('status'),
+        status: 'node_unavailable',
+        updated_at: at,
+      }))
+      .where('node', '=', node)
+      .where('status', '!=', 'node_unavailable')
+      .returning('id')
+      .execute();
+    return rows.map((row) => row.id);
+  }
+
+  /** Gives the hosts of a returning node back the status they had; answers their ids. */
+  async restoreFromNodeLoss(node: string, at: string): Promise<string[]> {
+    const rows = await this.db
+      .updateTable('hosts')
+      .set((eb) => ({
+        status: eb.fn.coalesce('status_before_node_loss', sql<string>`'stopped'`),
+        status_before_node_loss: null,
+        updated_at: at,
+      }))
+      .where('node', '=', node)
+      .where('status', '=', 'node_unavailable')
+      .returning('id')
+      .execute();
+    return rows.map((row) => row.id);
+  }
+
+  /** Hosts made before nodes existed belong to the first node that starts on the database. */
+  async adoptUnplaced(node: string): Promise<number> {
+    const result = await this.db
+      .updateTable('hosts')
+      .set({ node })
+      .where('node', 'is', null)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows);
   }
 
   /** Hosts bound to an egress IP. */

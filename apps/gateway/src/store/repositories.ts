@@ -4,6 +4,7 @@ import type { Database } from './database.js';
 import { EgressIpsRepository } from './egress-ips-repository.js';
 import { EventsRepository } from './events-repository.js';
 import { HostsRepository } from './hosts-repository.js';
+import { NodesRepository } from './nodes-repository.js';
 import { SshKeysRepository } from './ssh-keys-repository.js';
 import { StatsRepository } from './stats-repository.js';
 import { TasksRepository } from './tasks-repository.js';
@@ -19,6 +20,7 @@ export interface Repositories {
   stats: StatsRepository;
   accessTickets: AccessTicketsRepository;
   authFailures: AuthFailuresRepository;
+  nodes: NodesRepository;
 }
 
 export function createRepositories(database: Database): Repositories {
@@ -32,5 +34,6 @@ export function createRepositories(database: Database): Repositories {
     stats: new StatsRepository(database.db),
     accessTickets: new AccessTicketsRepository(database.db),
     authFailures: new AuthFailuresRepository(database.db),
+    nodes: new NodesRepository(database.db),
   };
 }

@@ -72,6 +72,9 @@ export interface HostsTable {
   started_at: IsoTime | null;
   gateway_key_sealed: string | null;
   gateway_public_key: string | null;
+  /** The node whose engine holds the host's containers and home; null only before its first placement. */
+  node: string | null;
+  status_before_node_loss: string | null;
 }
 
 export interface BindingsTable {
@@ -96,6 +99,14 @@ export interface TasksTable {
   created_at: IsoTime;
   started_at: IsoTime | null;
   finished_at: IsoTime | null;
+  /** The node that runs it: the host's node, or the gateway that took an image build. */
+  node: string | null;
+  /** Set when that node took the task from the queue. */
+  claimed_at: IsoTime | null;
+  /** Set by whoever asked to cancel it, from any gateway; the running node aborts it. */
+  cancel_reason: string | null;
+  /** The requester (JSON Actor), for the events the running node writes. */
+  actor: string | null;
 }
 
 /** A one-time ticket: only the digest of its secret, what it grants (JSON, `granted`) and until when. */
@@ -113,6 +124,32 @@ export interface AuthFailuresTable {
   at_ms: number | string;
 }
 
+/** A gateway process sharing the database: where its internal channel listens, what it holds, when it last
+ * said it was alive. */
+export interface NodesTable {
+  name: string;
+  /** The process that holds the name now: a second process with the same name is refused while this one lives. */
+  instance_id: string;
+  /** host:port of the internal channel other nodes dial; null when the node takes no relayed sessions. */
+  internal_address: string | null;
+  memory_mb: number;
+  cpus: number;
+  max_hosts: number;
+  images_ready: number;
+  started_at: IsoTime;
+  heartbeat_at: IsoTime;
+}
+
+/** A live (SSE) message, numbered by the database so every gateway gives it the same id. */
+export interface LiveMessagesTable {
+  seq: Generated<number>;
+  owner_user_id: string | null;
+  message: string;
+  /** The owner's view, when it differs from the admins'. */
+  user_message: string | null;
+  created_at: IsoTime;
+}
+
 export interface DatabaseSchema {
   users: UsersTable;
   ssh_keys: SshKeysTable;
@@ -123,4 +160,6 @@ export interface DatabaseSchema {
   tasks: TasksTable;
   access_tickets: AccessTicketsTable;
   auth_failures: AuthFailuresTable;
+  nodes: NodesTable;
+  live_messages: LiveMessagesTable;
 }

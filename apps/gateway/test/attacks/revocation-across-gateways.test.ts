@@ -18,8 +18,8 @@ describe('attack: keeping access open through another gateway', {
   before(async () => {
     database = await createPostgresDatabase();
     const shared = { DATABASE_URL: database.url, ADMIN_JWT_SECRET: randomBytes(36).toString('base64') };
-    a = await startTestGateway('postgres', shared);
-    b = await startTestGateway('postgres', shared);
+    a = await startTestGateway('postgres', { ...shared, NODE_NAME: 'a' });
+    b = await startTestGateway('postgres', { ...shared, NODE_NAME: 'b' });
     await b.listen();
   });
   after(async () => {

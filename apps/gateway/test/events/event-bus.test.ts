@@ -63,7 +63,7 @@ describe('event bus', () => {
       actor: systemActor,
       userId: 'alice',
       hostId: 'h1',
-      data: { short_id: 'h1', egress_ip_id: null },
+      data: { short_id: 'h1', egress_ip_id: null, node: 'local' },
       host: host('h1', 'alice'),
     });
     bus.notify({ type: 'task.queued', task: task('t1', 'bob') });

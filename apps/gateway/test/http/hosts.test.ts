@@ -466,7 +466,7 @@ for (const kind of DATABASES) {
         })
         .execute();
       runtime.hosts.delete(created.id);
-      await t.gateway.lifecycle.reconcile();
+      await t.gateway.lifecycle.reconcile('local');
       const interrupted = await task(leftover);
       assert.equal(interrupted.status, 'failed');
       assert.equal(interrupted.error.code, 'interrupted');

@@ -28,8 +28,8 @@ describe('two gateways sharing one PostgreSQL database', { skip: needs('postgres
   before(async () => {
     database = await createPostgresDatabase();
     const shared = { DATABASE_URL: database.url, ADMIN_JWT_SECRET: randomBytes(36).toString('base64') };
-    a = await startTestGateway('postgres', shared);
-    b = await startTestGateway('postgres', shared);
+    a = await startTestGateway('postgres', { ...shared, NODE_NAME: 'a' });
+    b = await startTestGateway('postgres', { ...shared, NODE_NAME: 'b' });
   });
   after(async () => {
     await a?.close();

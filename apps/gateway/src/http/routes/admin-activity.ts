@@ -1,4 +1,4 @@
-import { DashboardStats, EventList, EventQuery } from '@ccp/api';
+import { DashboardStats, EventList, EventQuery, NodeList } from '@ccp/api';
 import type { Api } from '../api.js';
 import { errorResponses } from '../schemas.js';
 import type { HttpServices } from '../services.js';
@@ -27,5 +27,17 @@ export function registerAdminActivityRoutes(app: Api, { events, status }: HttpSe
       },
     },
     () => status.dashboard(),
+  );
+
+  app.get(
+    '/nodes',
+    {
+      schema: {
+        tags: ['admin: events'],
+        summary: 'The gateways sharing the database: their state, capacity and hosts',
+        response: { 200: NodeList },
+      },
+    },
+    async () => ({ nodes: await status.nodes() }),
   );
 }

@@ -1,0 +1,206 @@
+import os from 'node:os';
+import type { Node } from '@ccp/api';
+import type { Logger } from 'pino';
+import type { EventBus } from '../events/event-bus.js';
+import { systemActor } from '../events/event-bus.js';
+import type { HostsRepository } from '../store/hosts-repository.js';
+import type { NodeRow, NodesRepository, NodeWithLoad } from '../store/nodes-repository.js';
+import { isoOut, nowIso } from './clock.js';
+import { errors } from './errors.js';
+import { type AccessSettings, hostView } from './host-view.js';
+
+export interface NodeRegistryOptions {
+  name: string;
+  /** Stable for one DATA_DIR: a gateway restarted on its own data takes its name back at once. */
+  instanceId: string;
+  maxHosts: number;
+  heartbeatSeconds: number;
+  deadSeconds: number;
+  internalAddress: string | null;
+  /** Whether this node's engine has both images (new hosts go to nodes that do). */
+  imagesReady: () => boolean;
+}
+
+/**
+ * This gateway as a node among those sharing the database: it registers, heartbeats, places new hosts, and
+ * notices nodes that went silent (their hosts become `node_unavailable`, never `failed` by guess).
+ */
+export class NodeRegistry {
+  readonly name: string;
+  private readonly startedAt = nowIso();
+
+  constructor(
+    private readonly nodes: NodesRepository,
+    private readonly hosts: HostsRepository,
+    private readonly bus: EventBus,
+    private readonly access: AccessSettings,
+    private readonly options: NodeRegistryOptions,
+    private readonly log: Logger,
+  ) {
+    this.name = options.name;
+  }
+
+  /**
+   * Takes this node's name in the database, refusing to start while another live process holds it, adopts hosts
+   * made before nodes existed, and gives back the hosts it left `node_unavailable`.
+   */
+  async register(): Promise<void> {
+    const row: NodeRow = {
+      name: this.name,
+      instance_id: this.options.instanceId,
+      internal_address: this.options.internalAddress,
+      memory_mb: Math.round(os.totalmem() / 1024 / 1024),
+      cpus: os.availableParallelism(),
+      max_hosts: this.options.maxHosts,
+      images_ready: this.options.imagesReady() ? 1 : 0,
+      started_at: this.startedAt,
+      heartbeat_at: nowIso(),
+    };
+    if (!(await this.nodes.claim(row, this.aliveSince())))
+      throw new Error(
+        `NODE_NAME "${this.name}" is held by another gateway (another DATA_DIR) that heartbeated less than ${this.options.deadSeconds} s ago; give each gateway its own NODE_NAME`,
+      );
+    const adopted = await this.hosts.adoptUnplaced(this.name);
+    if (adopted > 0)
+      this.log.info({ node: this.name, hosts: adopted }, 'hosts made before nodes now belong here');
+    await this.bus.emit({
+      type: 'node.joined',
+      message: `node ${this.name} joined${this.options.internalAddress ? ` (internal channel ${this.options.internalAddress})` : ''}`,
+      actor: systemActor,
+      data: { node: this.name, internal_address: this.options.internalAddress },
+    });
+    await this.returnHosts();
+  }
+
+  /** Says this node is alive, then looks for nodes that are not. */
+  async heartbeat(): Promise<void> {
+    const held = await this.nodes.heartbeat(
+      this.name,
+      this.options.instanceId,
+      nowIso(),
+      this.options.imagesReady(),
+    );
+    if (!held)
+      this.log.error(
+        { node: this.name },
+        'another gateway took this NODE_NAME after this one was silent too long; give each gateway its own name',
+      );
+    await this.markSilentNodes();
+  }
+
+  /** Hosts of nodes silent longer than NODE_DEAD_SECONDS become `node_unavailable` (each reported once). */
+  async markSilentNodes(): Promise<void> {
+    const since = this.aliveSince();
+    for (const node of await this.nodes.list()) {
+      if (node.heartbeat_at >= since || node.name === this.name) continue;
+      const marked = await this.hosts.markNodeUnavailable(node.name, nowIso());
+      if (marked.length === 0) continue;
+      await this.bus.emit({
+        type: 'node.unavailable',
+        level: 'error',
+        message: `node ${node.name} has not been heard from since ${isoOut(node.heartbeat_at)}; its ${marked.length} host(s) are unavailable until it returns`,
+        actor: systemActor,
+        data: { node: node.name, last_heartbeat_at: isoOut(node.heartbeat_at), hosts: marked.length },
+      });
+      for (const hostId of marked) await this.hostEvent(hostId, 'host.node_unavailable', node.name);
+    }
+  }
+
+  /** Where a new host goes: the pinned node, or the least loaded live node with room, preferring those with images. */
+  async place(pinned?: string): Promise<string> {
+    const live = (await this.list()).filter((node) => node.state === 'up');
+    if (pinned) {
+      const node = live.find((candidate) => candidate.name === pinned);
+      if (!node)
+        throw errors.conflict(
+          'node_unavailable',
+          `Node ${pinned} is not registered or not heartbeating; pick one of: ${live.map((n) => n.name).join(', ') || 'none'}`,
+        );
+      return node.name;
+    }
+    const withRoom = live.filter((node) => node.hosts < node.max_hosts);
+    if (withRoom.length === 0)
+      throw errors.conflict('no_node_available', 'No live node has room for another host (NODE_MAX_HOSTS)');
+    const ready = withRoom.filter((node) => node.images_ready);
+    const candidates = ready.length > 0 ? ready : withRoom;
+    candidates.sort((a, b) => a.hosts / a.max_hosts - b.hosts / b.max_hosts || a.name.localeCompare(b.name));
+    return candidates[0]!.name;
+  }
+
+  /** Every node; this one is `up` for as long as this process runs, whatever its last heartbeat says. */
+  async list(): Promise<Node[]> {
+    const since = this.aliveSince();
+    return (await this.nodes.list()).map((node) =>
+      nodeView(node.name === this.name ? { ...node, heartbeat_at: nowIso() } : node, since),
+    );
+  }
+
+  /** Whether `node` is this gateway's own. */
+  isLocal(node: string | null): boolean {
+    return node === this.name;
+  }
+
+  async find(name: string): Promise<NodeRow | undefined> {
+    return this.nodes.findByName(name);
+  }
+
+  private async returnHosts(): Promise<void> {
+    const returned = await this.hosts.restoreFromNodeLoss(this.name, nowIso());
+    if (returned.length === 0) return;
+    await this.bus.emit({
+      type: 'node.returned',
+      message: `node ${this.name} is back; its ${returned.length} host(s) are checked against its engine`,
+      actor: systemActor,
+      data: { node: this.name, hosts: returned.length },
+    });
+    for (const hostId of returned) await this.hostEvent(hostId, 'host.node_returned', this.name);
+  }
+
+  private async hostEvent(
+    hostId: string,
+    type: 'host.node_unavailable' | 'host.node_returned',
+    node: string,
+  ): Promise<void> {
+    const host = await this.hosts.findById(hostId);
+    if (!host) return;
+    const view = hostView(
+      host,
+      (await this.hosts.bindings([hostId])).get(hostId) ?? [],
+      this.access,
+      'admin',
+    );
+    await this.bus.emit({
+      type,
+      level: type === 'host.node_unavailable' ? 'error' : 'info',
+      message:
+        type === 'host.node_unavailable'
+          ? `host ${host.short_id} is unavailable: its node ${node} is not heartbeating`
+          : `host ${host.short_id} is back with its node ${node} (${host.status})`,
+      actor: systemActor,
+      userId: host.user_id,
+      hostId,
+      data: { node },
+      host: view,
+    });
+  }
+
+  private aliveSince(): string {
+    return new Date(Date.now() - this.options.deadSeconds * 1000).toISOString();
+  }
+}
+
+function nodeView(node: NodeWithLoad, aliveSince: string): Node {
+  return {
+    name: node.name,
+    state: node.heartbeat_at >= aliveSince ? 'up' : 'unavailable',
+    internal_address: node.internal_address,
+    memory_mb: node.memory_mb,
+    cpus: node.cpus,
+    max_hosts: node.max_hosts,
+    hosts: node.hosts,
+    running: node.running,
+    images_ready: node.images_ready === 1,
+    started_at: isoOut(node.started_at),
+    heartbeat_at: isoOut(node.heartbeat_at),
+  };
+}
