@@ -1,0 +1,212 @@
+/**
+ * Issue 19, for real: three gateway processes (the built dist, each its own DATA_DIR, NODE_NAME and ports) on one
+ * PostgreSQL database and the one Docker engine, with hosts in the network lab. What an operator would check:
+ * hosts spread over the nodes, each node's hosts in its own containers, SSH through the proxy, and a node killed
+ * with `kill -9`: its hosts read `node_unavailable` at the others while theirs keep working, and come back as
+ * they were when it is started again on the same DATA_DIR.
+ */
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { after, before, describe, it } from 'node:test';
+import { needs } from '../../../../test/support/needs.js';
+import { Cluster, type ClusterHost } from '../helpers/cluster.js';
+import { eventually, GATEWAY_MAIN } from '../helpers/gateway-process.js';
+import { type LiveSession, openLiveSession, sshWithPassword, until } from '../helpers/openssh.js';
+
+const LOOP = 'i=0; while :; do i=$((i+1)); echo "tick $i"; sleep 0.2; done';
+const ticks = (session: LiveSession) => session.lines.filter((line) => /^tick \d+$/.test(line)).length;
+
+describe('three gateway nodes on one database and one engine', {
+  skip:
+    needs('root', 'lab', 'docker', 'postgres') ||
+    (!existsSync(GATEWAY_MAIN) && 'npm run build makes apps/gateway/dist/main.js'),
+  timeout: 900_000,
+}, () => {
+  const cluster = new Cluster({ heartbeatSeconds: 1, deadSeconds: 3 });
+  /** One host per node, by node name. */
+  const hosts = new Map<string, ClusterHost>();
+  const on = (node: string) => hosts.get(node)!;
+  let session: LiveSession | null = null;
+
+  /** A command over SSH through `node`'s proxy to `host`, as its user logs in (password, OpenSSH). */
+  const ssh = (node: string, host: ClusterHost, command: string) =>
+    sshWithPassword(cluster.node(node).sshPort, host.sshPass, [`${host.login}@127.0.0.1`, command], 60_000);
+
+  before(async () => {
+    await cluster.start();
+  });
+
+  after(async () => {
+    session?.child.kill('SIGKILL');
+    await cluster.close();
+  });
+
+  it('every node registers, and every replica lists the three up, each with the images', async () => {
+    for (const node of cluster.nodes) {
+      // Each node reports its images once its first check ran (placement prefers nodes that have them).
+      const listed = await eventually(
+        `the three nodes up with their images at ${node.name}`,
+        async () => {
+          const answer = await cluster.api(node.name, 'GET', '/v1/admin/nodes');
+          return answer.body.nodes?.every((n: { images_ready: boolean }) => n.images_ready) && answer;
+        },
+        60_000,
+      );
+      assert.equal(listed.status, 200, JSON.stringify(listed.body));
+      assert.deepEqual(
+        listed.body.nodes.map((n: { name: string; state: string; internal_address: string }) => [
+          n.name,
+          n.state,
+          n.internal_address,
+        ]),
+        cluster.nodes.map((n) => [n.name, 'up', `127.0.0.1:${n.internalPort}`]),
+      );
+    }
+  });
+
+  it('hosts made at one replica are spread over the nodes, each in its own node’s containers', async () => {
+    for (const index of [1, 2, 3]) {
+      const host = await cluster.createHost('n1', `cluster${index}`);
+      assert.ok(!hosts.has(host.node), `two hosts went to ${host.node}`);
+      hosts.set(host.node, host);
+    }
+    assert.deepEqual([...hosts.keys()].sort(), ['n1', 'n2', 'n3']);
+    // Every replica reads the same placement.
+    for (const node of cluster.nodes)
+      for (const [name, host] of hosts) assert.equal((await cluster.host(node.name, host.id)).node, name);
+
+    // Each node starts its own host (the three at once).
+    const tasks = await Promise.all([...hosts].map(([name, host]) => cluster.task(name, host.id, 'start')));
+    for (const task of tasks) assert.equal(task.status, 'succeeded', JSON.stringify(task.error));
+    for (const [name, host] of hosts) {
+      for (const node of cluster.nodes)
+        assert.equal((await cluster.host(node.name, host.id)).status, 'running');
+      assert.deepEqual(await cluster.containerOwner(host.id), { node: name, containers: 2, running: 2 });
+    }
+  });
+
+  it('SSH with OpenSSH reaches every host through its node, and each workspace keeps a file', async () => {
+    for (const [name, host] of hosts) {
+      const wrote = await ssh(name, host, `echo kept-by-${name} > ~/cluster-marker && cat ~/cluster-marker`);
+      assert.equal(wrote.code, 0, wrote.stderr);
+      assert.equal(wrote.stdout.trim(), `kept-by-${name}`);
+    }
+  });
+
+  it('kill -9 of n2: its host reads node_unavailable at the others, theirs keep working', async () => {
+    // A live session to n1's host before the kill: it must not notice.
+    session = openLiveSession(cluster.node('n1').sshPort, on('n1').sshPass, [
+      `${on('n1').login}@127.0.0.1`,
+      LOOP,
+    ]);
+    await until('the session to print', () => ticks(session!) >= 3, 30_000);
+    const containersBefore = await cluster.containerOwner(on('n2').id);
+
+    const killed = Date.now();
+    await cluster.kill9('n2');
+    for (const at of ['n1', 'n3']) {
+      await eventually(
+        `n2's host to read node_unavailable at ${at}`,
+        async () => (await cluster.host(at, on('n2').id)).status === 'node_unavailable',
+        (cluster.deadSeconds + 10 * cluster.heartbeatSeconds) * 1000,
+      );
+    }
+    const seenAfter = Date.now() - killed;
+    // Not before NODE_DEAD_SECONDS: the last heartbeat was at most one interval before the kill.
+    assert.ok(
+      seenAfter >= (cluster.deadSeconds - cluster.heartbeatSeconds) * 1000,
+      `marked ${seenAfter} ms after the kill, NODE_DEAD_SECONDS=${cluster.deadSeconds}`,
+    );
+
+    for (const at of ['n1', 'n3']) {
+      const nodes = (await cluster.api(at, 'GET', '/v1/admin/nodes')).body.nodes as Array<{
+        name: string;
+        state: string;
+      }>;
+      assert.deepEqual(
+        nodes.map((n) => [n.name, n.state]),
+        [
+          ['n1', 'up'],
+          ['n2', 'unavailable'],
+          ['n3', 'up'],
+        ],
+      );
+      const [hostEvent] = await cluster.events(at, 'host.node_unavailable', on('n2').id);
+      assert.equal(hostEvent?.data.node, 'n2');
+      const [nodeEvent] = await cluster.events(at, 'node.unavailable');
+      assert.deepEqual([nodeEvent?.data.node, nodeEvent?.data.hosts], ['n2', 1]);
+      // The others' hosts are as they were, and so is the rest of the API.
+      for (const name of ['n1', 'n3']) assert.equal((await cluster.host(at, on(name).id)).status, 'running');
+      for (const route of ['/v1/admin/hosts', '/v1/admin/users', '/v1/admin/egress-ips', '/v1/admin/tasks'])
+        assert.equal((await cluster.api(at, 'GET', route)).status, 200, `${route} at ${at}`);
+    }
+    // The engine still runs n2's containers: nobody else touched them.
+    assert.deepEqual(await cluster.containerOwner(on('n2').id), containersBefore);
+
+    // The other nodes' hosts still answer over SSH, and the session opened before the kill still prints.
+    for (const name of ['n1', 'n3']) {
+      const answered = await ssh(name, on(name), 'cat ~/cluster-marker');
+      assert.equal(answered.code, 0, answered.stderr);
+      assert.equal(answered.stdout.trim(), `kept-by-${name}`);
+    }
+    const printed = ticks(session);
+    await until('the session to go on printing', () => ticks(session!) >= printed + 5, 20_000);
+
+    // n2's host is refused through a live replica, saying why.
+    const refused = await ssh('n1', on('n2'), 'true');
+    assert.equal(refused.code, 255, refused.stderr);
+    assert.match(refused.stderr, /node_unavailable|unavailable/);
+
+    // New hosts go to the live nodes only; pinning one to n2 is refused with the live ones named.
+    const placed = await cluster.createHost('n3', 'cluster4');
+    assert.ok(['n1', 'n3'].includes(placed.node), `placed on ${placed.node}`);
+    const pinned = await cluster.api('n3', 'POST', '/v1/admin/hosts', { user_id: placed.userId, node: 'n2' });
+    assert.equal(pinned.status, 409, JSON.stringify(pinned.body));
+    assert.equal(pinned.body.code, 'node_unavailable');
+  });
+
+  it('n2 started again on its DATA_DIR: its host is back as it was, SSH works again, nothing lost', async () => {
+    const before = {
+      hosts: (await cluster.api('n1', 'GET', '/v1/admin/hosts')).body.hosts.length,
+      users: (await cluster.api('n1', 'GET', '/v1/admin/users')).body.users.length,
+      containers: await cluster.containerOwner(on('n2').id),
+    };
+    await cluster.restart('n2');
+    for (const node of cluster.nodes) {
+      await eventually(
+        `n2's host to read running at ${node.name}`,
+        async () => (await cluster.host(node.name, on('n2').id)).status === 'running',
+        30_000,
+      );
+      const nodes = (await cluster.api(node.name, 'GET', '/v1/admin/nodes')).body.nodes as Array<{
+        name: string;
+        state: string;
+      }>;
+      assert.ok(
+        nodes.every((n) => n.state === 'up'),
+        JSON.stringify(nodes),
+      );
+      const [returned] = await cluster.events(node.name, 'host.node_returned', on('n2').id);
+      assert.equal(returned?.data.node, 'n2');
+    }
+    // The same containers, never recreated: what the user had in the workspace is still there.
+    assert.deepEqual(await cluster.containerOwner(on('n2').id), before.containers);
+    const answered = await eventually('SSH to n2’s host through n2', async () => {
+      const result = await ssh('n2', on('n2'), 'cat ~/cluster-marker');
+      return result.code === 0 && result;
+    });
+    assert.equal(answered.stdout.trim(), 'kept-by-n2');
+    assert.equal((await cluster.api('n2', 'GET', '/v1/admin/hosts')).body.hosts.length, before.hosts);
+    assert.equal((await cluster.api('n2', 'GET', '/v1/admin/users')).body.users.length, before.users);
+    for (const name of ['n1', 'n3']) assert.equal((await cluster.host('n2', on(name).id)).status, 'running');
+
+    // One node went away in all this: no other was ever reported silent.
+    const silent = await cluster.events('n3', 'node.unavailable');
+    assert.deepEqual(
+      silent.map((event) => event.data.node),
+      ['n2'],
+    );
+    // The session to n1's host lived through all of it.
+    assert.equal(session!.child.exitCode, null, session!.stderr());
+  });
+});
