@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the benchmarks and prints their tables: bench/run.sh api|sse|egress|start|vnc|ssh|hot-sync|reliability|all   (see bench/README.md)
+# Runs the benchmarks and prints their tables: bench/run.sh api|sse|egress|start|vnc|ssh|hot-sync|reliability|cluster|all   (see bench/README.md)
 source "$(dirname "$0")/../scripts/lib.sh"
 cd "$(dirname "$0")/.."
 
@@ -13,14 +13,15 @@ case "$which" in
   ssh) benches=(ssh) ;;
   hot-sync) benches=(hot-sync) ;;
   reliability) benches=(reliability) ;;
+  cluster) benches=(cluster) ;;
   all) benches=(api sse egress start vnc ssh hot-sync) ;;
-  *) die "usage: bench/run.sh api|sse|egress|start|vnc|ssh|hot-sync|reliability|all" ;;
+  *) die "usage: bench/run.sh api|sse|egress|start|vnc|ssh|hot-sync|reliability|cluster|all" ;;
 esac
 
 # The egress, start, vnc and ssh benches need root (the network lab, nsenter, Docker); `all` skips them without it.
 if [ "$(id -u)" -ne 0 ]; then
   case "$which" in
-    egress | start | vnc | ssh | reliability) die "the $which bench needs root" ;;
+    egress | start | vnc | ssh | reliability | cluster) die "the $which bench needs root" ;;
     all)
       warn "not root: skipping the egress, start, vnc and ssh benches"
       benches=(api sse hot-sync)
@@ -35,14 +36,15 @@ if [ ! -f apps/gateway/dist/main.js ] || [ ! -f "$stamp" ] ||
   build
 fi
 
-if [[ " ${benches[*]} " == *' api '* && "${BENCH_DATABASES:-sqlite,postgres}" == *postgres* &&
-  -z "${BENCH_POSTGRES_URL:-}" ]]; then
+if [[ ( " ${benches[*]} " == *' api '* && "${BENCH_DATABASES:-sqlite,postgres}" == *postgres* ||
+  " ${benches[*]} " == *' cluster '* ) && -z "${BENCH_POSTGRES_URL:-}" ]]; then
   say "PostgreSQL (role ccp_bench)"
   bash scripts/postgres.sh ensure ccp_bench ccp_bench
 fi
 
 if [[ " ${benches[*]} " == *' start '* || " ${benches[*]} " == *' vnc '* ||
-  " ${benches[*]} " == *' ssh '* || " ${benches[*]} " == *' reliability '* ]]; then
+  " ${benches[*]} " == *' ssh '* || " ${benches[*]} " == *' reliability '* ||
+  " ${benches[*]} " == *' cluster '* ]]; then
   say "Docker"
   bash scripts/docker.sh ensure
 fi
