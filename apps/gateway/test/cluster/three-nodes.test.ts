@@ -93,6 +93,24 @@ describe('three gateway nodes on one database and one engine', {
     }
   });
 
+  it('SSH and the desktop reach each host through every replica, not only its own', async () => {
+    for (const [owner, host] of hosts) {
+      for (const node of cluster.others(owner)) {
+        const answered = await ssh(node.name, host, 'cat ~/cluster-marker');
+        assert.equal(answered.code, 0, `${host.login} through ${node.name}: ${answered.stderr}`);
+        assert.equal(answered.stdout.trim(), `kept-by-${owner}`);
+      }
+      // The desktop comes up with the host; a user opening it right away may wait a moment (bounded).
+      const through = cluster.others(owner)[0]!.name;
+      const screen = await eventually(
+        `the desktop of ${owner}'s host through ${through}`,
+        () => cluster.desktop(through, host),
+        60_000,
+      );
+      assert.ok(screen.width > 0 && screen.height > 0, JSON.stringify(screen));
+    }
+  });
+
   it('kill -9 of n2: its host reads node_unavailable at the others, theirs keep working', async () => {
     // A live session to n1's host before the kill: it must not notice.
     session = openLiveSession(cluster.node('n1').sshPort, on('n1').sshPass, [
@@ -144,10 +162,15 @@ describe('three gateway nodes on one database and one engine', {
     assert.deepEqual(await cluster.containerOwner(on('n2').id), containersBefore);
 
     // The other nodes' hosts still answer over SSH, and the session opened before the kill still prints.
-    for (const name of ['n1', 'n3']) {
-      const answered = await ssh(name, on(name), 'cat ~/cluster-marker');
-      assert.equal(answered.code, 0, answered.stderr);
-      assert.equal(answered.stdout.trim(), `kept-by-${name}`);
+    for (const [through, owner] of [
+      ['n1', 'n1'],
+      ['n3', 'n3'],
+      ['n3', 'n1'],
+      ['n1', 'n3'],
+    ] as const) {
+      const answered = await ssh(through, on(owner), 'cat ~/cluster-marker');
+      assert.equal(answered.code, 0, `${owner}'s host through ${through}: ${answered.stderr}`);
+      assert.equal(answered.stdout.trim(), `kept-by-${owner}`);
     }
     const printed = ticks(session);
     await until('the session to go on printing', () => ticks(session!) >= printed + 5, 20_000);
@@ -196,6 +219,11 @@ describe('three gateway nodes on one database and one engine', {
       return result.code === 0 && result;
     });
     assert.equal(answered.stdout.trim(), 'kept-by-n2');
+    const throughN1 = await ssh('n1', on('n2'), 'cat ~/cluster-marker');
+    assert.equal(throughN1.code, 0, throughN1.stderr);
+    assert.equal(throughN1.stdout.trim(), 'kept-by-n2');
+    const screen = await cluster.desktop('n3', on('n2'));
+    assert.ok(screen.width > 0, JSON.stringify(screen));
     assert.equal((await cluster.api('n2', 'GET', '/v1/admin/hosts')).body.hosts.length, before.hosts);
     assert.equal((await cluster.api('n2', 'GET', '/v1/admin/users')).body.users.length, before.users);
     for (const name of ['n1', 'n3']) assert.equal((await cluster.host('n2', on(name).id)).status, 'running');

@@ -11,6 +11,8 @@ import Docker from 'dockerode';
 import { ensureLab, type LabDescription } from '../../../../test/lab/lab.js';
 import { SecretBox } from '../../src/domain/secret-box.js';
 import { HOST_LABEL, OWNER_LABEL } from '../../src/runtime/container-specs.js';
+import { MessageBytes } from '../../src/vnc/rfb-handshake.js';
+import { openStream } from './fake-desktop.js';
 import { api, eventually, type GatewayProcess, labGatewayProcess } from './gateway-process.js';
 import { buildTestImages } from './lab-egress.js';
 import { freePort, removeHostResources } from './lab-gateway.js';
@@ -228,6 +230,26 @@ export class Cluster {
     const read = await this.api(at, 'GET', `/v1/admin/events?${query}`);
     if (read.status !== 200) throw new Error(`events at ${at}: ${read.status} ${JSON.stringify(read.body)}`);
     return read.body.events;
+  }
+
+  /**
+   * Opens a host's desktop through one node as the browser's noVNC does (its websocket, the user's token), and
+   * reads what the desktop itself sends after the client's init: the screen's size and the desktop's name.
+   */
+  async desktop(at: string, host: ClusterHost): Promise<{ width: number; height: number; name: string }> {
+    const url = `${this.node(at).url.replace('http', 'ws')}/v1/user/hosts/${host.id}/vnc/websockify`;
+    const opened = await openStream(url, { authorization: `Bearer ${host.token}` });
+    if (!('socket' in opened)) throw new Error(`the desktop through ${at}: ${JSON.stringify(opened)}`);
+    const { socket } = opened;
+    try {
+      const bytes = new MessageBytes(socket, 'gateway');
+      socket.send(Buffer.from([1])); // ClientInit: shared
+      const head = await bytes.read(24);
+      const name = await bytes.read(head.readUInt32BE(20));
+      return { width: head.readUInt16BE(0), height: head.readUInt16BE(2), name: name.toString('utf8') };
+    } finally {
+      socket.close();
+    }
   }
 
   /** `kill -9` of one node's process. */
