@@ -221,7 +221,7 @@ export class HostLifecycle {
    */
   async switchToActiveUpstream(hostId: string, actor: Actor, previous?: UpstreamSpec): Promise<void> {
     const host = await this.hosts.findById(hostId);
-    if (!host || host.status !== 'running') return;
+    if (host?.status !== 'running') return;
     if (!this.isLocal(host)) {
       // Its node's gateway applies it; the events it writes say how it went.
       await this.changes.announce(SWITCH, host.id);
