@@ -260,6 +260,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     tickets,
     bus,
     accessSettings,
+    repositories.accessTickets,
   );
   const scripts = new AccessScripts(config.publicApiUrl);
   const cli = new CliBundle(config.cliBundle, config.publicApiUrl);
