@@ -4,6 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import type { EgressTestResult } from '@ccp/api';
 import { needs } from '../../../../test/support/needs.js';
 import type { EgressTester } from '../../src/domain/egress-ips-service.js';
+import { sweepExpiredUsers } from '../../src/domain/expiry-sweep.js';
 import { MemoryRuntime } from '../helpers/memory-runtime.js';
 import { until } from '../helpers/openssh.js';
 import { createPostgresDatabase, startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
@@ -203,6 +204,21 @@ describe('two nodes on one PostgreSQL database: placement, the task queue, a los
     });
     assert.equal(edited.status, 200, JSON.stringify(edited.body));
     await until('node b to switch its host', () => engineB.calls.includes(`switch ${host.id} 198.51.100.62`));
+  });
+
+  it('handles an expiry once, though both gateways sweep for it at the same moment', async () => {
+    const expiring = await a.createUser('expiring');
+    const set = await a.request('PUT', `/v1/admin/users/${expiring.id}/expiry`, {
+      body: { expires_at: new Date(Date.now() + 200).toISOString() },
+    });
+    assert.equal(set.status, 200, JSON.stringify(set.body));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const sweep = ({ gateway }: TestGateway) =>
+      sweepExpiredUsers(gateway.repositories.users, gateway.revocation, gateway.bus);
+    const handled = await Promise.all([sweep(a), sweep(b)]);
+    assert.equal(handled[0]! + handled[1]!, 1, `handled ${handled.join(' + ')} times`);
+    const events = (await a.request('GET', `/v1/admin/events?type=user.expired&user_id=${expiring.id}`)).body;
+    assert.equal(events.events.length, 1);
   });
 
   it('marks the hosts of a silent node node_unavailable, refuses work on them, and gives them back when it returns', async () => {
