@@ -7,6 +7,7 @@ const task = (id: string, kind: string, status: Task['status'], message = ''): T
   id,
   kind,
   host_id: null,
+  node: null,
   user_id: null,
   status,
   progress: 100,

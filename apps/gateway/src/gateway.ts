@@ -145,7 +145,13 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     options.egressTester ?? egressTesterFor(config.egress, v2rayEngine),
   );
   const events = new EventsService(repositories.events);
-  const taskRunner = new TaskRunner(repositories.tasks, bus, logger.child({ component: 'tasks' }));
+  const taskRunner = new TaskRunner(
+    repositories.tasks,
+    bus,
+    logger.child({ component: 'tasks' }),
+    database.changes,
+    config.node.name,
+  );
   const ssh = new SshProxy({
     host: config.httpHost,
     port: config.sshProxyPort,
@@ -186,6 +192,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     {
       name: config.node.name,
       instanceId,
+      exclusiveDatabase: database.kind === 'sqlite',
       maxHosts: config.node.maxHosts,
       heartbeatSeconds: config.node.heartbeatSeconds,
       deadSeconds: config.node.deadSeconds,
@@ -220,6 +227,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     config.workspaceLimits,
     logger.child({ component: 'hosts' }),
     (hostId) => access.desktopPassword(hostId),
+    database.changes,
   );
   const hosts = new HostsService(
     repositories.hosts,
@@ -252,6 +260,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     tickets,
     bus,
     accessSettings,
+    repositories.accessTickets,
   );
   const scripts = new AccessScripts(config.publicApiUrl);
   const cli = new CliBundle(config.cliBundle, config.publicApiUrl);
@@ -355,14 +364,19 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       await FolderMounts.sweep(mountsRoot, logger);
       every(config.node.heartbeatSeconds, 'node-heartbeat', () => nodes.heartbeat());
       await lifecycle.reconcile(nodes.name);
+      lifecycle.follow();
+      taskRunner.start();
       const checkImages = () =>
         images.check().catch((error: unknown) => logger.warn({ err: error }, 'image check failed'));
       every(300, 'image-check', checkImages);
       await checkImages();
+      // Placement reads whether this node has its images from the heartbeat: say it now.
+      await nodes.heartbeat();
       await sweepExpiredUsers(repositories.users, revocation, bus);
     },
     async close() {
       for (const timer of timers) clearInterval(timer);
+      taskRunner.stop();
       unwatch();
       sse.closeAll();
       await ssh.close();

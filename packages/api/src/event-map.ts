@@ -23,7 +23,7 @@ type EgressTest = { egress_ip_id: string; label: string; result: EgressTestResul
 type Binding = { binding_id: string; egress_ip_id: string };
 
 /** The kinds of tasks: a host's lifecycle, and image builds (on no host). */
-export type TaskKind = 'start' | 'bootstrap' | 'stop' | 'rebuild' | 'image-build';
+export type TaskKind = 'start' | 'bootstrap' | 'stop' | 'rebuild' | 'remove' | 'image-build';
 
 /** Events written to the event log (and published live when they change what a dashboard shows). */
 export interface RecordedEvents {
@@ -87,6 +87,9 @@ export interface RecordedEvents {
   'task.rebuild.succeeded': { task: Task };
   'task.rebuild.failed': { data: { code: string }; task: Task };
   'task.rebuild.cancelled': { data: { code: 'cancelled' }; task: Task };
+  'task.remove.succeeded': { task: Task };
+  'task.remove.failed': { data: { code: string }; task: Task };
+  'task.remove.cancelled': { data: { code: 'cancelled' }; task: Task };
   'task.image-build.succeeded': { task: Task };
   'task.image-build.failed': { data: { code: string }; task: Task };
   'task.image-build.cancelled': { data: { code: 'cancelled' }; task: Task };

@@ -87,9 +87,13 @@ export const TaskStatus = Type.Union([
 export const Task = Type.Object({
   id: Uuid,
   kind: Type.String({
-    description: 'start, stop, rebuild, bootstrap, or image-build (on no host: host_id is null)',
+    description:
+      'start, stop, rebuild, bootstrap, remove (a host deleted at a gateway other than its node), or image-build (on no host: host_id is null)',
   }),
   host_id: Type.Union([Uuid, Type.Null()]),
+  node: Type.Union([Type.String(), Type.Null()], {
+    description: 'The node that runs it: the host’s node, or the gateway that took an image build',
+  }),
   user_id: Type.Union([Uuid, Type.Null()]),
   status: TaskStatus,
   progress: Type.Integer({ minimum: 0, maximum: 100 }),

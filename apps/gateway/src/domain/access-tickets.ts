@@ -42,8 +42,8 @@ export class AccessTickets<G extends TicketGrant = TicketGrant> {
 
   /** Uses up the ticket: returns what it grants, or null when it is unknown, used, expired or of another kind. */
   async redeem(secret: string): Promise<G | null> {
-    const found = await this.store.take(digest(secret));
-    if (!found || found.kind !== this.kind) return null;
+    const found = await this.store.take(digest(secret), this.kind);
+    if (!found) return null;
     return Date.parse(found.expires_at) > this.now() ? (JSON.parse(found.granted) as G) : null;
   }
 }

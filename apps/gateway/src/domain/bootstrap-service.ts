@@ -1,5 +1,7 @@
+import { createHash } from 'node:crypto';
 import type { Actor, BootstrapHandoff, BootstrapTask, TaskAccepted } from '@ccp/api';
 import type { EventBus } from '../events/event-bus.js';
+import type { AccessTicketsRepository } from '../store/access-tickets-repository.js';
 import type { HostsRepository, HostWithOwner } from '../store/hosts-repository.js';
 import type { TaskRow, TasksRepository } from '../store/tasks-repository.js';
 import type { UserRow, UsersRepository } from '../store/users-repository.js';
@@ -23,8 +25,6 @@ const actorOf = (user: UserRow): Actor => ({ kind: user.role, id: user.id, usern
  * to the session's creator (and admins), and each hands off once.
  */
 export class BootstrapService {
-  private readonly handedOff = new Set<string>();
-
   constructor(
     private readonly users: UsersRepository,
     private readonly hosts: HostsRepository,
@@ -34,6 +34,7 @@ export class BootstrapService {
     private readonly tickets: AccessTickets,
     private readonly bus: EventBus,
     private readonly access: AccessSettings,
+    private readonly handoffs: AccessTicketsRepository,
   ) {}
 
   async createSession(
@@ -82,11 +83,12 @@ export class BootstrapService {
         task_error: { code: task.error_code ?? 'failed', message: task.error_message ?? '' },
       });
     const finishedAt = task.finished_at ? Date.parse(task.finished_at) : 0;
-    if (this.handedOff.has(task.id) || Date.now() - finishedAt > HANDOFF_WINDOW_MS)
-      throw errors.conflict(
+    const used = () =>
+      errors.conflict(
         'handoff_used',
         'This bootstrap session was already handed off or is too old; start a new one',
       );
+    if (Date.now() - finishedAt > HANDOFF_WINDOW_MS) throw used();
     const host = task.host_id ? await this.hosts.findById(task.host_id) : undefined;
     const user = task.user_id ? await this.users.findById(task.user_id) : undefined;
     if (!host || !user) throw errors.notFound('Bootstrap task');
@@ -98,7 +100,14 @@ export class BootstrapService {
         `Host ${host.short_id} is ${host.status} again; start a new session`,
       );
 
-    this.handedOff.add(task.id);
+    // Once in all: the mark lives in the database, so another gateway taking the same poll refuses it too.
+    const first = await this.handoffs.insertOnce({
+      digest: createHash('sha256').update(`bootstrap handoff ${task.id}`).digest('base64url'),
+      kind: 'handoff',
+      granted: '{}',
+      expires_at: new Date(finishedAt + HANDOFF_WINDOW_MS).toISOString(),
+    });
+    if (!first) throw used();
     const { ticket, expiresAt } = await this.tickets.issue({ userId: user.id, hostId: host.id });
     await this.bus.emit({
       type: 'bootstrap.handoff',

@@ -13,8 +13,11 @@ export async function sweepExpiredUsers(
 ): Promise<number> {
   const now = nowIso();
   const expired = await users.listNewlyExpired(now);
+  let handled = 0;
   for (const user of expired) {
-    await users.update(user.id, { expiry_handled_at: now });
+    // Several gateways sweep the same database: the one that marks it handles it.
+    if (!(await users.claimExpiry(user.id, now))) continue;
+    handled++;
     await revocation.revoke(user.id, 'expired');
     await bus.emit({
       type: 'user.expired',
@@ -24,5 +27,5 @@ export async function sweepExpiredUsers(
       data: { username: user.username, expires_at: user.expires_at },
     });
   }
-  return expired.length;
+  return handled;
 }

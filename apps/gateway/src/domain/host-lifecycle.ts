@@ -5,6 +5,7 @@ import {
   type EventLevel,
   type RecordedEvents,
   type TaskAccepted,
+  type TaskKind,
 } from '@ccp/api';
 import type { Logger } from 'pino';
 import type { EventBus } from '../events/event-bus.js';
@@ -17,12 +18,13 @@ import {
   type WorkspaceRuntime,
   type WorkspaceSpec,
 } from '../runtime/workspace-runtime.js';
+import type { ChangeFeed } from '../store/change-feed.js';
 import type { HostPatch, HostsRepository, HostWithOwner } from '../store/hosts-repository.js';
 import { nowIso } from './clock.js';
 import type { EgressIpsService, ReplacedUpstream } from './egress-ips-service.js';
 import { errors } from './errors.js';
 import { type AccessSettings, activeBinding, hostView, linuxUserFor } from './host-view.js';
-import type { TaskRunner } from './task-runner.js';
+import type { QueuedTask, TaskRunner } from './task-runner.js';
 
 type StatusEventType = 'host.started' | 'host.stopped' | 'host.rebuilt' | 'host.reconciled' | 'host.failed';
 
@@ -30,6 +32,11 @@ type StatusEventType = 'host.started' | 'host.stopped' | 'host.rebuilt' | 'host.
 type StatusEvent = {
   [K in StatusEventType]: { type: K; message: string; level?: EventLevel } & Omit<RecordedEvents[K], 'host'>;
 }[StatusEventType];
+
+/** Change-feed topics: a switch for a host of another node (detail: the host), an egress IP's upstream edited
+ * (detail: the gateway that applied it to its own hosts, and the egress IP). */
+const SWITCH = 'hosts.switch';
+const EGRESS_CHANGED = 'egress.changed';
 
 export interface WorkspaceLimits {
   memoryMb: number;
@@ -56,87 +63,110 @@ export class HostLifecycle {
     private readonly log: Logger,
     /** The VNC password of a host's desktop (Access.desktopPassword). */
     private readonly desktopPassword: (hostId: string) => string,
-  ) {}
+    private readonly changes: ChangeFeed,
+  ) {
+    this.registerTasks();
+  }
 
   /** Queues a start; `bootstrap` marks the task as one the bootstrap paths may show and hand off. */
   async start(hostId: string, actor: Actor, kind: 'start' | 'bootstrap' = 'start'): Promise<TaskAccepted> {
-    const host = await this.require(hostId);
-    const upstream = await this.activeUpstream(host.id);
-    if (!upstream)
+    const host = await this.requireReachable(hostId);
+    if (!(await this.activeUpstream(host.id)))
       throw errors.conflict('no_egress_bound', 'The host has no egress IP bound; bind one first');
-    const row = await this.tasks.submit({
-      kind,
-      hostId,
-      userId: host.user_id,
-      actor,
-      // A start may wait long on an upstream that does not answer; a stop or delete ends it.
-      cancellable: true,
-      work: async (progress, signal) => {
-        const current = await this.require(hostId);
-        if (current.status === 'running' && (await this.runtime.state(hostId)) === 'running')
-          return ALREADY_RUNNING;
-        await this.setStatus(current, { status: 'starting', last_error: null }, actor);
-        const latest = (await this.activeUpstream(hostId)) ?? upstream;
-        await this.runtime.start(this.spec(current), latest, progress, signal);
-        this.current.set(hostId, latest);
-        await this.setStatus(
-          current,
-          { status: 'running', started_at: nowIso(), image: this.runtime.imageTag() },
-          actor,
-          {
-            type: 'host.started',
-            message: `host ${current.short_id} running through ${latest.label} (${latest.exitIp})`,
-            data: { egress_ip_id: latest.egressIpId },
-          },
-        );
-        return `running through ${latest.label} (${latest.exitIp})`;
-      },
-      onFailure: (code, message) => this.fail(hostId, code, message, actor),
-    });
-    return this.accepted(row.id);
+    return this.queue(kind, host, actor);
   }
 
   /** Queues a stop; a start still running for the host is cancelled first (its task fails as `cancelled`). */
   async stop(hostId: string, actor: Actor): Promise<TaskAccepted> {
-    const host = await this.require(hostId);
+    const host = await this.requireReachable(hostId);
     await this.tasks.cancel(hostId, 'the host was stopped', actor);
-    const row = await this.tasks.submit({
-      kind: 'stop',
-      hostId,
-      userId: host.user_id,
-      actor,
-      work: async () => {
-        const current = await this.require(hostId);
+    return this.queue('stop', host, actor);
+  }
+
+  async rebuild(hostId: string, actor: Actor): Promise<TaskAccepted> {
+    return this.queue('rebuild', await this.requireReachable(hostId), actor);
+  }
+
+  /**
+   * Removes everything the engine holds for a host, after cancelling a start still running for it; refused
+   * while another task runs for it. A host on another node is removed by that node (a `remove` task), and this
+   * call waits for it.
+   */
+  async remove(host: HostWithOwner, actor: Actor): Promise<void> {
+    await this.tasks.cancel(host.id, 'the host was deleted', actor);
+    if (await this.tasks.isBusy(host.id))
+      throw errors.conflict('host_busy', 'A task is running for this host; try again when it ends');
+    if (this.isLocal(host)) {
+      await this.runtime.remove(host.id);
+      return;
+    }
+    if (host.status === 'node_unavailable') throw this.nodeUnavailable(host);
+    const { task_id } = await this.queue('remove', host, actor);
+    const done = await this.tasks.finished(task_id);
+    if (done?.status !== 'succeeded')
+      throw errors.unavailable(
+        'node_unreachable',
+        `Node ${host.node} did not remove the host's workspace${done?.error_message ? `: ${done.error_message}` : ' in time'}; try again`,
+      );
+  }
+
+  /** The work of each lifecycle task, run by the host's node whichever gateway queued it. */
+  private registerTasks(): void {
+    const startWork = async (
+      { hostId, actor }: QueuedTask,
+      progress: (percent: number, stage: string) => Promise<void>,
+      signal: AbortSignal,
+    ) => {
+      const current = await this.require(hostId!);
+      if (current.status === 'running' && (await this.runtime.state(current.id)) === 'running')
+        return ALREADY_RUNNING;
+      const upstream = await this.activeUpstream(current.id);
+      if (!upstream)
+        throw errors.conflict('no_egress_bound', 'The host has no egress IP bound; bind one first');
+      await this.setStatus(current, { status: 'starting', last_error: null }, actor);
+      await this.runtime.start(this.spec(current), upstream, progress, signal);
+      this.current.set(current.id, upstream);
+      await this.setStatus(
+        current,
+        { status: 'running', started_at: nowIso(), image: this.runtime.imageTag() },
+        actor,
+        {
+          type: 'host.started',
+          message: `host ${current.short_id} running through ${upstream.label} (${upstream.exitIp})`,
+          data: { egress_ip_id: upstream.egressIpId },
+        },
+      );
+      return `running through ${upstream.label} (${upstream.exitIp})`;
+    };
+    const onFailure = async ({ hostId, actor }: QueuedTask, code: string, message: string) =>
+      this.fail(hostId!, code, message, actor);
+    // A start may wait long on an upstream that does not answer; a stop or delete ends it.
+    this.tasks.handle('start', { work: startWork, cancellable: true, onFailure });
+    this.tasks.handle('bootstrap', { work: startWork, cancellable: true, onFailure });
+    this.tasks.handle('stop', {
+      work: async ({ hostId, actor }) => {
+        const current = await this.require(hostId!);
         await this.setStatus(current, { status: 'stopping' }, actor);
-        await this.runtime.stop(hostId);
-        this.current.delete(hostId);
+        await this.runtime.stop(current.id);
+        this.current.delete(current.id);
         await this.setStatus(current, { status: 'stopped' }, actor, {
           type: 'host.stopped',
           message: `host ${current.short_id} stopped`,
         });
         return 'stopped';
       },
-      onFailure: (code, message) => this.fail(hostId, code, message, actor),
+      onFailure,
     });
-    return this.accepted(row.id);
-  }
-
-  async rebuild(hostId: string, actor: Actor): Promise<TaskAccepted> {
-    const host = await this.require(hostId);
-    const row = await this.tasks.submit({
-      kind: 'rebuild',
-      hostId,
-      userId: host.user_id,
-      actor,
-      work: async (progress) => {
-        const current = await this.require(hostId);
+    this.tasks.handle('rebuild', {
+      work: async ({ hostId, actor }, progress) => {
+        const current = await this.require(hostId!);
         const wasRunning = current.status === 'running';
-        const upstream = wasRunning ? await this.activeUpstream(hostId) : null;
+        const upstream = wasRunning ? await this.activeUpstream(current.id) : null;
         if (wasRunning && !upstream)
           throw errors.conflict('no_egress_bound', 'The host has no egress IP bound');
         await this.setStatus(current, { status: 'rebuilding' }, actor);
         await this.runtime.rebuild(this.spec(current), upstream, progress);
-        if (upstream) this.current.set(hostId, upstream);
+        if (upstream) this.current.set(current.id, upstream);
         const status = wasRunning ? 'running' : current.status === 'created' ? 'created' : 'stopped';
         await this.setStatus(current, { status, image: this.runtime.imageTag(), last_error: null }, actor, {
           type: 'host.rebuilt',
@@ -144,20 +174,44 @@ export class HostLifecycle {
         });
         return `rebuilt from ${this.runtime.imageTag()}`;
       },
-      onFailure: (code, message) => this.fail(hostId, code, message, actor),
+      onFailure,
+    });
+    this.tasks.handle('remove', {
+      work: async ({ hostId }) => {
+        await this.runtime.remove(hostId!);
+        this.current.delete(hostId!);
+        return 'workspace, home and keys removed';
+      },
+    });
+  }
+
+  private isLocal(host: HostWithOwner): boolean {
+    return host.node === null || host.node === this.tasks.node;
+  }
+
+  private async queue(kind: TaskKind, host: HostWithOwner, actor: Actor): Promise<TaskAccepted> {
+    const row = await this.tasks.submit({
+      kind,
+      hostId: host.id,
+      userId: host.user_id,
+      actor,
+      node: host.node ?? this.tasks.node,
     });
     return this.accepted(row.id);
   }
 
-  /**
-   * Removes everything the engine holds for a host, after cancelling a start still running for it; refused
-   * while another task runs for it.
-   */
-  async remove(host: HostWithOwner, actor: Actor): Promise<void> {
-    await this.tasks.cancel(host.id, 'the host was deleted', actor);
-    if (this.tasks.isBusy(host.id))
-      throw errors.conflict('host_busy', 'A task is running for this host; try again when it ends');
-    await this.runtime.remove(host.id);
+  /** A host whose node is heartbeating: nothing can be done to one whose node is gone but wait for it. */
+  private async requireReachable(hostId: string): Promise<HostWithOwner> {
+    const host = await this.require(hostId);
+    if (host.status === 'node_unavailable') throw this.nodeUnavailable(host);
+    return host;
+  }
+
+  private nodeUnavailable(host: HostWithOwner) {
+    return errors.conflict(
+      'node_unavailable',
+      `The host's node ${host.node} is not heartbeating; its workspace is out of reach until the node returns`,
+    );
   }
 
   /**
@@ -166,9 +220,15 @@ export class HostLifecycle {
    * as that upstream is still bound to it, and stays running.
    */
   async switchToActiveUpstream(hostId: string, actor: Actor, previous?: UpstreamSpec): Promise<void> {
-    const upstream = await this.activeUpstream(hostId);
     const host = await this.hosts.findById(hostId);
-    if (!upstream || !host || host.status !== 'running') return;
+    if (host?.status !== 'running') return;
+    if (!this.isLocal(host)) {
+      // Its node's gateway applies it; the events it writes say how it went.
+      await this.changes.announce(SWITCH, host.id);
+      return;
+    }
+    const upstream = await this.activeUpstream(hostId);
+    if (!upstream) return;
     const fallback = await this.stillBound(hostId, this.current.get(hostId) ?? previous);
     try {
       await this.runtime.switchUpstream(hostId, upstream, fallback);
@@ -209,13 +269,40 @@ export class HostLifecycle {
 
   /** An egress IP's upstream changed: running hosts that use it switch in place. */
   async egressChanged(egressIpId: string, replaced: ReplacedUpstream): Promise<void> {
-    const previous: UpstreamSpec = {
+    await this.changes.announce(EGRESS_CHANGED, `${this.tasks.node} ${egressIpId}`);
+    await this.switchHostsUsing(egressIpId, {
       egressIpId,
       label: replaced.label,
       exitIp: replaced.ipAddress,
       config: replaced.config,
-    };
-    for (const host of await this.hosts.list({ statuses: ['running'] })) {
+    });
+  }
+
+  /**
+   * Follows what other gateways change: switches they ask for on this node's hosts, and egress IPs edited there
+   * (each node switches its own running hosts; what they ran before is what this node applied).
+   */
+  follow(): void {
+    this.changes.subscribe(SWITCH, (hostId) => {
+      if (!hostId) return;
+      void this.hosts
+        .findById(hostId)
+        .then((host) =>
+          host && this.isLocal(host) ? this.switchToActiveUpstream(host.id, systemActor) : undefined,
+        )
+        .catch((error: unknown) => this.log.error({ err: error, hostId }, 'switching upstream failed'));
+    });
+    this.changes.subscribe(EGRESS_CHANGED, (detail) => {
+      const [origin, egressIpId] = detail?.split(' ') ?? [];
+      if (!egressIpId || origin === this.tasks.node) return;
+      void this.switchHostsUsing(egressIpId).catch((error: unknown) =>
+        this.log.error({ err: error, egressIpId }, 'switching upstreams failed'),
+      );
+    });
+  }
+
+  private async switchHostsUsing(egressIpId: string, previous?: UpstreamSpec): Promise<void> {
+    for (const host of await this.hosts.list({ node: this.tasks.node, statuses: ['running'] })) {
       if (await this.usesUpstream(host.id, egressIpId)) {
         await this.switchToActiveUpstream(host.id, systemActor, previous).catch((error: unknown) =>
           this.log.error({ err: error, hostId: host.id }, 'switching upstream failed'),
@@ -242,7 +329,7 @@ export class HostLifecycle {
   /** Tests the upstreams running hosts depend on, and moves each host whose upstream failed to a healthy
    * standby binding. */
   async checkUpstreams(): Promise<void> {
-    const running = await this.hosts.list({ statuses: ['running'] });
+    const running = await this.hosts.list({ node: this.tasks.node, statuses: ['running'] });
     const bindings = await this.hosts.bindings(running.map((h) => h.id));
     const tested = new Set<string>();
     for (const host of running) {
@@ -314,12 +401,14 @@ export class HostLifecycle {
     }
   }
 
-  /** Removes the engine's resources of every host of a user about to be deleted. */
+  /** Removes the engine's resources of every host of a user about to be deleted, on each host's node. */
   async removeHostsOf(userId: string): Promise<void> {
     for (const host of await this.hosts.list({ userId })) {
       await this.tasks.cancel(host.id, 'the owner was deleted', systemActor);
-      await this.tasks.idleFor(host.id);
-      await this.runtime.remove(host.id);
+      await this.tasks.settled(host.id);
+      await this.remove(host, systemActor).catch((error: unknown) =>
+        this.log.warn({ err: error, hostId: host.id }, 'could not remove the workspace of a deleted user'),
+      );
     }
   }
 

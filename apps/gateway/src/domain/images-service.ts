@@ -17,7 +17,18 @@ export class ImagesService {
     private readonly runtime: WorkspaceRuntime,
     private readonly bus: EventBus,
     private readonly tasks: TaskRunner,
-  ) {}
+  ) {
+    tasks.handle('image-build', {
+      work: async ({ options }, progress) => {
+        await this.runtime.buildImages(options.rebuild === true, progress);
+        const images = await this.check();
+        return `images ready: ${images.map((image) => image.tag).join(', ')}`;
+      },
+      onFailure: async () => {
+        await this.check();
+      },
+    });
+  }
 
   /**
    * Queues a build of the images (the missing ones, or all with `rebuild`) as a task on no host; one at a time.
@@ -29,14 +40,9 @@ export class ImagesService {
       hostId: null,
       userId: null,
       actor,
-      work: async (progress) => {
-        await this.runtime.buildImages(rebuild, progress);
-        const images = await this.check();
-        return `images ready: ${images.map((image) => image.tag).join(', ')}`;
-      },
-      onFailure: async () => {
-        await this.check();
-      },
+      // The images of this gateway's own engine.
+      node: this.tasks.node,
+      options: { rebuild },
     });
     return { task_id: row.id, status_url: `/v1/admin/tasks/${row.id}` };
   }

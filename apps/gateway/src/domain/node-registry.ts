@@ -17,6 +17,9 @@ export interface NodeRegistryOptions {
   heartbeatSeconds: number;
   deadSeconds: number;
   internalAddress: string | null;
+  /** SQLite: the database file belongs to this process alone, so its node name is always its own (a restored
+   * backup on another machine included). */
+  exclusiveDatabase: boolean;
   /** Whether this node's engine has both images (new hosts go to nodes that do). */
   imagesReady: () => boolean;
 }
@@ -56,10 +59,7 @@ export class NodeRegistry {
       started_at: this.startedAt,
       heartbeat_at: nowIso(),
     };
-    if (!(await this.nodes.claim(row, this.aliveSince())))
-      throw new Error(
-        `NODE_NAME "${this.name}" is held by another gateway (another DATA_DIR) that heartbeated less than ${this.options.deadSeconds} s ago; give each gateway its own NODE_NAME`,
-      );
+    await this.claimName(row);
     const adopted = await this.hosts.adoptUnplaced(this.name);
     if (adopted > 0)
       this.log.info({ node: this.name, hosts: adopted }, 'hosts made before nodes now belong here');
@@ -70,6 +70,32 @@ export class NodeRegistry {
       data: { node: this.name, internal_address: this.options.internalAddress },
     });
     await this.returnHosts();
+  }
+
+  /**
+   * Takes the name, waiting (once, up to NODE_DEAD_SECONDS) for a holder that may just have died: a gateway
+   * restored from a backup, or moved to a new DATA_DIR, finds its old self's last heartbeat. A holder that keeps
+   * heartbeating is another live gateway, and this one refuses to start.
+   */
+  private async claimName(row: NodeRow): Promise<void> {
+    const deadline = Date.now() + (this.options.deadSeconds + this.options.heartbeatSeconds) * 1000;
+    let warned = false;
+    for (;;) {
+      const takeOverFrom = this.options.exclusiveDatabase ? '9999' : this.aliveSince();
+      if (await this.nodes.claim({ ...row, heartbeat_at: nowIso() }, takeOverFrom)) return;
+      if (Date.now() > deadline)
+        throw new Error(
+          `NODE_NAME "${this.name}" is held by another gateway (another DATA_DIR) that keeps heartbeating; give each gateway its own NODE_NAME`,
+        );
+      if (!warned) {
+        warned = true;
+        this.log.warn(
+          { node: this.name, waitSeconds: this.options.deadSeconds },
+          'another DATA_DIR heartbeated under this NODE_NAME recently; waiting to see whether it is gone',
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
   }
 
   /** Says this node is alive, then looks for nodes that are not. */

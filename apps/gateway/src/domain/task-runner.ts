@@ -3,15 +3,41 @@ import type { Actor, Task, TaskKind } from '@ccp/api';
 import type { Logger } from 'pino';
 import type { EventBus } from '../events/event-bus.js';
 import { systemActor } from '../events/event-bus.js';
+import type { ChangeFeed } from '../store/change-feed.js';
+import { violates } from '../store/errors.js';
 import type { TaskRow, TasksRepository } from '../store/tasks-repository.js';
 import { isoOut, nowIso } from './clock.js';
 import { DomainError, errors } from './errors.js';
 
-/** A task's work; `signal` aborts when the task is cancelled (only for `cancellable` requests). */
-export type TaskWork = (
-  progress: (percent: number, stage: string) => Promise<void>,
-  signal: AbortSignal,
-) => Promise<string>;
+/** A task as the node that runs it sees it: what is known from its row alone. */
+export interface QueuedTask {
+  id: string;
+  kind: TaskKind;
+  hostId: string | null;
+  userId: string | null;
+  actor: Actor;
+  options: TaskOptions;
+}
+
+/** What a task needs beyond its kind and host (an image build's `rebuild`). */
+export type TaskOptions = Record<string, boolean | string>;
+
+/** The work of one kind of task, registered by the service that owns it; any node can run any queued task. */
+export interface TaskHandler {
+  /** `signal` aborts when the task is cancelled (only for `cancellable` kinds). Answers the task's message. */
+  work(
+    task: QueuedTask,
+    progress: (percent: number, stage: string) => Promise<void>,
+    signal: AbortSignal,
+  ): Promise<string>;
+  /** A stop or delete of the host may end it (a start waiting on an upstream that never answers). */
+  cancellable?: boolean;
+  /**
+   * Called when the task failed, after the row is written (the host's status follows it). Not called for a
+   * cancelled task: whoever cancelled it takes the host over.
+   */
+  onFailure?(task: QueuedTask, code: string, message: string): Promise<void>;
+}
 
 export interface TaskRequest {
   kind: TaskKind;
@@ -19,14 +45,9 @@ export interface TaskRequest {
   hostId: string | null;
   userId: string | null;
   actor: Actor;
-  work: TaskWork;
-  /** A stop or delete of the host may end it (a start waiting on an upstream that never answers). */
-  cancellable?: boolean;
-  /**
-   * Called when the task failed, after the row is written (the host's status follows it). Not called for a
-   * cancelled task: whoever cancelled it takes the host over.
-   */
-  onFailure?: (code: string, message: string) => Promise<void>;
+  /** The node that runs it: the host's node; this gateway's own for work on no host. */
+  node: string;
+  options?: TaskOptions;
 }
 
 interface RunningTask {
@@ -43,6 +64,7 @@ export function taskView(row: TaskRow): Task {
     id: row.id,
     kind: row.kind,
     host_id: row.host_id,
+    node: row.node,
     user_id: row.user_id,
     status: row.status,
     progress: row.progress,
@@ -61,98 +83,170 @@ export type StopRequester = { kind: 'admin' | 'user'; username: string } | { kin
 
 /** The lock of work on no host (image builds): one at a time, beside any host's task. */
 const NO_HOST = 'no-host';
+/** Change-feed topics: tasks queued for a node (detail: the node), a cancel asked for (detail: the task). */
+const QUEUED = 'tasks.queued';
+const CANCEL = 'tasks.cancel';
+/** How often a node looks at the queue without being told (a lost notice, a feed that was down). */
+const POLL_MS = 2000;
 
 const requester = (actor: Actor) =>
   actor.kind === 'system' ? 'system' : `${actor.kind}:${actor.username ?? actor.id}`;
 
-/** Persisted host tasks: at most one unfinished per host, progress streamed, every outcome logged. */
+/** The requester and options a task was queued with (a row from before nodes has neither). */
+function requestOf(row: TaskRow): { actor: Actor; options: TaskOptions } {
+  if (!row.request) return { actor: systemActor, options: {} };
+  const parsed = JSON.parse(row.request) as { actor: Actor; options?: TaskOptions };
+  return { actor: parsed.actor, options: parsed.options ?? {} };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Persisted tasks: at most one unfinished per host (the database holds that for every gateway), run by the
+ * host's node. A task for this node runs at once; one for another node waits in the table until that node takes
+ * it (`FOR UPDATE SKIP LOCKED` on PostgreSQL), woken by a notice and by a poll. Progress is streamed and every
+ * outcome logged.
+ */
 export class TaskRunner {
   private readonly running = new Map<string, RunningTask>();
+  private readonly handlers = new Map<TaskKind, TaskHandler>();
+  private poll: NodeJS.Timeout | null = null;
+  private draining: Promise<void> | null = null;
 
   constructor(
     private readonly tasks: TasksRepository,
     private readonly bus: EventBus,
     private readonly log: Logger,
+    private readonly changes: ChangeFeed,
+    /** This gateway's node. */
+    readonly node: string,
   ) {}
+
+  handle(kind: TaskKind, handler: TaskHandler): void {
+    this.handlers.set(kind, handler);
+  }
+
+  /** Takes tasks other gateways queue for this node, from now on. */
+  start(): void {
+    this.changes.subscribe(QUEUED, (node) => {
+      if (node === undefined || node === this.node) this.drain();
+    });
+    this.changes.subscribe(CANCEL, (taskId) => {
+      if (taskId === undefined) void this.checkCancels();
+      else void this.checkCancels([taskId]);
+    });
+    this.poll = setInterval(() => {
+      this.drain();
+      void this.checkCancels();
+    }, POLL_MS);
+    this.poll.unref();
+    this.drain();
+  }
+
+  stop(): void {
+    if (this.poll) clearInterval(this.poll);
+    this.poll = null;
+  }
 
   async submit(request: TaskRequest): Promise<TaskRow> {
     const { hostId } = request;
+    const handler = this.handlerOf(request.kind);
+    const local = request.node === this.node;
     const lock = hostId ?? NO_HOST;
-    // A task of this gateway, or one another gateway on the same database runs for the host.
-    const existing =
-      this.running.has(lock) || !hostId ? undefined : await this.tasks.findActiveForHost(hostId);
-    const busy = this.running.get(lock)?.id ?? existing?.id;
-    if (busy) {
-      if (!hostId)
-        throw errors.conflict('images_busy', 'An image build is already running', { task_id: busy });
-      throw errors.conflict('host_busy', 'A task is already running for this host', { task_id: busy });
-    }
-    // Claim the host before the first await below, so a concurrent request sees it busy.
+    const busyHere = this.running.get(lock)?.id;
+    if (busyHere) throw this.busy(hostId, busyHere);
     const id = randomUUID();
-    let release!: () => void;
-    const cancel = request.cancellable ? new AbortController() : undefined;
-    this.running.set(lock, {
+    const row = {
       id,
-      done: new Promise<void>((resolve) => {
-        release = resolve;
-      }),
-      ...(cancel ? { cancel } : {}),
-    });
+      kind: request.kind,
+      host_id: hostId,
+      user_id: request.userId,
+      status: 'pending' as const,
+      progress: 0,
+      stage: 'queued',
+      message: '',
+      error_code: null,
+      error_message: null,
+      requested_by: requester(request.actor),
+      created_at: nowIso(),
+      started_at: null,
+      finished_at: null,
+      node: request.node,
+      // A task for this node is taken at once; another node takes its own from the queue.
+      claimed_at: local ? nowIso() : null,
+      cancel_reason: null,
+      request: JSON.stringify({ actor: request.actor, options: request.options ?? {} }),
+    };
+    if (!local) {
+      const inserted = await this.insert(row, hostId);
+      this.notify(inserted, 'task.queued');
+      await this.changes.announce(QUEUED, request.node);
+      return inserted;
+    }
+    // Claim the lock before the first await below, so a concurrent request here sees it busy.
+    const claim = this.claim(lock, id, handler);
     try {
-      const row = await this.tasks.insert({
-        id,
-        kind: request.kind,
-        host_id: hostId,
-        user_id: request.userId,
-        status: 'pending',
-        progress: 0,
-        stage: 'queued',
-        message: '',
-        error_code: null,
-        error_message: null,
-        requested_by: requester(request.actor),
-        created_at: nowIso(),
-        started_at: null,
-        finished_at: null,
-      });
-      this.notify(row, 'task.queued');
-      setImmediate(() => {
-        this.execute(row, request, cancel?.signal ?? new AbortController().signal)
-          .catch((error: unknown) =>
-            this.log.error({ err: error, taskId: row.id }, 'task bookkeeping failed'),
-          )
-          .finally(() => {
-            this.running.delete(lock);
-            release();
-          });
-      });
-      return row;
+      const inserted = await this.insert(row, hostId);
+      this.notify(inserted, 'task.queued');
+      setImmediate(() => this.run(inserted, handler, claim));
+      return inserted;
     } catch (error) {
       this.running.delete(lock);
-      release();
+      claim.release();
       throw error;
     }
   }
 
-  /** Resolves when no task is running (shutdown, tests). */
+  /** Resolves when no task of this gateway is running (shutdown, tests). */
   async idle(): Promise<void> {
-    while (this.running.size > 0) await Promise.all([...this.running.values()].map((task) => task.done));
+    while (this.running.size > 0 || this.draining) {
+      await this.draining;
+      await Promise.all([...this.running.values()].map((task) => task.done));
+    }
   }
 
-  /** Waits for the task of one host, if any, to end. */
-  async idleFor(hostId: string): Promise<void> {
-    await this.running.get(hostId)?.done;
+  /** Waits (bounded) for the unfinished task of one host, run here or by another node, to end. */
+  async settled(hostId: string): Promise<void> {
+    const here = this.running.get(hostId);
+    if (here) return here.done;
+    const active = await this.tasks.findActiveForHost(hostId);
+    if (active) await this.finished(active.id);
+  }
+
+  /** Waits (bounded) until a task, run by whichever node, has ended; answers its last row. */
+  async finished(taskId: string, timeoutMs = 120_000): Promise<TaskRow | undefined> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const row = await this.tasks.findById(taskId);
+      if (!row || (row.status !== 'pending' && row.status !== 'running') || Date.now() > deadline) return row;
+      await sleep(200);
+    }
   }
 
   /**
-   * Cancels the host's task if it may be cancelled, and waits until it has unwound and its row says
-   * `failed` with `cancelled` (the message: `why`, and who asked). Another kind of task is left running.
+   * Cancels the host's task if its kind may be cancelled, wherever it runs, and waits until it has unwound and
+   * its row says `failed` with `cancelled` (the message: `why`, and who asked). Another kind of task is left
+   * running.
    */
   async cancel(hostId: string, why: string, actor: Actor): Promise<void> {
-    for (let task = this.running.get(hostId); task?.cancel; task = this.running.get(hostId)) {
-      task.cancel.abort(`${why} (${requester(actor)})`);
-      await task.done;
+    const reason = `${why} (${requester(actor)})`;
+    if (this.running.has(hostId)) {
+      for (let task = this.running.get(hostId); task?.cancel; task = this.running.get(hostId)) {
+        task.cancel.abort(reason);
+        await task.done;
+      }
+      return;
     }
+    const active = await this.tasks.findActiveForHost(hostId);
+    if (!active || !this.handlers.get(active.kind as TaskKind)?.cancellable) return;
+    const unclaimed = await this.tasks.failUnclaimed(active.id, this.cancelledPatch(reason));
+    if (unclaimed) {
+      await this.emitCancelled(unclaimed, reason);
+      return;
+    }
+    await this.tasks.requestCancel(active.id, reason);
+    await this.changes.announce(CANCEL, active.id);
+    await this.finished(active.id, 60_000);
   }
 
   /**
@@ -168,13 +262,14 @@ export class TaskRunner {
     return { by, at: isoOut(latest.created_at) };
   }
 
-  isBusy(hostId: string): boolean {
-    return this.running.has(hostId);
+  /** Whether a task, run by any node, is unfinished for the host. */
+  async isBusy(hostId: string): Promise<boolean> {
+    return this.running.has(hostId) || (await this.tasks.findActiveForHost(hostId)) !== undefined;
   }
 
-  /** A task left unfinished by a crash is failed as interrupted at the next start. */
+  /** A task this node took and left unfinished (a crash) is failed as interrupted at its next start. */
   async failInterrupted(): Promise<TaskRow[]> {
-    const leftovers = await this.tasks.listUnfinished();
+    const leftovers = await this.tasks.listUnfinishedClaimed(this.node);
     const failed: TaskRow[] = [];
     for (const task of leftovers) {
       const row = await this.tasks.update(task.id, {
@@ -198,7 +293,112 @@ export class TaskRunner {
     return failed;
   }
 
-  private async execute(task: TaskRow, request: TaskRequest, signal: AbortSignal): Promise<void> {
+  private handlerOf(kind: TaskKind): TaskHandler {
+    const handler = this.handlers.get(kind);
+    if (!handler) throw new Error(`no handler for ${kind} tasks`);
+    return handler;
+  }
+
+  private busy(hostId: string | null, taskId: string): DomainError {
+    if (!hostId)
+      return errors.conflict('images_busy', 'An image build is already running', { task_id: taskId });
+    return errors.conflict('host_busy', 'A task is already running for this host', { task_id: taskId });
+  }
+
+  private async insert(
+    row: Parameters<TasksRepository['insert']>[0],
+    hostId: string | null,
+  ): Promise<TaskRow> {
+    try {
+      return await this.tasks.insert(row);
+    } catch (error) {
+      if (!hostId || !violates(error, 'unique')) throw error;
+      // Another gateway's task for the host, unfinished.
+      const other = await this.tasks.findActiveForHost(hostId);
+      throw this.busy(hostId, other?.id ?? '');
+    }
+  }
+
+  private claim(lock: string, id: string, handler: TaskHandler): RunningTask & { release: () => void } {
+    let release!: () => void;
+    const done = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const task = { id, done, ...(handler.cancellable ? { cancel: new AbortController() } : {}) };
+    this.running.set(lock, task);
+    return { ...task, release };
+  }
+
+  private run(row: TaskRow, handler: TaskHandler, claim: RunningTask & { release: () => void }): void {
+    const lock = row.host_id ?? NO_HOST;
+    this.execute(row, handler, claim.cancel?.signal ?? new AbortController().signal)
+      .catch((error: unknown) => this.log.error({ err: error, taskId: row.id }, 'task bookkeeping failed'))
+      .finally(() => {
+        this.running.delete(lock);
+        claim.release();
+        // Another task for a host on this node may have been queued meanwhile.
+        this.drain();
+      });
+  }
+
+  /** Takes this node's queued tasks; one pass at a time. */
+  private drain(): void {
+    if (this.draining || this.poll === null) return;
+    this.draining = this.takeQueued()
+      .catch((error: unknown) => this.log.warn({ err: error }, 'taking queued tasks failed'))
+      .finally(() => {
+        this.draining = null;
+      });
+  }
+
+  private async takeQueued(): Promise<void> {
+    for (;;) {
+      const taken = await this.tasks.claimQueued(this.node, nowIso(), 10);
+      if (taken.length === 0) return;
+      for (const row of taken) {
+        const handler = this.handlers.get(row.kind as TaskKind);
+        const lock = row.host_id ?? NO_HOST;
+        if (!handler) {
+          await this.tasks.update(row.id, {
+            status: 'failed',
+            error_code: 'internal',
+            error_message: `this gateway has no handler for ${row.kind} tasks (an older version?)`,
+            finished_at: nowIso(),
+          });
+          continue;
+        }
+        // The host's previous task here has its outcome written and is finishing its bookkeeping.
+        await this.running.get(lock)?.done;
+        this.run(row, handler, this.claim(lock, row.id, handler));
+      }
+    }
+  }
+
+  /** Aborts the running tasks (all, or those named) that another gateway asked to cancel. */
+  private async checkCancels(ids?: string[]): Promise<void> {
+    const cancellable = [...this.running.values()].filter(
+      (task) => task.cancel && !task.cancel.signal.aborted && (!ids || ids.includes(task.id)),
+    );
+    if (cancellable.length === 0) return;
+    try {
+      const asked = await this.tasks.cancelRequests(cancellable.map((task) => task.id));
+      for (const task of cancellable) {
+        const reason = asked.get(task.id);
+        if (reason !== undefined) task.cancel?.abort(reason);
+      }
+    } catch (error) {
+      this.log.warn({ err: error }, 'reading cancel requests failed');
+    }
+  }
+
+  private async execute(task: TaskRow, handler: TaskHandler, signal: AbortSignal): Promise<void> {
+    const queued: QueuedTask = {
+      id: task.id,
+      kind: task.kind as TaskKind,
+      hostId: task.host_id,
+      userId: task.user_id,
+      ...requestOf(task),
+    };
     let row = await this.tasks.update(task.id, {
       status: 'running',
       stage: 'starting',
@@ -217,8 +417,9 @@ export class TaskRunner {
         this.notify(row, 'task.progressed');
       }
     };
+    const event = { actor: queued.actor, userId: queued.userId, hostId: queued.hostId, taskId: task.id };
     try {
-      const message = await request.work(progress, signal);
+      const message = await handler.work(queued, progress, signal);
       row = await this.tasks.update(task.id, {
         status: 'succeeded',
         progress: 100,
@@ -227,17 +428,15 @@ export class TaskRunner {
         finished_at: nowIso(),
       });
       await this.bus.emit({
-        type: `task.${request.kind}.succeeded`,
-        message: `${task.kind} task succeeded: ${message}`,
-        actor: request.actor,
-        userId: request.userId,
-        hostId: request.hostId,
-        taskId: task.id,
+        type: `task.${queued.kind}.succeeded`,
+        message: `${task.kind} task succeeded on node ${this.node}: ${message}`,
+        ...event,
         task: taskView(row),
       });
     } catch (error) {
       if (signal.aborted) {
-        await this.cancelled(task, request, String(signal.reason));
+        row = await this.tasks.update(task.id, this.cancelledPatch(String(signal.reason)));
+        await this.emitCancelled(row, String(signal.reason));
         return;
       }
       // Any domain error (a runtime failure, a rule such as no_egress_bound) names its own code.
@@ -252,35 +451,35 @@ export class TaskRunner {
         finished_at: nowIso(),
       });
       await this.bus.emit({
-        type: `task.${request.kind}.failed`,
+        type: `task.${queued.kind}.failed`,
         level: 'error',
-        message: `${task.kind} task failed (${code}): ${message}`,
-        actor: request.actor,
-        userId: request.userId,
-        hostId: request.hostId,
-        taskId: task.id,
+        message: `${task.kind} task failed on node ${this.node} (${code}): ${message}`,
+        ...event,
         data: { code },
         task: taskView(row),
       });
-      await request.onFailure?.(code, message);
+      await handler.onFailure?.(queued, code, message);
     }
   }
 
   /** A cancelled task fails with `cancelled`: the contract knows no other end for a task than success and failure. */
-  private async cancelled(task: TaskRow, request: TaskRequest, reason: string): Promise<void> {
-    const row = await this.tasks.update(task.id, {
-      status: 'failed',
+  private cancelledPatch(reason: string) {
+    return {
+      status: 'failed' as const,
       error_code: 'cancelled',
       error_message: reason,
       finished_at: nowIso(),
-    });
+    };
+  }
+
+  private async emitCancelled(row: TaskRow, reason: string): Promise<void> {
     await this.bus.emit({
-      type: `task.${request.kind}.cancelled`,
-      message: `${task.kind} task cancelled: ${reason}`,
-      actor: request.actor,
-      userId: request.userId,
-      hostId: request.hostId,
-      taskId: task.id,
+      type: `task.${row.kind as TaskKind}.cancelled`,
+      message: `${row.kind} task cancelled: ${reason}`,
+      actor: requestOf(row).actor,
+      userId: row.user_id,
+      hostId: row.host_id,
+      taskId: row.id,
       data: { code: 'cancelled' },
       task: taskView(row),
     });

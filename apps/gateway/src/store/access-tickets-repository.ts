@@ -11,11 +11,26 @@ export class AccessTicketsRepository {
     await this.db.insertInto('access_tickets').values(row).execute();
   }
 
-  /** Removes the ticket and returns it: one statement, so of two gateways taking it at once only one gets it. */
-  async take(digest: string): Promise<AccessTicketRow | undefined> {
+  /** Inserts the row unless one with its digest exists; true when this call inserted it (once across gateways). */
+  async insertOnce(row: AccessTicketRow): Promise<boolean> {
+    const inserted = await this.db
+      .insertInto('access_tickets')
+      .values(row)
+      .onConflict((conflict) => conflict.column('digest').doNothing())
+      .returning('digest')
+      .executeTakeFirst();
+    return inserted !== undefined;
+  }
+
+  /**
+   * Removes the ticket of this kind and returns it: one statement, so of two gateways taking it at once only one
+   * gets it. A row of another kind stays (a secret never spends another kind's ticket or mark).
+   */
+  async take(digest: string, kind: string): Promise<AccessTicketRow | undefined> {
     return this.db
       .deleteFrom('access_tickets')
       .where('digest', '=', digest)
+      .where('kind', '=', kind)
       .returningAll()
       .executeTakeFirst();
   }

@@ -30,7 +30,7 @@ export function createRepositories(database: Database): Repositories {
     events: new EventsRepository(database.db),
     egressIps: new EgressIpsRepository(database.db),
     hosts: new HostsRepository(database.db),
-    tasks: new TasksRepository(database.db),
+    tasks: new TasksRepository(database.db, database.kind),
     stats: new StatsRepository(database.db),
     accessTickets: new AccessTicketsRepository(database.db),
     authFailures: new AuthFailuresRepository(database.db),

@@ -105,8 +105,8 @@ export interface TasksTable {
   claimed_at: IsoTime | null;
   /** Set by whoever asked to cancel it, from any gateway; the running node aborts it. */
   cancel_reason: string | null;
-  /** The requester (JSON Actor), for the events the running node writes. */
-  actor: string | null;
+  /** JSON: the requester (for the events the running node writes) and the task's options. */
+  request: string | null;
 }
 
 /** A one-time ticket: only the digest of its secret, what it grants (JSON, `granted`) and until when. */

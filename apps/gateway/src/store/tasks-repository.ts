@@ -1,15 +1,23 @@
 import type { Insertable, Selectable, Updateable } from 'kysely';
 import type { Db } from './database.js';
+import type { DialectKind } from './dialect.js';
+import { constrained } from './errors.js';
 import type { TasksTable } from './schema.js';
 
 export type TaskRow = Selectable<TasksTable>;
 export type TaskPatch = Updateable<Omit<TasksTable, 'id' | 'created_at' | 'kind'>>;
 
-export class TasksRepository {
-  constructor(private readonly db: Db) {}
+const UNFINISHED = ['pending', 'running'] as const;
 
+export class TasksRepository {
+  constructor(
+    private readonly db: Db,
+    private readonly dialect: DialectKind,
+  ) {}
+
+  /** Throws ConstraintViolation (`unique`) while the host has an unfinished task: one per host, for every gateway. */
   async insert(row: Insertable<TasksTable>): Promise<TaskRow> {
-    await this.db.insertInto('tasks').values(row).execute();
+    await constrained(this.db.insertInto('tasks').values(row).execute());
     return (await this.findById(row.id))!;
   }
 
@@ -28,7 +36,7 @@ export class TasksRepository {
       .selectFrom('tasks')
       .selectAll()
       .where('host_id', '=', hostId)
-      .where('status', 'in', ['pending', 'running'])
+      .where('status', 'in', UNFINISHED)
       .executeTakeFirst();
   }
 
@@ -39,7 +47,71 @@ export class TasksRepository {
     return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(filter.limit).execute();
   }
 
-  listUnfinished(): Promise<TaskRow[]> {
-    return this.db.selectFrom('tasks').selectAll().where('status', 'in', ['pending', 'running']).execute();
+  /** Tasks a node took and did not finish (tasks from before nodes existed count as its own). */
+  listUnfinishedClaimed(node: string): Promise<TaskRow[]> {
+    return this.db
+      .selectFrom('tasks')
+      .selectAll()
+      .where('status', 'in', UNFINISHED)
+      .where((eb) => eb.or([eb('node', '=', node), eb('node', 'is', null)]))
+      .where((eb) => eb.or([eb('claimed_at', 'is not', null), eb('node', 'is', null)]))
+      .execute();
+  }
+
+  /**
+   * Takes up to `limit` queued tasks of `node`, oldest first. On PostgreSQL the rows are locked and skipped by
+   * any other process claiming at the same time, so each task is taken once.
+   */
+  async claimQueued(node: string, at: string, limit: number): Promise<TaskRow[]> {
+    const queued = this.db
+      .selectFrom('tasks')
+      .select('id')
+      .where('node', '=', node)
+      .where('status', '=', 'pending')
+      .where('claimed_at', 'is', null)
+      .orderBy('created_at')
+      .limit(limit);
+    return this.db
+      .updateTable('tasks')
+      .set({ claimed_at: at })
+      .where('id', 'in', this.dialect === 'postgres' ? queued.forUpdate().skipLocked() : queued)
+      .where('claimed_at', 'is', null)
+      .returningAll()
+      .execute();
+  }
+
+  /** Fails a task no node has taken yet; false when a node took it first. */
+  async failUnclaimed(id: string, patch: TaskPatch): Promise<TaskRow | undefined> {
+    return this.db
+      .updateTable('tasks')
+      .set(patch)
+      .where('id', '=', id)
+      .where('status', '=', 'pending')
+      .where('claimed_at', 'is', null)
+      .returningAll()
+      .executeTakeFirst();
+  }
+
+  /** Asks the node running a task to cancel it (the first reason given stays). */
+  async requestCancel(id: string, reason: string): Promise<void> {
+    await this.db
+      .updateTable('tasks')
+      .set({ cancel_reason: reason })
+      .where('id', '=', id)
+      .where('status', 'in', UNFINISHED)
+      .where('cancel_reason', 'is', null)
+      .execute();
+  }
+
+  /** Of the given tasks, those someone asked to cancel, with the reason. */
+  async cancelRequests(ids: string[]): Promise<Map<string, string>> {
+    if (ids.length === 0) return new Map();
+    const rows = await this.db
+      .selectFrom('tasks')
+      .select(['id', 'cancel_reason'])
+      .where('id', 'in', ids)
+      .where('cancel_reason', 'is not', null)
+      .execute();
+    return new Map(rows.map((row) => [row.id, row.cancel_reason ?? '']));
   }
 }

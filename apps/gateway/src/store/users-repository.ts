@@ -138,6 +138,19 @@ export class UsersRepository {
   }
 
   /** Users whose expiry has passed and whose expiry effects have not been applied yet. */
+  /** Marks a user's expiry handled; false when another gateway did it first (each expiry is handled once). */
+  async claimExpiry(id: string, now: string): Promise<boolean> {
+    const result = await this.write(() =>
+      this.db
+        .updateTable('users')
+        .set({ expiry_handled_at: now })
+        .where('id', '=', id)
+        .where('expiry_handled_at', 'is', null)
+        .executeTakeFirst(),
+    );
+    return Number(result.numUpdatedRows) > 0;
+  }
+
   listNewlyExpired(now: string): Promise<UserRow[]> {
     return this.db
       .selectFrom('users')

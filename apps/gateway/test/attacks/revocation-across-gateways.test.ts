@@ -19,7 +19,9 @@ describe('attack: keeping access open through another gateway', {
     database = await createPostgresDatabase();
     const shared = { DATABASE_URL: database.url, ADMIN_JWT_SECRET: randomBytes(36).toString('base64') };
     a = await startTestGateway('postgres', { ...shared, NODE_NAME: 'a' });
-    b = await startTestGateway('postgres', { ...shared, NODE_NAME: 'b' });
+    b = await startTestGateway('postgres', { ...shared, NODE_NAME: 'b' }, undefined, {
+      secretsFrom: a.dataDir,
+    });
     await b.listen();
   });
   after(async () => {
@@ -54,7 +56,7 @@ describe('attack: keeping access open through another gateway', {
       },
     });
     const host = await a.request('POST', '/v1/admin/hosts', {
-      body: { user_id: user.id, egress_ip_id: exit.body.id },
+      body: { user_id: user.id, egress_ip_id: exit.body.id, node: 'a' },
     });
     await a.request('POST', `/v1/admin/hosts/${host.body.id}/start`);
     await a.gateway.tasks.idle();
@@ -68,6 +70,31 @@ describe('attack: keeping access open through another gateway', {
     assert.match(atB.headers.get('set-cookie') ?? '', /^ccp_vnc=/);
     assert.equal((await fetch(`${b.url}${path}`, { redirect: 'manual' })).status, 401, 'not twice there');
     assert.equal((await a.request('GET', path, { token: null })).status, 401, 'nor back where it was made');
+  });
+
+  it('a bootstrap session hands off once in all, whichever gateway the poll reaches', async () => {
+    const user = await a.createUser('boot-at-both');
+    const exit = await a.request('POST', '/v1/admin/egress-ips', {
+      body: {
+        label: 'boot-exit',
+        ip_address: '198.51.100.42',
+        proxy_config: { type: 'socks', server: '198.51.100.42', server_port: 1080, version: '5' },
+      },
+    });
+    await a.request('POST', '/v1/admin/hosts', {
+      body: { user_id: user.id, egress_ip_id: exit.body.id, node: 'a' },
+    });
+    const created = await a.request('POST', '/v1/bootstrap/sessions', {
+      token: null,
+      body: { username: 'boot-at-both', password: user.password },
+    });
+    assert.equal(created.status, 202, JSON.stringify(created.body));
+    await a.gateway.tasks.idle();
+    const atA = await a.request('GET', `${created.body.status_url}/handoff`, { token: null });
+    assert.equal(atA.status, 200, JSON.stringify(atA.body));
+    const atB = await b.request('GET', `${created.body.status_url}/handoff`, { token: null });
+    assert.equal(atB.status, 409, 'a second handoff at the other gateway would be a second SSH ticket');
+    assert.equal(atB.body.code, 'handoff_used');
   });
 
   it('failed logins count across gateways: spreading guesses over both gains no attempts', async () => {

@@ -96,7 +96,7 @@ export async function startLabGateway(
     async startHost(hostId) {
       const start = await t.request('POST', `/v1/admin/hosts/${hostId}/start`);
       if (start.status !== 202) throw new Error(`starting ${hostId} failed: ${JSON.stringify(start.body)}`);
-      await t.gateway.tasks.idleFor(hostId);
+      await t.gateway.tasks.settled(hostId);
       const task = (await t.request('GET', `/v1/admin/tasks/${start.body.task_id}`)).body;
       if (task.status !== 'succeeded')
         throw new Error(`the start of ${hostId} failed: ${JSON.stringify(task.error)}`);

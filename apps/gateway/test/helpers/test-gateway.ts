@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -77,9 +77,14 @@ export async function startTestGateway(
   kind: DatabaseKind,
   env: Record<string, string> = {},
   runtime: WorkspaceRuntime | 'docker' = new MemoryRuntime(),
-  options: Pick<GatewayOptions, 'egressTester'> = {},
+  options: Pick<GatewayOptions, 'egressTester'> & {
+    /** Another gateway's DATA_DIR whose secrets key this one shares, as gateways on one database must. */
+    secretsFrom?: string;
+  } = {},
 ): Promise<TestGateway> {
+  const { secretsFrom, ...gatewayOptions } = options;
   const dataDir = mkdtempSync(path.join(tmpdir(), 'ccp-test-'));
+  if (secretsFrom) copyFileSync(path.join(secretsFrom, 'secrets.key'), path.join(dataDir, 'secrets.key'));
   const pgDb = kind === 'postgres' ? await createPostgresDatabase() : null;
   const config = loadConfig({
     ADMIN_JWT_SECRET: randomBytes(36).toString('base64'),
@@ -104,7 +109,7 @@ export async function startTestGateway(
     httpLogger: false,
     // 'docker' leaves the gateway its default runtime: the Docker driver for the configured images.
     ...(runtime === 'docker' ? {} : { runtime }),
-    ...options,
+    ...gatewayOptions,
   });
 
   const t: TestGateway = {

@@ -186,6 +186,9 @@ for (const kind of DATABASES) {
           HTTP_PORT: '0',
           SSH_PROXY_PORT: '0',
           DOCKER_SOCKET: path.join(dataDir, 'no-engine.sock'),
+          // Its node's last heartbeat came with the backup: it waits that long for its old self to be gone.
+          NODE_HEARTBEAT_SECONDS: '1',
+          NODE_DEAD_SECONDS: '2',
         }),
         { logger: pino({ level: 'silent' }), httpLogger: false },
       );
@@ -194,9 +197,13 @@ for (const kind of DATABASES) {
         assert.deepEqual([...restored.keys()], [...source.keys()], 'the same tables');
         for (const [table, rows] of restored) {
           const sourceRows = source.get(table)!;
-          for (const row of rows)
+          for (const row of rows) {
+            // What the restored gateway wrote itself as it started: its node's row and its joining.
+            if (table === 'nodes' || row.includes('"type":"node.')) continue;
             assert.ok(sourceRows.has(row), `${table}: restored row is in the source: ${row}`);
+          }
           for (const row of before.get(table)!) {
+            if (table === 'nodes') continue;
             assert.ok(rows.has(row), `${table}: a row written before the backup is restored: ${row}`);
           }
         }

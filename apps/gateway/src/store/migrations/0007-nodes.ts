@@ -28,7 +28,7 @@ export function nodes(dialect: MigrationDialect) {
       await db.schema.alterTable('tasks').addColumn('node', 'text').execute();
       await db.schema.alterTable('tasks').addColumn('claimed_at', 'text').execute();
       await db.schema.alterTable('tasks').addColumn('cancel_reason', 'text').execute();
-      await db.schema.alterTable('tasks').addColumn('actor', 'text').execute();
+      await db.schema.alterTable('tasks').addColumn('request', 'text').execute();
       // One unfinished task per host, held by the database for every gateway that shares it.
       await db.schema
         .createIndex('tasks_one_active_per_host')

@@ -1,0 +1,259 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import type { EgressTestResult } from '@ccp/api';
+import { needs } from '../../../../test/support/needs.js';
+import type { EgressTester } from '../../src/domain/egress-ips-service.js';
+import { sweepExpiredUsers } from '../../src/domain/expiry-sweep.js';
+import { MemoryRuntime } from '../helpers/memory-runtime.js';
+import { until } from '../helpers/openssh.js';
+import { createPostgresDatabase, startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
+
+/** Every upstream passes: what is tested here is who applies an edit, not the tunnel (the lab tests that). */
+const passing: EgressTester = {
+  async test(_config, declaredIp): Promise<EgressTestResult> {
+    return {
+      ok: true,
+      tested_at: new Date().toISOString(),
+      duration_ms: 1,
+      checks: {
+        connectivity: { ok: true, latency_ms: 1, error: null },
+        exit_ip: { ok: true, expected: declaredIp, observed: declaredIp, error: null },
+        dns_leak: { ok: true, resolver_ip: declaredIp, error: null },
+      },
+    };
+  },
+};
+
+/**
+ * Two gateways, nodes a and b, on one PostgreSQL database, each with its own engine (a runtime of its own): hosts
+ * are placed on nodes, any gateway takes a request, the host's node does the work, and a node that goes silent
+ * leaves its hosts `node_unavailable` until it returns.
+ */
+describe('two nodes on one PostgreSQL database: placement, the task queue, a lost node', {
+  skip: needs('postgres'),
+}, () => {
+  let database: Awaited<ReturnType<typeof createPostgresDatabase>>;
+  let shared: Record<string, string>;
+  let a: TestGateway;
+  let b: TestGateway;
+  const engineA = new MemoryRuntime();
+  let engineB = new MemoryRuntime();
+  let exit: string;
+  let user: { id: string };
+
+  const startB = async (runtime: MemoryRuntime) => {
+    const gateway = await startTestGateway('postgres', { ...shared, NODE_NAME: 'b' }, runtime, {
+      secretsFrom: a.dataDir,
+      egressTester: passing,
+    });
+    await gateway.listen();
+    return gateway;
+  };
+  const hostOf = async (id: string) => (await a.request('GET', `/v1/admin/hosts/${id}`)).body;
+  const taskOf = async (id: string) => (await a.request('GET', `/v1/admin/tasks/${id}`)).body;
+  const ended = async (id: string) => {
+    await until(`task ${id} to end`, async () => !['pending', 'running'].includes((await taskOf(id)).status));
+    return taskOf(id);
+  };
+  const createHost = async (node?: string) => {
+    const created = await a.request('POST', '/v1/admin/hosts', {
+      body: { user_id: user.id, egress_ip_id: exit, ...(node ? { node } : {}) },
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    return created.body as { id: string; node: string };
+  };
+
+  before(async () => {
+    database = await createPostgresDatabase();
+    shared = {
+      DATABASE_URL: database.url,
+      ADMIN_JWT_SECRET: randomBytes(36).toString('base64'),
+      NODE_HEARTBEAT_SECONDS: '1',
+      NODE_DEAD_SECONDS: '3',
+    };
+    a = await startTestGateway('postgres', { ...shared, NODE_NAME: 'a' }, engineA, { egressTester: passing });
+    await a.listen();
+    b = await startB(engineB);
+    user = await a.createUser('spread');
+    exit = (
+      await a.request('POST', '/v1/admin/egress-ips', {
+        body: {
+          label: 'exit',
+          ip_address: '198.51.100.61',
+          proxy_config: { type: 'socks', server: '198.51.100.61', server_port: 1080, version: '5' },
+        },
+      })
+    ).body.id;
+  });
+  after(async () => {
+    await a?.close();
+    await b?.close();
+    await database?.drop();
+  });
+
+  it('lists both nodes as up, with their capacity, at either gateway', async () => {
+    for (const gateway of [a, b]) {
+      const { body } = await gateway.request('GET', '/v1/admin/nodes');
+      assert.deepEqual(
+        body.nodes.map((node: { name: string; state: string }) => [node.name, node.state]),
+        [
+          ['a', 'up'],
+          ['b', 'up'],
+        ],
+      );
+      assert.ok(
+        body.nodes.every((node: { cpus: number; memory_mb: number }) => node.cpus > 0 && node.memory_mb > 0),
+      );
+      const stats = await gateway.request('GET', '/v1/admin/dashboard/stats');
+      assert.equal(stats.body.nodes.length, 2);
+    }
+  });
+
+  it('spreads new hosts over the nodes, and pins one where asked', async () => {
+    const placed = [await createHost(), await createHost(), await createHost(), await createHost()];
+    const counts = new Map<string, number>();
+    for (const host of placed) counts.set(host.node, (counts.get(host.node) ?? 0) + 1);
+    assert.deepEqual(Object.fromEntries(counts), { a: 2, b: 2 });
+    assert.equal((await createHost('b')).node, 'b');
+    const nowhere = await a.request('POST', '/v1/admin/hosts', {
+      body: { user_id: user.id, node: 'nowhere' },
+    });
+    assert.equal(nowhere.status, 409);
+    assert.equal(nowhere.body.code, 'node_unavailable');
+    const nodes = (await a.request('GET', '/v1/admin/nodes')).body.nodes;
+    assert.deepEqual(
+      nodes.map((node: { name: string; hosts: number }) => [node.name, node.hosts]),
+      [
+        ['a', 2],
+        ['b', 3],
+      ],
+    );
+  });
+
+  it("runs a start asked at one gateway on the host's node, and only there", async () => {
+    const host = await createHost('b');
+    const accepted = await a.request('POST', `/v1/admin/hosts/${host.id}/start`);
+    assert.equal(accepted.status, 202);
+    const task = await ended(accepted.body.task_id);
+    assert.equal(task.status, 'succeeded', JSON.stringify(task.error));
+    assert.equal(task.node, 'b');
+    assert.equal(await engineB.state(host.id), 'running');
+    assert.equal(await engineA.state(host.id), 'missing', "node a's engine never saw it");
+    assert.equal((await hostOf(host.id)).status, 'running');
+    const events = (await a.request('GET', `/v1/admin/events?type=task.start.succeeded&host_id=${host.id}`))
+      .body;
+    assert.match(events.events[0].message, /on node b/);
+
+    // One task per host across gateways: a second request at the other gateway meets the first.
+    engineB.delayMs = 500;
+    const stop = await a.request('POST', `/v1/admin/hosts/${host.id}/stop`);
+    const again = await b.request('POST', `/v1/admin/hosts/${host.id}/rebuild`);
+    assert.equal(again.status, 409);
+    assert.equal(again.body.code, 'host_busy');
+    assert.equal(again.body.task_id, stop.body.task_id);
+    const stopped = await ended(stop.body.task_id);
+    assert.equal(stopped.status, 'succeeded', JSON.stringify(stopped));
+    engineB.delayMs = 0;
+    assert.equal(await engineB.state(host.id), 'stopped');
+  });
+
+  it('a stop at one gateway cancels a start hanging on the other node', async () => {
+    const host = await createHost('b');
+    engineB.holdStarts = true;
+    try {
+      const start = await a.request('POST', `/v1/admin/hosts/${host.id}/start`);
+      await until(
+        'the start to run on b',
+        async () => (await taskOf(start.body.task_id)).status === 'running',
+      );
+      const stop = await a.request('POST', `/v1/admin/hosts/${host.id}/stop`);
+      assert.equal(stop.status, 202, JSON.stringify(stop.body));
+      const cancelled = await taskOf(start.body.task_id);
+      assert.equal(cancelled.status, 'failed');
+      assert.equal(cancelled.error.code, 'cancelled');
+      assert.match(cancelled.error.message, /the host was stopped \(admin:admin\)/);
+      assert.equal((await ended(stop.body.task_id)).status, 'succeeded');
+      assert.ok(engineB.calls.includes(`start cancelled ${host.id}`));
+    } finally {
+      engineB.releaseStarts();
+    }
+  });
+
+  it('deletes a host of the other node: that node removes its workspace, then the host is gone', async () => {
+    const host = await createHost('b');
+    const start = await a.request('POST', `/v1/admin/hosts/${host.id}/start`);
+    await ended(start.body.task_id);
+    assert.equal(await engineB.state(host.id), 'running');
+    const deleted = await a.request('DELETE', `/v1/admin/hosts/${host.id}`);
+    assert.equal(deleted.status, 204, JSON.stringify(deleted.body));
+    assert.ok(engineB.calls.includes(`remove ${host.id}`));
+    assert.ok(!engineA.calls.includes(`remove ${host.id}`));
+    assert.equal((await a.request('GET', `/v1/admin/hosts/${host.id}`)).status, 404);
+  });
+
+  it('an egress IP edited at one gateway switches the running hosts of the other node', async () => {
+    const host = await createHost('b');
+    await ended((await b.request('POST', `/v1/admin/hosts/${host.id}/start`)).body.task_id);
+    const edited = await a.request('PUT', `/v1/admin/egress-ips/${exit}`, {
+      body: {
+        label: 'exit',
+        ip_address: '198.51.100.62',
+        proxy_config: { type: 'socks', server: '198.51.100.62', server_port: 1080, version: '5' },
+      },
+    });
+    assert.equal(edited.status, 200, JSON.stringify(edited.body));
+    await until('node b to switch its host', () => engineB.calls.includes(`switch ${host.id} 198.51.100.62`));
+  });
+
+  it('handles an expiry once, though both gateways sweep for it at the same moment', async () => {
+    const expiring = await a.createUser('expiring');
+    const set = await a.request('PUT', `/v1/admin/users/${expiring.id}/expiry`, {
+      body: { expires_at: new Date(Date.now() + 200).toISOString() },
+    });
+    assert.equal(set.status, 200, JSON.stringify(set.body));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const sweep = ({ gateway }: TestGateway) =>
+      sweepExpiredUsers(gateway.repositories.users, gateway.revocation, gateway.bus);
+    const handled = await Promise.all([sweep(a), sweep(b)]);
+    assert.equal(handled[0]! + handled[1]!, 1, `handled ${handled.join(' + ')} times`);
+    const events = (await a.request('GET', `/v1/admin/events?type=user.expired&user_id=${expiring.id}`)).body;
+    assert.equal(events.events.length, 1);
+  });
+
+  it('marks the hosts of a silent node node_unavailable, refuses work on them, and gives them back when it returns', async () => {
+    const host = await createHost('b');
+    await ended((await a.request('POST', `/v1/admin/hosts/${host.id}/start`)).body.task_id);
+    const onA = await createHost('a');
+    await b.close();
+
+    await until(
+      'the host to read node_unavailable',
+      async () => (await hostOf(host.id)).status === 'node_unavailable',
+    );
+    const nodes = (await a.request('GET', '/v1/admin/nodes')).body.nodes;
+    assert.equal(nodes.find((node: { name: string }) => node.name === 'b').state, 'unavailable');
+    const refused = await a.request('POST', `/v1/admin/hosts/${host.id}/stop`);
+    assert.equal(refused.status, 409);
+    assert.equal(refused.body.code, 'node_unavailable');
+    const events = (await a.request('GET', '/v1/admin/events?type=node.unavailable')).body.events;
+    assert.equal(events.length, 1, 'said once');
+    assert.equal(events[0].data.node, 'b');
+    assert.equal((await hostOf(onA.id)).status, 'created', "node a's hosts are not touched");
+    const started = await a.request('POST', `/v1/admin/hosts/${onA.id}/start`);
+    assert.equal((await ended(started.body.task_id)).status, 'succeeded');
+
+    // Node b returns (a new process under the same name, its engine still running the workspace).
+    const survivor = engineB;
+    engineB = new MemoryRuntime();
+    engineB.hosts.set(host.id, survivor.hosts.get(host.id)!);
+    b = await startB(engineB);
+    await until('the host to be back', async () => (await hostOf(host.id)).status === 'running');
+    const returned = (await a.request('GET', `/v1/admin/events?type=host.node_returned&host_id=${host.id}`))
+      .body;
+    assert.equal(returned.events.length, 1);
+    const stop = await a.request('POST', `/v1/admin/hosts/${host.id}/stop`);
+    assert.equal((await ended(stop.body.task_id)).status, 'succeeded');
+    assert.equal(await engineB.state(host.id), 'stopped');
+  });
+});
