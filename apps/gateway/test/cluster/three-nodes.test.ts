@@ -75,9 +75,12 @@ describe('three gateway nodes on one database and one engine', {
     for (const node of cluster.nodes)
       for (const [name, host] of hosts) assert.equal((await cluster.host(node.name, host.id)).node, name);
 
-    // Each node starts its own host (the three at once).
-    const tasks = await Promise.all([...hosts].map(([name, host]) => cluster.task(name, host.id, 'start')));
-    for (const task of tasks) assert.equal(task.status, 'succeeded', JSON.stringify(task.error));
+    // The three started at once, all asked at n1: each runs on its host's node.
+    const tasks = await Promise.all([...hosts].map(([, host]) => cluster.task('n1', host.id, 'start')));
+    for (const [index, [name]] of [...hosts].entries()) {
+      assert.equal(tasks[index].status, 'succeeded', JSON.stringify(tasks[index].error));
+      assert.equal(tasks[index].node, name);
+    }
     for (const [name, host] of hosts) {
       for (const node of cluster.nodes)
         assert.equal((await cluster.host(node.name, host.id)).status, 'running');
@@ -109,6 +112,25 @@ describe('three gateway nodes on one database and one engine', {
       );
       assert.ok(screen.width > 0 && screen.height > 0, JSON.stringify(screen));
     }
+  });
+
+  it('a task asked at one replica runs on the host’s node, in its containers', async () => {
+    const host = on('n3');
+    const stopped = await cluster.task('n1', host.id, 'stop');
+    assert.deepEqual([stopped.status, stopped.node], ['succeeded', 'n3'], JSON.stringify(stopped.error));
+    for (const node of cluster.nodes)
+      assert.equal((await cluster.host(node.name, host.id)).status, 'stopped');
+    assert.deepEqual(await cluster.containerOwner(host.id), { node: 'n3', containers: 2, running: 0 });
+    const refused = await ssh('n2', host, 'true');
+    assert.equal(refused.code, 255, refused.stderr);
+    assert.match(refused.stderr, /is stopped/);
+
+    const started = await cluster.task('n2', host.id, 'start');
+    assert.deepEqual([started.status, started.node], ['succeeded', 'n3'], JSON.stringify(started.error));
+    assert.deepEqual(await cluster.containerOwner(host.id), { node: 'n3', containers: 2, running: 2 });
+    const answered = await ssh('n1', host, 'cat ~/cluster-marker');
+    assert.equal(answered.code, 0, answered.stderr);
+    assert.equal(answered.stdout.trim(), 'kept-by-n3');
   });
 
   it('kill -9 of n2: its host reads node_unavailable at the others, theirs keep working', async () => {
@@ -180,6 +202,13 @@ describe('three gateway nodes on one database and one engine', {
     assert.equal(refused.code, 255, refused.stderr);
     assert.match(refused.stderr, /node_unavailable|unavailable/);
 
+    // Nothing can be done to n2's host but wait: no other node takes its work.
+    for (const action of ['start', 'stop', 'rebuild']) {
+      const asked = await cluster.api('n3', 'POST', `/v1/admin/hosts/${on('n2').id}/${action}`);
+      assert.equal(asked.status, 409, `${action}: ${JSON.stringify(asked.body)}`);
+      assert.equal(asked.body.code, 'node_unavailable');
+    }
+
     // New hosts go to the live nodes only; pinning one to n2 is refused with the live ones named.
     const placed = await cluster.createHost('n3', 'cluster4');
     assert.ok(['n1', 'n3'].includes(placed.node), `placed on ${placed.node}`);
@@ -194,6 +223,13 @@ describe('three gateway nodes on one database and one engine', {
       users: (await cluster.api('n1', 'GET', '/v1/admin/users')).body.users.length,
       containers: await cluster.containerOwner(on('n2').id),
     };
+    // A task running on n3 while n2 starts again: n2's start-up fails only its own unfinished tasks.
+    const rebuild = await cluster.api('n1', 'POST', `/v1/admin/hosts/${on('n3').id}/rebuild`);
+    assert.equal(rebuild.status, 202, JSON.stringify(rebuild.body));
+    await eventually('the rebuild to run on n3', async () => {
+      const task = await cluster.api('n1', 'GET', `/v1/admin/tasks/${rebuild.body.task_id}`);
+      return task.body.status !== 'pending';
+    });
     await cluster.restart('n2');
     for (const node of cluster.nodes) {
       await eventually(
@@ -226,6 +262,9 @@ describe('three gateway nodes on one database and one engine', {
     assert.ok(screen.width > 0, JSON.stringify(screen));
     assert.equal((await cluster.api('n2', 'GET', '/v1/admin/hosts')).body.hosts.length, before.hosts);
     assert.equal((await cluster.api('n2', 'GET', '/v1/admin/users')).body.users.length, before.users);
+    const rebuilt = await cluster.taskEnd('n2', rebuild.body.task_id);
+    assert.deepEqual([rebuilt.status, rebuilt.node], ['succeeded', 'n3'], JSON.stringify(rebuilt.error));
+    assert.deepEqual(await cluster.events('n2', 'task.interrupted'), []);
     for (const name of ['n1', 'n3']) assert.equal((await cluster.host('n2', on(name).id)).status, 'running');
 
     // One node went away in all this: no other was ever reported silent.
