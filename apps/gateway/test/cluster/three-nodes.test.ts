@@ -27,6 +27,8 @@ describe('three gateway nodes on one database and one engine', {
   const hosts = new Map<string, ClusterHost>();
   const on = (node: string) => hosts.get(node)!;
   let session: LiveSession | null = null;
+  /** A start of n2's host asked right after n2 was killed. */
+  let earlyTask = '';
 
   /** A command over SSH through `node`'s proxy to `host`, as its user logs in (password, OpenSSH). */
   const ssh = (node: string, host: ClusterHost, command: string) =>
@@ -144,6 +146,10 @@ describe('three gateway nodes on one database and one engine', {
 
     const killed = Date.now();
     await cluster.kill9('n2');
+    // Asked before anyone can know n2 is gone: queued for n2, and done when it returns (checked below).
+    const early = await cluster.api('n1', 'POST', `/v1/admin/hosts/${on('n2').id}/start`);
+    assert.equal(early.status, 202, JSON.stringify(early.body));
+    earlyTask = early.body.task_id;
     for (const at of ['n1', 'n3']) {
       await eventually(
         `n2's host to read node_unavailable at ${at}`,
@@ -202,6 +208,8 @@ describe('three gateway nodes on one database and one engine', {
     assert.equal(refused.code, 255, refused.stderr);
     assert.match(refused.stderr, /node_unavailable|unavailable/);
 
+    const waiting = await cluster.api('n3', 'GET', `/v1/admin/tasks/${earlyTask}`);
+    assert.deepEqual([waiting.body.status, waiting.body.node], ['pending', 'n2']);
     // Nothing can be done to n2's host but wait: no other node takes its work.
     for (const action of ['start', 'stop', 'rebuild']) {
       const asked = await cluster.api('n3', 'POST', `/v1/admin/hosts/${on('n2').id}/${action}`);
@@ -262,6 +270,8 @@ describe('three gateway nodes on one database and one engine', {
     assert.ok(screen.width > 0, JSON.stringify(screen));
     assert.equal((await cluster.api('n2', 'GET', '/v1/admin/hosts')).body.hosts.length, before.hosts);
     assert.equal((await cluster.api('n2', 'GET', '/v1/admin/users')).body.users.length, before.users);
+    const done = await cluster.taskEnd('n3', earlyTask, 30_000);
+    assert.deepEqual([done.status, done.node, done.message], ['succeeded', 'n2', 'already running']);
     const rebuilt = await cluster.taskEnd('n2', rebuild.body.task_id);
     assert.deepEqual([rebuilt.status, rebuilt.node], ['succeeded', 'n3'], JSON.stringify(rebuilt.error));
     assert.deepEqual(await cluster.events('n2', 'task.interrupted'), []);
