@@ -10,11 +10,14 @@ import { createPostgresDatabase, startTestGateway, type TestGateway } from '../h
  * Two gateways on one PostgreSQL database: a live message made at one reaches the streams held at the other, with
  * the same id, and a stream resumes at either gateway from the last id it saw.
  */
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
 describe('SSE across gateways', { skip: needs('postgres') }, () => {
   let database: Awaited<ReturnType<typeof createPostgresDatabase>>;
   let a: TestGateway;
   let b: TestGateway;
   let exitId: string;
+  const shared = { DATABASE_URL: '', ADMIN_JWT_SECRET: randomBytes(36).toString('base64') };
   const open: SseClient[] = [];
   const stream = async (url: string, headers: Record<string, string> = {}) => {
     const client = await SseClient.open(url, headers);
@@ -34,6 +37,23 @@ describe('SSE across gateways', { skip: needs('postgres') }, () => {
   const deleteHost = async (hostId: string) => {
     assert.equal((await a.request('DELETE', `/v1/admin/hosts/${hostId}`)).status, 204);
   };
+  /** Both gateways lose their LISTEN connection (each reconnects about a second later); returns once B noticed. */
+  const dropListenConnections = async () => {
+    const admin = new pg.Client({ connectionString: database.url });
+    await admin.connect();
+    try {
+      const ended = await admin.query(
+        `select pg_terminate_backend(pid, 5000) from pg_stat_activity
+         where datname = current_database() and query ilike 'listen %' and pid <> pg_backend_pid()`,
+      );
+      assert.equal(ended.rowCount, 2);
+    } finally {
+      await admin.end();
+    }
+    for (let i = 0; i < 500 && b.gateway.database.changes.live; i++) await sleep(10);
+    assert.equal(b.gateway.database.changes.live, false, 'the drop was noticed');
+    await sleep(50); // B's read on noticing the drop is over before anything changes
+  };
   /** The messages a stream got about `hostIds`, as [id, action, SSE id]. */
   const about = (client: SseClient, hostIds: string[]) =>
     client
@@ -43,7 +63,7 @@ describe('SSE across gateways', { skip: needs('postgres') }, () => {
 
   before(async () => {
     database = await createPostgresDatabase();
-    const shared = { DATABASE_URL: database.url, ADMIN_JWT_SECRET: randomBytes(36).toString('base64') };
+    shared.DATABASE_URL = database.url;
     a = await startTestGateway('postgres', { ...shared, NODE_NAME: 'a' });
     b = await startTestGateway('postgres', { ...shared, NODE_NAME: 'b' });
     await a.listen();
@@ -132,31 +152,61 @@ describe('SSE across gateways', { skip: needs('postgres') }, () => {
     );
   });
 
-  it('a gateway whose LISTEN connection dropped catches up from the table', async () => {
+  it('a gateway started after the changes resumes a stream from the table', async () => {
+    const erin = await a.createUser('erin-resumes-later');
+    const watcher = await adminStream(a);
+    const made = [await createHost(erin.id), await createHost(erin.id), await createHost(erin.id)];
+    await watcher.waitFor((c) => about(c, made).length === 3);
+    const [firstSeen, ...missed] = watcher.messages().filter((m) => made.includes(m.data.id));
+    const later = await startTestGateway('postgres', {
+      ...shared,
+      NODE_NAME: 'c',
+    });
+    try {
+      await later.listen();
+      const resumed = await adminStream(later, { 'last-event-id': firstSeen!.id! });
+      await resumed.waitFor((c) => c.messages().length >= missed.length);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      assert.deepEqual(resumed.messages(), missed);
+    } finally {
+      await later.close();
+    }
+  });
+
+  it('the table keeps a bounded number of rows, the newest', async () => {
+    const rows = a.gateway.repositories.liveMessages;
+    const newest = await rows.newest(5);
+    assert.equal(newest.length, 5, 'earlier tests made at least five messages');
+    await rows.prune(5);
+    assert.deepEqual(await rows.newest(1000), newest);
+  });
+
+  it('a gateway whose LISTEN connection dropped catches up from the table when it is back', async () => {
     const dave = await a.createUser('dave-while-down');
     const watcher = await adminStream(a);
     const atB = await adminStream(b);
-    const admin = new pg.Client({ connectionString: database.url });
-    await admin.connect();
-    try {
-      // Both gateways lose their LISTEN connection; each reconnects about a second later.
-      const ended = await admin.query(
-        `select pg_terminate_backend(pid, 5000) as ended from pg_stat_activity
-         where datname = current_database() and query ilike 'listen %' and pid <> pg_backend_pid()`,
-      );
-      assert.equal(ended.rowCount, 2);
-    } finally {
-      await admin.end();
-    }
-    const deadline = Date.now() + 5000;
-    while (b.gateway.database.changes.live && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 10));
-    assert.equal(b.gateway.database.changes.live, false, 'the drop was noticed');
-
+    await dropListenConnections();
     const made = [await createHost(dave.id), await createHost(dave.id)];
     await watcher.waitFor((c) => about(c, made).length === 2);
+    assert.deepEqual(about(atB, made), [], 'B heard nothing while it did not listen');
     await atB.waitFor((c) => about(c, made).length === 2, 10_000);
+    assert.ok(b.gateway.database.changes.live, 'only once it listened again');
     assert.deepEqual(about(atB, made), about(watcher, made));
-    assert.ok(b.gateway.database.changes.live, 'the feed came back');
+  });
+
+  it('a stream moving to a gateway that has not read its last message yet does not get it again', async () => {
+    const frank = await a.createUser('frank-moves-early');
+    const watcher = await adminStream(a);
+    await dropListenConnections();
+    const made = [await createHost(frank.id), await createHost(frank.id)];
+    await watcher.waitFor((c) => about(c, made).length === 2);
+    const [seenAtA, missedAtB] = watcher.messages().filter((m) => made.includes(m.data.id));
+    assert.equal(b.gateway.database.changes.live, false, 'B has not heard of them');
+    const movedToB = await adminStream(b, { 'last-event-id': seenAtA!.id! });
+    await movedToB.waitFor((c) => c.messages().length >= 1);
+    await deleteHost(made[0]!); // one live message after, so none can still be on its way
+    await movedToB.waitFor((c) => c.messages().length >= 2, 10_000);
+    assert.deepEqual(movedToB.messages().slice(0, 1), [missedAtB]);
+    assert.deepEqual(about(movedToB, made).at(-1)?.slice(0, 2), [made[0], 'delete']);
   });
 });
