@@ -15,14 +15,11 @@ export interface LiveWakeUps {
   subscribe(topic: string, onChange: (detail?: string) => void): void;
 }
 
-export interface LiveFeedOptions {
-  /** Messages every gateway holds for resuming streams: the hub's replay buffer, filled from the table at start. */
-  replay?: number;
-  /** Rows the table keeps; a gateway that falls further behind (its database unreachable) skips the rest. */
-  keep?: number;
-}
-
 const TOPIC = 'live';
+/** Messages every gateway holds for resuming streams: the hub's replay buffer, filled from the table at start. */
+const REPLAY = 1000;
+/** Rows the table keeps; a gateway that falls further behind (its database unreachable) skips the rest. */
+const KEEP = 10_000;
 const READ_BATCH = 500;
 /** Rows one read takes at most before letting other reads and appends in (it is queued again at once). */
 const READS_PER_ROUND = 20;
@@ -46,25 +43,19 @@ export class LiveFeed implements LiveSink {
   private waiting: NewLiveMessageRow[] = [];
   private appending: Promise<void> | null = null;
   private closed = false;
-  private readonly replay: number;
-  private readonly keep: number;
-  /** Messages lost because the database could not take them. */
-  dropped = 0;
+  /** Messages not kept since the last warning, the database being too slow to take them. */
+  private dropped = 0;
 
   constructor(
     private readonly hub: SseHub,
     private readonly repository: LiveMessagesRepository,
     private readonly wakeUps: LiveWakeUps,
     private readonly log: Logger,
-    options: LiveFeedOptions = {},
-  ) {
-    this.replay = options.replay ?? 1000;
-    this.keep = Math.max(options.keep ?? 10_000, this.replay);
-  }
+  ) {}
 
   /** Loads the newest messages for resuming streams, then follows the table. */
   async start(): Promise<void> {
-    for (const row of await this.repository.newest(this.replay)) this.deliver(row);
+    for (const row of await this.repository.newest(REPLAY)) this.deliver(row);
     this.wakeUps.subscribe(TOPIC, (detail) => {
       // No detail: the feed dropped or came back, and notices may have been missed meanwhile.
       if (detail === undefined) void this.catchUp();
@@ -108,7 +99,7 @@ export class LiveFeed implements LiveSink {
 
   /** Deletes rows beyond those kept. */
   prune(): Promise<number> {
-    return this.repository.prune(this.keep);
+    return this.repository.prune(KEEP);
   }
 
   /** Appends what is still waiting, then stops. */
@@ -130,11 +121,14 @@ export class LiveFeed implements LiveSink {
         void this.catchUp(false);
         return this.wakeUps.announce(TOPIC, String(seq));
       })
-      .catch((error: unknown) => {
-        this.dropped += batch.length;
-        this.log.warn({ err: error, messages: batch.length }, 'live messages could not be shared');
-      })
+      .catch((error: unknown) =>
+        this.log.warn({ err: error, messages: batch.length }, 'live messages could not be shared'),
+      )
       .finally(() => {
+        if (this.dropped > 0) {
+          this.log.warn({ messages: this.dropped }, 'live messages dropped: the database fell behind');
+          this.dropped = 0;
+        }
         this.appending = null;
         this.append();
       });

@@ -48,11 +48,6 @@ export class SseHub {
     return this.clients.size;
   }
 
-  /** The id of the newest message published. */
-  get lastSeq(): number {
-    return this.seq;
-  }
-
   /** Starts a stream on `res`, replaying buffered messages newer than `lastEventId`. */
   attach(res: ServerResponse, subscriber: SseSubscriber, lastEventId: number | null): void {
     const client: Client = { ...subscriber, res };
