@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the benchmarks and prints their tables: bench/run.sh api|sse|egress|start|vnc|ssh|hot-sync|reliability|cluster|all   (see bench/README.md)
+# Runs the benchmarks and prints their tables: bench/run.sh api|sse|sse-fanout|egress|start|vnc|ssh|hot-sync|reliability|cluster|all   (see bench/README.md)
 source "$(dirname "$0")/../scripts/lib.sh"
 cd "$(dirname "$0")/.."
 
@@ -7,6 +7,7 @@ which="${1:-all}"
 case "$which" in
   api) benches=(api) ;;
   sse) benches=(sse) ;;
+  sse-fanout) benches=(sse-fanout) ;;
   egress) benches=(egress) ;;
   start) benches=(start) ;;
   vnc) benches=(vnc) ;;
@@ -14,8 +15,8 @@ case "$which" in
   hot-sync) benches=(hot-sync) ;;
   reliability) benches=(reliability) ;;
   cluster) benches=(cluster) ;;
-  all) benches=(api sse egress start vnc ssh hot-sync) ;;
-  *) die "usage: bench/run.sh api|sse|egress|start|vnc|ssh|hot-sync|reliability|cluster|all" ;;
+  all) benches=(api sse sse-fanout egress start vnc ssh hot-sync) ;;
+  *) die "usage: bench/run.sh api|sse|sse-fanout|egress|start|vnc|ssh|hot-sync|reliability|cluster|all" ;;
 esac
 
 # The egress, start, vnc and ssh benches need root (the network lab, nsenter, Docker); `all` skips them without it.
@@ -24,7 +25,7 @@ if [ "$(id -u)" -ne 0 ]; then
     egress | start | vnc | ssh | reliability | cluster) die "the $which bench needs root" ;;
     all)
       warn "not root: skipping the egress, start, vnc and ssh benches"
-      benches=(api sse hot-sync)
+      benches=(api sse sse-fanout hot-sync)
       ;;
   esac
 fi
@@ -36,8 +37,9 @@ if [ ! -f apps/gateway/dist/main.js ] || [ ! -f "$stamp" ] ||
   build
 fi
 
-if [[ ( " ${benches[*]} " == *' api '* && "${BENCH_DATABASES:-sqlite,postgres}" == *postgres* ||
-  " ${benches[*]} " == *' cluster '* ) && -z "${BENCH_POSTGRES_URL:-}" ]]; then
+if [[ (" ${benches[*]} " == *' sse-fanout '* || " ${benches[*]} " == *' cluster '* ||
+  (" ${benches[*]} " == *' api '* && "${BENCH_DATABASES:-sqlite,postgres}" == *postgres*)) &&
+  -z "${BENCH_POSTGRES_URL:-}" ]]; then
   say "PostgreSQL (role ccp_bench)"
   bash scripts/postgres.sh ensure ccp_bench ccp_bench
 fi

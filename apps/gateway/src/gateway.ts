@@ -30,6 +30,7 @@ import { v2rayEngine } from './egress/v2ray-engine.js';
 import { BackgroundEvents } from './events/background-events.js';
 import { EventBus } from './events/event-bus.js';
 import { EventLogWriter } from './events/event-log.js';
+import { LiveFeed } from './events/live-feed.js';
 import { SseHub } from './events/sse-hub.js';
 import { SseProjection } from './events/sse-projection.js';
 import type { Api } from './http/api.js';
@@ -114,9 +115,14 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
   const sse = new SseHub({
     heartbeatMs: config.sseHeartbeatSeconds * 1000,
   });
+  // Several gateways may share PostgreSQL: live messages go through its table so every gateway's streams get them.
+  const live =
+    database.kind === 'postgres'
+      ? new LiveFeed(sse, repositories.liveMessages, database.changes, logger.child({ component: 'live' }))
+      : null;
   const bus = new EventBus(
     new EventLogWriter(repositories.events, logger.child({ component: 'events' })),
-    new SseProjection(sse, (message) => userSseMessage(message, accessSettings)),
+    new SseProjection(live ?? sse, (message) => userSseMessage(message, accessSettings)),
   );
   const limiter = new FailureRateLimiter({ log: repositories.authFailures });
   const revocation = new AccessRevocation(bus, database.changes, (error) =>
@@ -274,6 +280,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     else if (reason === 'disabled' || reason === 'expired') await lifecycle.stopHostsOf(userId, reason);
   });
 
+  await live?.start();
   await nodes.register();
   if ((await users.ensureAdmin(config.adminUsername, config.adminPassword)) === 'created') {
     logger.info({ username: config.adminUsername }, 'created the first admin account');
@@ -292,7 +299,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     images,
     events,
     status,
-    sse,
+    sse: live ?? sse,
     entry,
     bootstrap,
     scripts,
@@ -344,6 +351,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
         sweepExpiredUsers(repositories.users, revocation, bus),
       );
       every(3600, 'event-retention', () => events.prune(config.eventRetentionDays));
+      if (live) every(60, 'live-message-retention', () => live.prune());
       if (config.egressHealthSeconds > 0) {
         let checking = false;
         every(config.egressHealthSeconds, 'egress-health', async () => {
@@ -387,6 +395,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       dashboardListener?.close();
       await http.close();
       await taskRunner.idle();
+      await live?.close();
       await database.close();
     },
   };

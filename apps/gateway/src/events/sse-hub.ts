@@ -67,9 +67,17 @@ export class SseHub {
     }
   }
 
-  /** Sends `message` to admin streams and, as `userMessage`, to the stream of `ownerUserId` (null: nobody else). */
-  publish(message: SseMessage, ownerUserId: string | null, userMessage: SseMessage = message): void {
-    const seq = ++this.seq;
+  /**
+   * Sends `message` to admin streams and, as `userMessage`, to the stream of `ownerUserId` (null: nobody else).
+   * `seq`, its id, must be above every earlier one: the hub's own count by default, the database's with PostgreSQL.
+   */
+  publish(
+    message: SseMessage,
+    ownerUserId: string | null,
+    userMessage: SseMessage = message,
+    seq = this.seq + 1,
+  ): void {
+    this.seq = seq;
     const frameOf = (data: SseMessage) => `event: message\nid: ${seq}\ndata: ${JSON.stringify(data)}\n\n`;
     const frame = frameOf(message);
     const entry: Buffered = {

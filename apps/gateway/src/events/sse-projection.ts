@@ -1,6 +1,5 @@
 import type { SseMessage } from '@ccp/api';
 import type { GatewayEvent } from './internal-events.js';
-import type { SseHub } from './sse-hub.js';
 
 /** A live message and the one user whose stream also carries it (null: admin streams only). */
 export interface LiveMessage {
@@ -63,16 +62,21 @@ export function liveMessage(event: GatewayEvent): LiveMessage | null {
   return null;
 }
 
-/** The bus's subscriber that turns events into SSE messages on the hub. */
+/** Where live messages go: the SSE hub itself (SQLite), or the feed shared through PostgreSQL (live-feed.ts). */
+export interface LiveSink {
+  publish(message: SseMessage, ownerUserId: string | null, userMessage?: SseMessage): void;
+}
+
+/** The bus's subscriber that turns events into SSE messages. */
 export class SseProjection {
   constructor(
-    private readonly hub: SseHub,
+    private readonly sink: LiveSink,
     /** A message as its owner's stream carries it (a host in the user's view); unchanged when absent. */
     private readonly forUsers: (message: SseMessage) => SseMessage = (message) => message,
   ) {}
 
   project(event: GatewayEvent): void {
     const live = liveMessage(event);
-    if (live) this.hub.publish(live.message, live.ownerUserId, this.forUsers(live.message));
+    if (live) this.sink.publish(live.message, live.ownerUserId, this.forUsers(live.message));
   }
 }

@@ -32,7 +32,8 @@ export interface HttpServices {
   images: ImagesService;
   events: EventsService;
   status: StatusService;
-  sse: SseHub;
+  /** The hub, or with PostgreSQL the live feed that waits until it has read as far as a resuming client. */
+  sse: Pick<SseHub, 'attach'>;
   desktop: DesktopControl;
   vnc: VncProxy;
   entry: EntryService;

@@ -11,6 +11,11 @@ export function autoIncrementColumn(dialect: MigrationDialect): 'integer' | 'ser
   return dialect.kind === 'sqlite' ? 'integer' : 'serial';
 }
 
+/** For counters that may pass 2^31 (SQLite's integer is 64 bits already); PostgreSQL returns it as a string. */
+export function bigAutoIncrementColumn(dialect: MigrationDialect): 'integer' | 'bigserial' {
+  return dialect.kind === 'sqlite' ? 'integer' : 'bigserial';
+}
+
 export function autoIncrementConstraint(dialect: MigrationDialect, column: ColumnDefinitionBuilder) {
   return dialect.kind === 'sqlite' ? column.primaryKey().autoIncrement() : column.primaryKey();
 }

@@ -4,6 +4,7 @@ import type { Database } from './database.js';
 import { EgressIpsRepository } from './egress-ips-repository.js';
 import { EventsRepository } from './events-repository.js';
 import { HostsRepository } from './hosts-repository.js';
+import { LiveMessagesRepository } from './live-messages-repository.js';
 import { NodesRepository } from './nodes-repository.js';
 import { SshKeysRepository } from './ssh-keys-repository.js';
 import { StatsRepository } from './stats-repository.js';
@@ -21,6 +22,7 @@ export interface Repositories {
   accessTickets: AccessTicketsRepository;
   authFailures: AuthFailuresRepository;
   nodes: NodesRepository;
+  liveMessages: LiveMessagesRepository;
 }
 
 export function createRepositories(database: Database): Repositories {
@@ -35,5 +37,6 @@ export function createRepositories(database: Database): Repositories {
     accessTickets: new AccessTicketsRepository(database.db),
     authFailures: new AuthFailuresRepository(database.db),
     nodes: new NodesRepository(database.db),
+    liveMessages: new LiveMessagesRepository(database.db),
   };
 }

@@ -142,7 +142,8 @@ export interface NodesTable {
 
 /** A live (SSE) message, numbered by the database so every gateway gives it the same id. */
 export interface LiveMessagesTable {
-  seq: Generated<number>;
+  /** bigserial: a string from PostgreSQL. */
+  seq: Generated<number | string>;
   owner_user_id: string | null;
   message: string;
   /** The owner's view, when it differs from the admins'. */

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import { sql } from 'kysely';
-import { autoIncrementColumn, autoIncrementConstraint, type MigrationDialect } from '../dialect.js';
+import { autoIncrementConstraint, bigAutoIncrementColumn, type MigrationDialect } from '../dialect.js';
 
 /**
  * Several gateways on one database: each registers as a node, hosts and their tasks belong to one node, and
@@ -39,9 +39,10 @@ export function nodes(dialect: MigrationDialect) {
         .execute();
       await db.schema.createIndex('tasks_queue').on('tasks').columns(['node', 'status']).execute();
       await db.schema.createIndex('hosts_node').on('hosts').column('node').execute();
+      // Progress ticks number many messages: a 32-bit seq could run out within weeks of a busy cluster.
       await db.schema
         .createTable('live_messages')
-        .addColumn('seq', autoIncrementColumn(dialect), (c) => autoIncrementConstraint(dialect, c))
+        .addColumn('seq', bigAutoIncrementColumn(dialect), (c) => autoIncrementConstraint(dialect, c))
         .addColumn('owner_user_id', 'text')
         .addColumn('message', 'text', (c) => c.notNull())
         .addColumn('user_message', 'text')
