@@ -12,6 +12,7 @@ import { needs } from '../../../../test/support/needs.js';
 import { Cluster, type ClusterHost } from '../helpers/cluster.js';
 import { eventually, GATEWAY_MAIN } from '../helpers/gateway-process.js';
 import { type LiveSession, openLiveSession, sshWithPassword, until } from '../helpers/openssh.js';
+import { SseClient } from '../helpers/sse-client.js';
 
 const LOOP = 'i=0; while :; do i=$((i+1)); echo "tick $i"; sleep 0.2; done';
 const ticks = (session: LiveSession) => session.lines.filter((line) => /^tick \d+$/.test(line)).length;
@@ -29,6 +30,20 @@ describe('three gateway nodes on one database and one engine', {
   let session: LiveSession | null = null;
   /** A start of n2's host asked right after n2 was killed. */
   let earlyTask = '';
+  /** Streams open at n1 and n3 through n2's outage. */
+  let returnStreams: SseClient[] = [];
+  const streams: SseClient[] = [];
+  /** A live stream at `node`: the admin's, or a host user's (`as`). */
+  const stream = async (node: string, as?: ClusterHost, headers: Record<string, string> = {}) => {
+    const scope = as ? `user/sse?token=${as.token}` : `admin/sse?topics=hosts,tasks&token=${cluster.token}`;
+    const client = await SseClient.open(`${cluster.node(node).url}/v1/${scope}`, headers);
+    streams.push(client);
+    assert.equal(client.status, 200, client.body);
+    return client;
+  };
+  /** Waits (bounded) until a stream carried a message about `id` that `match` accepts. */
+  const carried = (client: SseClient, id: string, match: (payload: any) => boolean, ms = 20_000) =>
+    client.waitFor((c) => c.messages().some((m) => m.data.id === id && match(m.data.payload ?? {})), ms);
 
   /** A command over SSH through `node`'s proxy to `host`, as its user logs in (password, OpenSSH). */
   const ssh = (node: string, host: ClusterHost, command: string) =>
@@ -39,6 +54,7 @@ describe('three gateway nodes on one database and one engine', {
   });
 
   after(async () => {
+    for (const client of streams) client.close();
     session?.child.kill('SIGKILL');
     await cluster.close();
   });
@@ -135,6 +151,26 @@ describe('three gateway nodes on one database and one engine', {
     assert.equal(answered.stdout.trim(), 'kept-by-n3');
   });
 
+  it('a live stream at one replica carries what another does, and resumes at a third', async () => {
+    const admin = await stream('n3');
+    const owner = await stream('n2', on('n1'));
+    const first = await cluster.task('n1', on('n1').id, 'start');
+    assert.equal(first.message, 'already running');
+    for (const client of [admin, owner])
+      await carried(client, first.id, (task) => task.status === 'succeeded');
+    const lastId = admin.messages().at(-1)!.id!;
+    admin.close();
+
+    // What happened while the client was away is sent where it comes back, from the id it last saw.
+    const missed = await cluster.task('n1', on('n1').id, 'start');
+    const resumed = await stream('n2', undefined, { 'last-event-id': lastId });
+    await carried(resumed, missed.id, (task) => task.status === 'succeeded');
+    assert.ok(
+      resumed.messages().every((m) => Number(m.id) > Number(lastId)),
+      'nothing already seen is sent again',
+    );
+  });
+
   it('kill -9 of n2: its host reads node_unavailable at the others, theirs keep working', async () => {
     // A live session to n1's host before the kill: it must not notice.
     session = openLiveSession(cluster.node('n1').sshPort, on('n1').sshPass, [
@@ -144,6 +180,9 @@ describe('three gateway nodes on one database and one engine', {
     await until('the session to print', () => ticks(session!) >= 3, 30_000);
     const containersBefore = await cluster.containerOwner(on('n2').id);
 
+    // Streams at the live replicas: the admin's, and the user of n2's host's.
+    const adminAtN1 = await stream('n1');
+    const userAtN3 = await stream('n3', on('n2'));
     const killed = Date.now();
     await cluster.kill9('n2');
     // Asked before anyone can know n2 is gone: queued for n2, and done when it returns (checked below).
@@ -208,6 +247,11 @@ describe('three gateway nodes on one database and one engine', {
     assert.equal(refused.code, 255, refused.stderr);
     assert.match(refused.stderr, /node_unavailable|unavailable/);
 
+    // Both streams were told, whichever replica noticed.
+    for (const client of [adminAtN1, userAtN3])
+      await carried(client, on('n2').id, (host) => host.status === 'node_unavailable');
+    returnStreams = [adminAtN1, userAtN3];
+
     const waiting = await cluster.api('n3', 'GET', `/v1/admin/tasks/${earlyTask}`);
     assert.deepEqual([waiting.body.status, waiting.body.node], ['pending', 'n2']);
     // Nothing can be done to n2's host but wait: no other node takes its work.
@@ -255,6 +299,16 @@ describe('three gateway nodes on one database and one engine', {
       );
       const [returned] = await cluster.events(node.name, 'host.node_returned', on('n2').id);
       assert.equal(returned?.data.node, 'n2');
+    }
+    // The streams open through the outage are told by n2 itself that its host is back.
+    for (const client of returnStreams) {
+      const before = client.messages().findIndex((m) => m.data.payload?.status === 'node_unavailable');
+      await client.waitFor((c) =>
+        c
+          .messages()
+          .slice(before + 1)
+          .some((m) => m.data.id === on('n2').id && m.data.payload?.status === 'running'),
+      );
     }
     // The same containers, never recreated: what the user had in the workspace is still there.
     assert.deepEqual(await cluster.containerOwner(on('n2').id), before.containers);
