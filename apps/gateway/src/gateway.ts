@@ -396,6 +396,9 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       await http.close();
       await taskRunner.idle();
       await live?.close();
+      await nodes
+        .leave()
+        .catch((error: unknown) => logger.warn({ err: error }, 'could not say this node left'));
       await database.close();
     },
   };
