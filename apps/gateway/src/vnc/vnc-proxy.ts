@@ -183,6 +183,8 @@ export class VncProxy {
       closeReason: 'client_closed',
     };
     const fail = (reason: string) => {
+      // Read again, or the client's answer to the close frame waits unread for ws's 30 s close timeout.
+      client.resume();
       if (client.readyState === WebSocket.OPEN) client.close(1011, reason.slice(0, 120));
     };
     this.dialDesktop(access.host).then(

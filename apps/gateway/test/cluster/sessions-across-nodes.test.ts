@@ -214,6 +214,7 @@ describe('sessions to a host of another node', { skip: needs('postgres'), timeou
       refused,
       new RegExp(`host ${host.short_id} runs on node a, which does not answer this gateway`),
     );
+    const began = Date.now();
     const stream = await openStream(
       `${b.url.replace('http', 'ws')}/v1/user/hosts/${host.id}/vnc/websockify`,
       {
@@ -224,6 +225,7 @@ describe('sessions to a host of another node', { skip: needs('postgres'), timeou
       closed: 1011,
       reason: 'The host runs on node a, which does not answer this gateway',
     });
+    assert.ok(Date.now() - began < 5_000, 'closed at once, not after the close handshake timed out');
     bNeverAsked();
   });
 });
