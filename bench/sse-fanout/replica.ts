@@ -20,6 +20,7 @@ const task: Task = {
   id: randomUUID(),
   kind: 'start',
   host_id: randomUUID(),
+  node: config.node.name,
   user_id: randomUUID(),
   status: 'running',
   progress: 0,

@@ -16,3 +16,13 @@ export function fromLocalInput(value: string): string | null {
   const date = new Date(value);
   return Number.isNaN(date.getTime()) ? value : date.toISOString();
 }
+
+/** Date and time to the second, for heartbeats (a node is silent after some seconds, not minutes). */
+export function whenExact(iso: string): string {
+  return new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+}
+
+/** A machine's memory from megabytes (MiB, as the gateway counts them). */
+export function memory(mb: number): string {
+  return mb >= 1024 ? `${(mb / 1024).toFixed(1)} GiB` : `${mb} MiB`;
+}

@@ -21,3 +21,11 @@ export function failedHostNextStep(host: Host): { canRetry: boolean; text: strin
     text: 'Press Start to try again. If it fails again, send your administrator the message above.',
   };
 }
+
+/** Whether the host's node stopped heartbeating: nothing reaches, starts or stops the host until that node returns. */
+export const nodeLost = (host: Pick<Host, 'status'>): boolean => host.status === 'node_unavailable';
+
+/** The tooltip of a `node unavailable` badge: the status name alone does not say what to expect. */
+export const NODE_UNAVAILABLE_HINT =
+  'Its node (the gateway on the machine that holds its containers and home) stopped heartbeating. ' +
+  'The host cannot be reached, started or stopped until that node returns; it then gets its previous status back.';

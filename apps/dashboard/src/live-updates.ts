@@ -14,7 +14,9 @@ function apply(client: QueryClient, message: SseMessage): void {
       // The desktop follows its host (no topic of its own): a started or stopped host changes its state.
       void client.invalidateQueries({ queryKey: ['vnc', message.id] });
       void client.invalidateQueries({ queryKey: ['hosts'] });
+      // The stats carry the nodes too: a host made, deleted or lost with its node changes their counts and state.
       void client.invalidateQueries({ queryKey: ['stats'] });
+      void client.invalidateQueries({ queryKey: ['nodes'] });
       void client.invalidateQueries({ queryKey: ['egress-ips'] });
       break;
     case 'tasks':

@@ -6,6 +6,7 @@ export const useUsers = () => useQuery({ queryKey: ['users'], queryFn: api.admin
 export const useEgressIps = () => useQuery({ queryKey: ['egress-ips'], queryFn: api.admin.egressIps.list });
 export const useAdminHosts = () => useQuery({ queryKey: ['hosts', 'admin'], queryFn: api.admin.hosts.list });
 export const useStats = () => useQuery({ queryKey: ['stats'], queryFn: api.admin.stats });
+export const useNodes = () => useQuery({ queryKey: ['nodes'], queryFn: api.admin.nodes });
 
 export function useAdminHost(hostId: string) {
   return useQuery({ queryKey: ['host', hostId], queryFn: () => api.admin.hosts.get(hostId) });

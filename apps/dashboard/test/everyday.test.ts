@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import type { Node } from '@ccp/api';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { needs } from '../../../test/support/needs.js';
 import { freePort } from '../../gateway/test/helpers/lab-gateway.js';
@@ -18,6 +20,8 @@ const DASHBOARD = fileURLToPath(new URL('..', import.meta.url));
 const VITE = fileURLToPath(new URL('../../../node_modules/.bin/vite', import.meta.url));
 const SHOTS = fileURLToPath(new URL('../../../test-output/dashboard/', import.meta.url));
 const skip = needs('browser');
+/** Nodes heartbeat every second and are silent after 3: a stopped gateway's hosts are marked within seconds. */
+const NODE_TIMING = { NODE_HEARTBEAT_SECONDS: '1', NODE_DEAD_SECONDS: '3' };
 
 /** The dev server, forwarding the API to the gateway: it builds nothing into dist/, which other tests serve. */
 async function startVite(apiUrl: string): Promise<{ url: string; child: ChildProcess }> {
@@ -50,6 +54,15 @@ async function startVite(apiUrl: string): Promise<{ url: string; child: ChildPro
   return { url: `http://127.0.0.1:${port}`, child };
 }
 
+/** Waits until `check` holds. */
+async function until(what: string, check: () => Promise<boolean>, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
 async function signIn(page: Page, username: string, password: string): Promise<void> {
   await page.getByLabel('Username').fill(username);
   await page.getByLabel('Password').fill(password);
@@ -58,8 +71,8 @@ async function signIn(page: Page, username: string, password: string): Promise<v
 
 /**
  * What a user and an admin meet every day, in Chromium against a gateway on the memory runtime (no Docker): the
- * portal's Start and Stop, a failed host's reason and next step, short IDs on the task list, and the task a
- * host's page chooses to show.
+ * portal's Start and Stop, a failed host's reason and next step, short IDs on the task list, the task a host's
+ * page chooses to show, and the nodes (a second gateway on the same database) with a host on one that goes silent.
  */
 describe('everyday use of the dashboard in Chromium', { skip, timeout: 300_000 }, () => {
   const runtime = new MemoryRuntime();
@@ -68,6 +81,16 @@ describe('everyday use of the dashboard in Chromium', { skip, timeout: 300_000 }
   let browser: Browser;
   let user: { id: string; password: string };
   let egressIpId: string;
+  /** The second gateway of the nodes test, sharing the first one's database. */
+  let far: TestGateway | undefined;
+  const startFar = async () => {
+    far = await startTestGateway('sqlite', {
+      ...NODE_TIMING,
+      NODE_NAME: 'far',
+      DATABASE_URL: `sqlite:${path.join(t.dataDir, 'gateway.db')}`,
+    });
+    await far.listen();
+  };
 
   const createHost = async (bound: boolean) => {
     const body = { user_id: user.id, ...(bound ? { egress_ip_id: egressIpId } : {}) };
@@ -89,7 +112,7 @@ describe('everyday use of the dashboard in Chromium', { skip, timeout: 300_000 }
 
   before(async () => {
     mkdirSync(SHOTS, { recursive: true });
-    t = await startTestGateway('sqlite', {}, runtime);
+    t = await startTestGateway('sqlite', NODE_TIMING, runtime);
     await t.listen();
     vite = await startVite(t.url);
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
@@ -110,6 +133,7 @@ describe('everyday use of the dashboard in Chromium', { skip, timeout: 300_000 }
   after(async () => {
     await browser?.close();
     vite?.child.kill();
+    await far?.close();
     await t?.close();
   });
 
@@ -264,6 +288,94 @@ describe('everyday use of the dashboard in Chromium', { skip, timeout: 300_000 }
     assert.equal(await page.getByText(host.id.slice(0, 8)).count(), 0, 'no UUID prefix');
     await page.getByText(`Host ${host.short_id}`).waitFor();
     await shot(page, 'admin-tasks');
+    await page.context().close();
+  });
+
+  it('lists the nodes on the overview, pins a host to one, and marks it while its node is silent', async () => {
+    await startFar();
+    // far says its images are built with its first heartbeat after its own check.
+    const farNode = async () =>
+      ((await t.request('GET', '/v1/admin/nodes')).body.nodes as Node[]).find((n) => n.name === 'far');
+    await until('far to report its images', async () => (await farNode())?.images_ready === true);
+    const page = await pageAs('admin', ADMIN_PASSWORD, '/admin');
+    const nodes = page.getByTestId('nodes');
+    const row = (name: string) =>
+      nodes.getByRole('row').filter({ has: page.getByText(name, { exact: true }) });
+    const state = (name: string, text: string) =>
+      row(name)
+        .locator('.badge')
+        .first()
+        .filter({ hasText: new RegExp(`^${text}$`) });
+    await state('local', 'up').waitFor();
+    await state('far', 'up').waitFor();
+    const [name, up, hosts, running, memory, cpus, images, heartbeat] = await row('far')
+      .getByRole('cell')
+      .allTextContents();
+    assert.deepEqual([name, up, hosts, running, images], ['far', 'up', '0 / 50', '0', 'built']);
+    assert.match(memory!, /^\d+\.\d GiB$/);
+    assert.match(cpus!, /^\d+$/);
+    assert.match(heartbeat!, /\d:\d\d:\d\d/, 'to the second');
+    await shot(page, 'admin-overview-nodes');
+
+    await page.getByRole('link', { name: 'Hosts', exact: true }).click();
+    const form = page.getByRole('form', { name: 'Create host' });
+    const nodeField = form.getByLabel('Node');
+    assert.equal(await nodeField.locator('option:checked').textContent(), 'Automatic');
+    await form.getByLabel('User').selectOption({ label: 'dana' });
+    await nodeField.selectOption('far');
+    await form.getByRole('button', { name: 'Create host' }).click();
+    const created = page.getByText(/^Host \w+ created for dana\.$/);
+    const shortId = (await created.getByRole('link').textContent()) ?? '';
+    await page.getByRole('button', { name: 'Done, hide it' }).click();
+    const hostRow = page
+      .getByRole('row')
+      .filter({ has: page.getByRole('link', { name: shortId, exact: true }) });
+    assert.deepEqual((await hostRow.getByRole('cell').allTextContents()).slice(2, 4), ['created', 'far']);
+
+    // far's gateway stops: within NODE_DEAD_SECONDS the first one marks far's host, and the overview follows live.
+    await page.getByRole('link', { name: 'Overview', exact: true }).click();
+    await state('far', 'up').waitFor();
+    await far!.close();
+    far = undefined;
+    await state('far', 'unavailable').waitFor({ timeout: 15_000 });
+    assert.match((await state('far', 'unavailable').getAttribute('title')) ?? '', /NODE_DEAD_SECONDS/);
+
+    await page.getByRole('link', { name: 'Hosts', exact: true }).click();
+    const badge = hostRow.locator('.badge').filter({ hasText: /^node unavailable$/ });
+    await badge.waitFor();
+    assert.match((await badge.getAttribute('title')) ?? '', /stopped heartbeating.*previous status back/);
+    const farOption = nodeField.locator('option', { hasText: /^far / });
+    assert.equal(await farOption.textContent(), 'far (1/50 hosts, unavailable)');
+    assert.equal(await farOption.isDisabled(), true, 'a silent node cannot be chosen');
+
+    await hostRow.getByRole('link', { name: shortId }).click();
+    await page.getByTestId('node-unavailable').getByText('Node far is not heartbeating.').waitFor();
+    assert.equal(await page.getByTestId('host-node').textContent(), 'far');
+    for (const action of ['Start', 'Stop', 'Rebuild'])
+      assert.equal(await page.getByRole('button', { name: action, exact: true }).isDisabled(), true, action);
+    await page
+      .getByTestId('desktop')
+      .getByText(/out of reach with its node/)
+      .waitFor();
+    await shot(page, 'admin-host-node-unavailable');
+
+    // Its owner sees it too, with what it means for them.
+    const portal = await pageAs('dana', user.password, '/portal');
+    await portal
+      .getByTestId('node-unavailable')
+      .getByText(/cannot be reached\. Your files stay on it/)
+      .waitFor();
+    await portal.context().close();
+
+    // A gateway under the same NODE_NAME comes back: the host gets the status it had.
+    await startFar();
+    await page.goto('/admin');
+    await state('far', 'up').waitFor();
+    await page.goto('/admin/hosts');
+    await hostRow
+      .locator('.badge')
+      .filter({ hasText: /^created$/ })
+      .waitFor();
     await page.context().close();
   });
 });

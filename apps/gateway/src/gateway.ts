@@ -1,6 +1,10 @@
 import type { Server } from 'node:http';
 import path from 'node:path';
 import type { Logger } from 'pino';
+import { HostDialer } from './cluster/host-dialer.js';
+import { nodeChannelKey } from './cluster/node-channel.js';
+import { NodeChannelClient } from './cluster/node-channel-client.js';
+import { NodeChannelServer } from './cluster/node-channel-server.js';
 import type { Config } from './config.js';
 import { Access } from './domain/access.js';
 import { AccessRevocation } from './domain/access-revocation.js';
@@ -47,7 +51,7 @@ import { SshProxy } from './ssh/ssh-proxy.js';
 import { type Database, openDatabase } from './store/database.js';
 import { MetricsRepository } from './store/metrics-repository.js';
 import { createRepositories, type Repositories } from './store/repositories.js';
-import { DesktopControl } from './vnc/desktop-control.js';
+import { DesktopControl, isDesktopControl } from './vnc/desktop-control.js';
 import { VncProxy } from './vnc/vnc-proxy.js';
 
 export interface GatewayOptions {
@@ -158,38 +162,6 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     database.changes,
     config.node.name,
   );
-  const ssh = new SshProxy({
-    host: config.httpHost,
-    port: config.sshProxyPort,
-    dataDir: config.dataDir,
-    access,
-    bus,
-    runtime,
-    folderMounts: new FolderMounts({
-      runtime,
-      events: new BackgroundEvents(bus, logger),
-      user: config.folderMounts.user,
-      workspaceUid: WORKSPACE_UID,
-      log: logger.child({ component: 'folder-mounts' }),
-    }),
-    accessSettings,
-    tasks: taskRunner,
-    log: logger.child({ component: 'ssh' }),
-  });
-  const desktop = new DesktopControl({
-    runtime,
-    access,
-    bus,
-    log: logger.child({ component: 'vnc' }),
-  });
-  const vnc = new VncProxy({
-    auth,
-    access,
-    runtime,
-    bus,
-    log: logger.child({ component: 'vnc' }),
-    publicApiUrl: config.publicApiUrl,
-  });
   const nodes = new NodeRegistry(
     repositories.nodes,
     repositories.hosts,
@@ -208,6 +180,63 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     },
     logger.child({ component: 'nodes' }),
   );
+  const dialer = new HostDialer({
+    runtime,
+    isLocal: (node) => nodes.isLocal(node),
+    channel: new NodeChannelClient({
+      self: nodes.name,
+      key: nodeChannelKey(box, nodes.name),
+      findNode: (name) => nodes.find(name),
+    }),
+  });
+  // Sessions to this node's hosts arriving at other gateways come in here; without INTERNAL_BIND, none do.
+  const channel = config.node.internalBind
+    ? new NodeChannelServer({
+        bind: config.node.internalBind,
+        self: nodes.name,
+        keyOf: (name) => nodeChannelKey(box, name),
+        isNode: async (name) => (await nodes.find(name)) !== undefined,
+        findHost: (hostId) => repositories.hosts.findById(hostId),
+        local: {
+          open: (hostId, service) => dialer.openLocal(hostId, service),
+          exec: (hostId, command, timeoutMs) => runtime.exec(hostId, command, timeoutMs),
+        },
+        execAllowed: isDesktopControl,
+        log: logger.child({ component: 'node-channel' }),
+      })
+    : null;
+  const ssh = new SshProxy({
+    host: config.httpHost,
+    port: config.sshProxyPort,
+    dataDir: config.dataDir,
+    access,
+    bus,
+    dialer,
+    folderMounts: new FolderMounts({
+      runtime,
+      events: new BackgroundEvents(bus, logger),
+      user: config.folderMounts.user,
+      workspaceUid: WORKSPACE_UID,
+      log: logger.child({ component: 'folder-mounts' }),
+    }),
+    accessSettings,
+    tasks: taskRunner,
+    log: logger.child({ component: 'ssh' }),
+  });
+  const desktop = new DesktopControl({
+    dialer,
+    access,
+    bus,
+    log: logger.child({ component: 'vnc' }),
+  });
+  const vnc = new VncProxy({
+    auth,
+    access,
+    dialer,
+    bus,
+    log: logger.child({ component: 'vnc' }),
+    publicApiUrl: config.publicApiUrl,
+  });
   const status = new StatusService(
     database,
     engine,
@@ -345,6 +374,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
         dashboardListener = await listenDashboardPort(http, config.httpHost, config.dashboardPort);
       if (config.metricsBind) await metrics.listen(config.metricsBind.host, config.metricsBind.port);
       await ssh.listen();
+      await channel?.listen();
       // With port 0 (tests) hosts must advertise the port really bound.
       accessSettings.sshProxyPort = ssh.port;
       every(config.expirySweepSeconds, 'expiry-sweep', () =>
@@ -389,6 +419,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       sse.closeAll();
       await ssh.close();
       await vnc.close();
+      await channel?.close();
       await entryListener?.close();
       await metrics.close();
       dashboardListener?.closeAllConnections();
@@ -396,6 +427,9 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       await http.close();
       await taskRunner.idle();
       await live?.close();
+      await nodes
+        .leave()
+        .catch((error: unknown) => logger.warn({ err: error }, 'could not say this node left'));
       await database.close();
     },
   };

@@ -23,6 +23,7 @@ import type {
   TaskList,
   TaskQuery,
 } from './hosts.js';
+import type { NodeList } from './nodes.js';
 import type {
   AddSshKeyRequest,
   GeneratedSshKey,
@@ -260,6 +261,7 @@ export function createApiClient(options: ApiClientOptions = {}) {
       },
       events: (query: S<typeof EventQuery> = {}) => get<S<typeof EventList>>('/v1/admin/events', query),
       stats: () => get<S<typeof DashboardStats>>('/v1/admin/dashboard/stats'),
+      nodes: () => get<S<typeof NodeList>>('/v1/admin/nodes'),
       images: () => get<S<typeof ImageList>>('/v1/admin/images'),
       buildImages: (body: S<typeof BuildImagesRequest> = {}) =>
         post<S<typeof TaskAccepted>>('/v1/admin/images/build', body),

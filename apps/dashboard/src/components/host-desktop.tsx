@@ -1,6 +1,7 @@
 import { ApiError, type Host, type Role, type VncStatus } from '@ccp/api';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api } from '../api';
+import { nodeLost } from '../host-state';
 import { ActionButton, StatusBadge } from './ui';
 
 /** What each desktop state means to the person looking at it. */
@@ -104,7 +105,9 @@ export function HostDesktop({ host, scope }: { host: Host; scope: Role }) {
         <p className="hint">
           {vnc.status === 'host_stopped' && ['starting', 'rebuilding'].includes(host.status)
             ? 'The desktop comes up with the host.'
-            : MEANING[vnc.status]}
+            : vnc.status === 'host_stopped' && nodeLost(host)
+              ? 'The host is out of reach with its node: no desktop until the node returns.'
+              : MEANING[vnc.status]}
           {vnc.auto_restart_limited
             ? ' It crashed 3 times within a minute, so the watchdog left it stopped.'
             : ''}

@@ -1,5 +1,6 @@
-import { ApiError, type Task } from '@ccp/api';
+import { ApiError, type HostStatus, type Task } from '@ccp/api';
 import { type ReactNode, useEffect, useState } from 'react';
+import { NODE_UNAVAILABLE_HINT } from '../host-state';
 
 export function messageOf(error: unknown): string {
   if (error instanceof ApiError) return error.message;
@@ -126,8 +127,19 @@ export function ConfirmButton(props: {
   );
 }
 
-export function StatusBadge({ status }: { status: string }) {
-  return <span className={`badge status-${status}`}>{status.replaceAll('_', ' ')}</span>;
+export function StatusBadge({ status, title }: { status: string; title?: string | undefined }) {
+  return (
+    <span className={`badge status-${status}`} title={title}>
+      {status.replaceAll('_', ' ')}
+    </span>
+  );
+}
+
+/** A host's status badge; `node unavailable` explains itself on hover. */
+export function HostStatusBadge({ status }: { status: HostStatus }) {
+  return (
+    <StatusBadge status={status} title={status === 'node_unavailable' ? NODE_UNAVAILABLE_HINT : undefined} />
+  );
 }
 
 export function TaskProgressBar({ task }: { task: Task }) {

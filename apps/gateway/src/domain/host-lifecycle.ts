@@ -102,7 +102,7 @@ export class HostLifecycle {
     }
     if (host.status === 'node_unavailable') throw this.nodeUnavailable(host);
     const { task_id } = await this.queue('remove', host, actor);
-    const done = await this.tasks.finished(task_id);
+    const done = await this.tasks.finished(task_id, 60_000);
     if (done?.status !== 'succeeded')
       throw errors.unavailable(
         'node_unreachable',

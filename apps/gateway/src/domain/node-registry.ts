@@ -114,6 +114,11 @@ export class NodeRegistry {
     await this.markSilentNodes();
   }
 
+  /** On shutdown: other gateways stop placing hosts here and mark its hosts `node_unavailable` until it is back. */
+  async leave(): Promise<void> {
+    await this.nodes.leave(this.name, this.options.instanceId);
+  }
+
   /** Hosts of nodes silent longer than NODE_DEAD_SECONDS become `node_unavailable` (each reported once). */
   async markSilentNodes(): Promise<void> {
     const since = this.aliveSince();

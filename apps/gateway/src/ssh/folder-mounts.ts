@@ -34,6 +34,8 @@ export interface MountSession {
   actor: Actor;
   clientAddress: string;
   traffic: Traffic;
+  /** The node holding the workspace when it is not this gateway's: sshfs must run on the workspace's machine. */
+  remoteNode: string | null;
 }
 
 export interface FolderMountsOptions {
@@ -215,8 +217,13 @@ export class FolderMounts {
     channel: ServerChannel,
     rest: Buffer,
     request: MountRequest,
-    { hostId, linuxUser, traffic }: MountSession,
+    { hostId, shortId, linuxUser, traffic, remoteNode }: MountSession,
   ): Promise<{ ended: Promise<void> }> {
+    if (remoteNode)
+      throw new Error(
+        `host ${shortId} runs on node ${remoteNode}, and only that node's gateway mounts folders into it; ` +
+          `connect to that gateway's SSH port to mount folders`,
+      );
     const hostDir = await this.options.runtime.folderMountDir(hostId);
     if (!hostDir)
       throw new Error(

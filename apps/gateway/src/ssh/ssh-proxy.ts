@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { Actor, RecordedEvent } from '@ccp/api';
 import type { Logger } from 'pino';
 import ssh2, {
@@ -11,13 +12,13 @@ import ssh2, {
   type Server,
   type ServerChannel,
 } from 'ssh2';
+import { type HostDialer, HostUnreachable } from '../cluster/host-dialer.js';
 import type { Access, Refusal as AccessRefusal, Credential } from '../domain/access.js';
 import { type AccessSettings, accessCommand, linuxUserFor, portalHostUrl } from '../domain/host-view.js';
 import { fingerprintOf } from '../domain/ssh-public-key.js';
 import type { StopRequester, TaskRunner } from '../domain/task-runner.js';
 import { BackgroundEvents } from '../events/background-events.js';
 import type { EventBus } from '../events/event-bus.js';
-import type { Endpoint, WorkspaceRuntime } from '../runtime/workspace-runtime.js';
 import type { HostWithOwner } from '../store/hosts-repository.js';
 import type { UserRow } from '../store/users-repository.js';
 import { FOLDER_MOUNT_SUBSYSTEM, type FolderMounts } from './folder-mounts.js';
@@ -33,7 +34,8 @@ export interface SshProxyOptions {
   /** Proves logins (SSH password, keys, one-time bootstrap tickets) and picks the host. */
   access: Access;
   bus: EventBus;
-  runtime: WorkspaceRuntime;
+  /** Reaches the workspace's sshd, on this node or through the host's node. */
+  dialer: HostDialer;
   /** Serves the CLI's folder mounts; without it the subsystem goes to the workspace (which refuses it). */
   folderMounts?: FolderMounts;
   /** Where a user can start a stopped host, for the refusal that says so. */
@@ -268,9 +270,26 @@ export class SshProxy {
     const found = await access.sshHost(user, shortId, ticket);
     if (!found.ok) return refuse(found.reason, found.message, found.host);
     const { host } = found;
-    const endpoints = host.status === 'running' ? await this.options.runtime.endpoints(host.id) : null;
     const gatewayKey = access.workspaceKeyFor(host);
-    if (!endpoints || !gatewayKey) {
+    let sock: Duplex | null = null;
+    if (host.status === 'running' && gatewayKey) {
+      try {
+        sock = await this.options.dialer.open(host, 'ssh');
+      } catch (error) {
+        if (!(error instanceof HostUnreachable)) throw error;
+        if (error.reason !== 'no_path') {
+          this.options.log.warn({ err: error, hostId: host.id }, 'reaching the workspace failed');
+          return refuse(
+            'workspace_unreachable',
+            error.reason === 'node_unreachable'
+              ? `host ${host.short_id} runs on node ${host.node}, which does not answer this gateway; try again shortly.`
+              : `host ${host.short_id} is running but its SSH service does not answer; try again shortly.`,
+            host,
+          );
+        }
+      }
+    }
+    if (!sock || !gatewayKey) {
       const stop = ['stopped', 'stopping'].includes(host.status)
         ? await this.options.tasks.lastStop(host.id)
         : null;
@@ -285,13 +304,9 @@ export class SshProxy {
     }
     let upstream: Client;
     try {
-      upstream = await this.connectWorkspace(
-        endpoints.ssh,
-        linuxUserFor(user.username),
-        gatewayKey,
-        connection,
-      );
+      upstream = await this.connectWorkspace(sock, linuxUserFor(user.username), gatewayKey, connection);
     } catch (error) {
+      sock.destroy();
       this.options.log.warn({ err: error, hostId: host.id }, 'logging in to the workspace failed');
       return refuse(
         'workspace_unreachable',
@@ -303,7 +318,7 @@ export class SshProxy {
   }
 
   private connectWorkspace(
-    endpoint: Endpoint,
+    sock: Duplex,
     linuxUser: string,
     privateKey: string,
     connection: Connection,
@@ -319,8 +334,7 @@ export class SshProxy {
       });
       upstream.once('error', reject);
       upstream.connect({
-        host: endpoint.host,
-        port: endpoint.port,
+        sock,
         username: linuxUser,
         privateKey,
         // Only the gateway's key: the agent below exists to serve forwarding, never to log in with.
@@ -362,6 +376,7 @@ export class SshProxy {
               actor: actorOf(user),
               clientAddress,
               traffic,
+              remoteNode: this.options.dialer.remoteNode(host),
             }),
         }
       : {};

@@ -42,6 +42,16 @@ export class NodesRepository {
     return Number(result.numUpdatedRows) > 0;
   }
 
+  /** A node shutting down says so: it counts as silent at once (placement skips it, its hosts wait for it). */
+  async leave(name: string, instanceId: string): Promise<void> {
+    await this.db
+      .updateTable('nodes')
+      .set({ heartbeat_at: new Date(0).toISOString() })
+      .where('name', '=', name)
+      .where('instance_id', '=', instanceId)
+      .execute();
+  }
+
   findByName(name: string): Promise<NodeRow | undefined> {
     return this.db.selectFrom('nodes').selectAll().where('name', '=', name).executeTakeFirst();
   }

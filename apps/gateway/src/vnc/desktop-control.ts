@@ -1,16 +1,24 @@
 import http from 'node:http';
+import type { Socket } from 'node:net';
 import type { VncStatus } from '@ccp/api';
 import type { Logger } from 'pino';
+import { type HostDialer, HostUnreachable } from '../cluster/host-dialer.js';
 import type { Access } from '../domain/access.js';
 import { DomainError, errors } from '../domain/errors.js';
 import type { Principal } from '../domain/principal.js';
 import { actorOf } from '../domain/principal.js';
 import type { EventBus } from '../events/event-bus.js';
-import { RuntimeError, type WorkspaceRuntime } from '../runtime/workspace-runtime.js';
+import { type ExecResult, RuntimeError } from '../runtime/workspace-runtime.js';
 import type { HostWithOwner } from '../store/hosts-repository.js';
 
 /** The control program in the workspace image (image/README.md, "Desktop"). */
 const CONTROL = '/usr/local/sbin/ccp-desktop';
+const ACTIONS = ['status', 'start', 'restart'];
+
+/** Whether `command` is one of the desktop's controls: the only commands a node runs for its peers. */
+export function isDesktopControl(command: string[]): boolean {
+  return command.length === 2 && command[0] === CONTROL && ACTIONS.includes(command[1]!);
+}
 /** The program waits up to 20 s for the desktop to come up; a little more for `docker exec` itself. */
 const CONTROL_TIMEOUT_MS = 30_000;
 const STATUS_TIMEOUT_MS = 10_000;
@@ -27,7 +35,8 @@ interface ControlReport {
 }
 
 export interface DesktopControlOptions {
-  runtime: WorkspaceRuntime;
+  /** Runs the control program and reaches the desktop, on this node or through the host's node. */
+  dialer: HostDialer;
   access: Access;
   bus: EventBus;
   log: Logger;
@@ -91,7 +100,7 @@ export class DesktopControl {
       const reason = outcome.stderr.trim().split('\n')[0] || outcome.report.error || 'unknown reason';
       return fail(errors.unavailable('vnc_start_failed', `The desktop did not start: ${reason}`));
     }
-    const reachError = await this.reach(host, outcome.report.websocket_port);
+    const reachError = await this.reach(host);
     if (reachError) {
       return fail(
         errors.unavailable(
@@ -115,10 +124,11 @@ export class DesktopControl {
     action: 'status' | 'start' | 'restart',
     timeoutMs: number,
   ): Promise<{ exitCode: number; stderr: string; report: ControlReport } | null> {
-    let result: Awaited<ReturnType<WorkspaceRuntime['exec']>>;
+    let result: ExecResult | null;
     try {
-      result = await this.options.runtime.exec(host.id, [CONTROL, action], timeoutMs);
+      result = await this.options.dialer.exec(host, [CONTROL, action], timeoutMs);
     } catch (error) {
+      if (error instanceof HostUnreachable) throw errors.unavailable('vnc_unreachable', error.message);
       if (error instanceof RuntimeError && error.code === 'exec_timeout')
         throw errors.unavailable('vnc_timeout', error.message);
       if (error instanceof RuntimeError)
@@ -139,21 +149,28 @@ export class DesktopControl {
   }
 
   /** Fetches the web client through the relay, as the proxy will; returns why not, or null when it answered. */
-  private async reach(host: HostWithOwner, port: number): Promise<string | null> {
-    const endpoints = await this.options.runtime.endpoints(host.id);
-    if (!endpoints) return 'the host has no relay';
-    const target = { host: endpoints.desktop.host, port: endpoints.desktop.port || port };
+  private async reach(host: HostWithOwner): Promise<string | null> {
     const until = Date.now() + REACH_TIMEOUT_MS;
     let last = 'no answer';
     while (Date.now() < until) {
-      last = await fetchStatus(target.host, target.port, '/vnc.html').then(
+      let socket: Socket;
+      try {
+        socket = await this.options.dialer.open(host, 'desktop');
+      } catch (error) {
+        if (!(error instanceof HostUnreachable)) throw error;
+        if (error.reason === 'no_path') return error.message;
+        last = error.message;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        continue;
+      }
+      last = await fetchStatus(socket, '/vnc.html').then(
         (status) => (status === 200 ? '' : `HTTP ${status}`),
         (error: NodeJS.ErrnoException) => error.code ?? error.message,
       );
       if (!last) return null;
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    return `${target.host}:${target.port}: ${last}`;
+    return last;
   }
 }
 
@@ -209,14 +226,28 @@ const desktopUnavailable = () =>
     "The host's workspace has no desktop to control (rebuild it from the current image)",
   );
 
-function fetchStatus(host: string, port: number, path: string): Promise<number> {
+/** One GET over an open connection; the connection ends with it. */
+function fetchStatus(socket: Socket, path: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const request = http.request({ host, port, path, method: 'GET', timeout: 1000 }, (response) => {
-      response.resume();
-      resolve(response.statusCode ?? 0);
-    });
+    const request = http.request(
+      {
+        path,
+        method: 'GET',
+        timeout: 1000,
+        createConnection: () => socket,
+        headers: { connection: 'close' },
+      },
+      (response) => {
+        response.resume();
+        response.once('end', () => socket.destroy());
+        resolve(response.statusCode ?? 0);
+      },
+    );
     request.on('timeout', () => request.destroy(new Error('timeout')));
-    request.on('error', reject);
+    request.on('error', (error) => {
+      socket.destroy();
+      reject(error);
+    });
     request.end();
   });
 }

@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import type { IncomingHttpHeaders } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import type { RecordedEvent, VncTicket } from '@ccp/api';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
+import { type HostDialer, HostUnreachable } from '../cluster/host-dialer.js';
 import type { Access } from '../domain/access.js';
 import type { AuthService } from '../domain/auth-service.js';
 import { isoOut } from '../domain/clock.js';
@@ -12,7 +14,6 @@ import { errors } from '../domain/errors.js';
 import { actorOf, type CredentialHolder, type Principal } from '../domain/principal.js';
 import { BackgroundEvents } from '../events/background-events.js';
 import type { EventBus } from '../events/event-bus.js';
-import type { WorkspaceRuntime } from '../runtime/workspace-runtime.js';
 import type { HostWithOwner } from '../store/hosts-repository.js';
 import { desktopFile } from './desktop-files.js';
 import { joinRfb } from './rfb-handshake.js';
@@ -45,7 +46,8 @@ export interface DesktopAccess {
 export interface VncProxyOptions {
   auth: AuthService;
   access: Access;
-  runtime: WorkspaceRuntime;
+  /** Reaches the desktop, on this node or through the host's node. */
+  dialer: HostDialer;
   bus: EventBus;
   log: Logger;
   publicApiUrl: string;
@@ -157,7 +159,7 @@ export class VncProxy {
     rest: string,
   ): Promise<{ status: number; headers: Record<string, string>; body: Readable }> {
     // The page is for a desktop that can be reached: a stopped host answers 409 as its stream would.
-    await this.desktopEndpoint(access.host);
+    await this.requirePath(access.host);
     const file = desktopFile(rest);
     if (file === null) throw errors.notFound('File');
     return { status: 200, headers: file.headers, body: createReadStream(file.path) };
@@ -181,15 +183,19 @@ export class VncProxy {
       closeReason: 'client_closed',
     };
     const fail = (reason: string) => {
+      // Read again, or the client's answer to the close frame waits unread for ws's 30 s close timeout.
+      client.resume();
       if (client.readyState === WebSocket.OPEN) client.close(1011, reason.slice(0, 120));
     };
-    this.desktopEndpoint(access.host).then(
-      (endpoint) => {
-        if (client.readyState !== WebSocket.OPEN) return;
-        const upstream = new WebSocket(`ws://${endpoint.host}:${endpoint.port}${STREAM_PATH}`, ['binary'], {
+    this.dialDesktop(access.host).then(
+      (socket) => {
+        if (client.readyState !== WebSocket.OPEN) return socket.destroy();
+        // The name is never resolved: the connection is the one just made, to the workspace or its node.
+        const upstream = new WebSocket(`ws://workspace${STREAM_PATH}`, ['binary'], {
           perMessageDeflate: false,
           maxPayload: MAX_MESSAGE,
           handshakeTimeout: 10_000,
+          createConnection: () => socket,
         });
         upstream.on('error', (error) => {
           this.options.log.warn({ err: error, host_id: access.host.id }, 'desktop stream failed');
@@ -264,12 +270,22 @@ export class VncProxy {
     await this.events.settled();
   }
 
-  private async desktopEndpoint(host: HostWithOwner): Promise<{ host: string; port: number }> {
-    if (host.status !== 'running')
-      throw errors.conflict('host_not_running', 'The host is not running; start it before its desktop');
-    const endpoints = await this.options.runtime.endpoints(host.id);
-    if (!endpoints) throw errors.unavailable('vnc_unreachable', 'The host has no path to its desktop');
-    return endpoints.desktop;
+  /** 409 for a host that is not running, 503 for one with no path to its desktop (HostDialer.hasPath). */
+  private async requirePath(host: HostWithOwner): Promise<void> {
+    if (host.status !== 'running') throw hostNotRunning();
+    if (!(await this.options.dialer.hasPath(host)))
+      throw errors.unavailable('vnc_unreachable', 'The host has no path to its desktop');
+  }
+
+  /** A connection to the desktop's websockify; fails with the reason the browser is told. */
+  private async dialDesktop(host: HostWithOwner): Promise<Socket> {
+    if (host.status !== 'running') throw hostNotRunning();
+    return this.options.dialer.open(host, 'desktop').catch((error: unknown) => {
+      if (!(error instanceof HostUnreachable)) throw error;
+      this.options.log.warn({ err: error, host_id: host.id }, 'desktop stream failed');
+      // A desktop that does not answer is told as before nodes; another node's trouble names the node.
+      throw new Error(error.reason === 'unreachable' ? 'desktop unreachable' : error.message);
+    });
   }
 
   private closeWhere(match: (session: LiveSession) => boolean, reason: string): void {
@@ -341,6 +357,9 @@ export class VncProxy {
     void this.events.emit(input);
   }
 }
+
+const hostNotRunning = () =>
+  errors.conflict('host_not_running', 'The host is not running; start it before its desktop');
 
 /** Forwards every message of `from` to `to`; `from` stops reading while `to` has too much queued. */
 function relay(from: WebSocket, to: WebSocket, count: (bytes: number) => void): void {

@@ -120,10 +120,12 @@ export class MemoryRuntime implements WorkspaceRuntime {
 
   /** Where hosts' desktops are reached (a local stand-in for websockify in proxy tests). */
   desktopEndpoint = { host: '127.0.0.1', port: 6080 };
+  /** Where hosts' sshd is reached (a local stand-in in proxy tests). */
+  sshEndpoint = { host: '127.0.0.1', port: 22 };
 
   async endpoints(hostId: string): Promise<WorkspaceEndpoints | null> {
     return this.hosts.has(hostId)
-      ? { ssh: { host: '127.0.0.1', port: 22 }, desktop: { ...this.desktopEndpoint } }
+      ? { ssh: { ...this.sshEndpoint }, desktop: { ...this.desktopEndpoint } }
       : null;
   }
 

@@ -6,6 +6,7 @@ import pg from 'pg';
 import pino from 'pino';
 import { UNIT_TIER } from '../../../../test/support/needs.js';
 import { loadConfig } from '../../src/config.js';
+import { SecretBox } from '../../src/domain/secret-box.js';
 import { createGateway, type Gateway, type GatewayOptions } from '../../src/gateway.js';
 import type { WorkspaceRuntime } from '../../src/runtime/workspace-runtime.js';
 import { MemoryRuntime } from './memory-runtime.js';
@@ -77,14 +78,17 @@ export async function startTestGateway(
   kind: DatabaseKind,
   env: Record<string, string> = {},
   runtime: WorkspaceRuntime | 'docker' = new MemoryRuntime(),
-  options: Pick<GatewayOptions, 'egressTester'> & {
-    /** Another gateway's DATA_DIR whose secrets key this one shares, as gateways on one database must. */
+  {
+    secretsFrom,
+    ...options
+  }: Pick<GatewayOptions, 'egressTester'> & {
+    /** Another gateway's DATA_DIR whose secrets.key this one shares, as the nodes of one database do. */
     secretsFrom?: string;
   } = {},
 ): Promise<TestGateway> {
-  const { secretsFrom, ...gatewayOptions } = options;
   const dataDir = mkdtempSync(path.join(tmpdir(), 'ccp-test-'));
-  if (secretsFrom) copyFileSync(path.join(secretsFrom, 'secrets.key'), path.join(dataDir, 'secrets.key'));
+  if (secretsFrom)
+    copyFileSync(path.join(secretsFrom, SecretBox.FILE_NAME), path.join(dataDir, SecretBox.FILE_NAME));
   const pgDb = kind === 'postgres' ? await createPostgresDatabase() : null;
   const config = loadConfig({
     ADMIN_JWT_SECRET: randomBytes(36).toString('base64'),
@@ -109,7 +113,7 @@ export async function startTestGateway(
     httpLogger: false,
     // 'docker' leaves the gateway its default runtime: the Docker driver for the configured images.
     ...(runtime === 'docker' ? {} : { runtime }),
-    ...gatewayOptions,
+    ...options,
   });
 
   const t: TestGateway = {

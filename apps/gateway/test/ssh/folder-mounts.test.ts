@@ -102,7 +102,7 @@ describe('folder mounts: what a gateway leaves behind and what it refuses', () =
       log: pino({ level: 'silent' }),
     });
     /** Sends one mount request on a stand-in channel and returns the status line the client is told. */
-    const ask = async (request: { path: string; layout: string }) => {
+    const ask = async (request: { path: string; layout: string }, remoteNode: string | null = null) => {
       const channel = Object.assign(new PassThrough(), { stderr: new PassThrough(), exit: () => {} });
       let said = '';
       channel.stderr.on('data', (chunk: Buffer) => {
@@ -116,6 +116,7 @@ describe('folder mounts: what a gateway leaves behind and what it refuses', () =
         actor: { kind: 'user', id: 'u1', username: 'ana' },
         clientAddress: '127.0.0.1',
         traffic: { toWorkspace: 0, toClient: 0 },
+        remoteNode,
       });
       channel.write(`${JSON.stringify(request)}\n`);
       for (let i = 0; i < 50 && !said.includes('\n'); i++) await new Promise((r) => setTimeout(r, 10));
@@ -129,5 +130,10 @@ describe('folder mounts: what a gateway leaves behind and what it refuses', () =
     assert.equal(emitted[0]?.data?.path, '/home/ana/project');
     const badSaid = await ask({ path: '/etc/cron.d', layout: 'link' });
     assert.match(badSaid, /^error \/etc\/cron\.d is a system folder of the workspace/);
+    assert.match(
+      await ask({ path: '/home/ana/project', layout: 'link' }, 'node-b'),
+      /^error host abcdefgh runs on node node-b, and only that node's gateway mounts folders into it/,
+    );
+    assert.equal(emitted.at(-1)?.type, 'ssh.mount.failed');
   });
 });

@@ -4,7 +4,15 @@ import { useState } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
 import { api } from '../../api';
 import { DataTable } from '../../components/data-table';
-import { ActionButton, ConfirmButton, ErrorText, Loading, Section, StatusBadge } from '../../components/ui';
+import {
+  ActionButton,
+  ConfirmButton,
+  ErrorText,
+  HostStatusBadge,
+  Loading,
+  Section,
+  StatusBadge,
+} from '../../components/ui';
 import { when } from '../../format';
 import { useAdminHosts, useEgressIps } from '../../queries';
 import { apiFieldErrors } from '../../validation';
@@ -178,7 +186,7 @@ export function EgressIpDetail() {
               {bound.map((h) => (
                 <li key={h.id}>
                   <Link to={`/admin/hosts/${h.id}`}>{h.short_id}</Link> ({h.username}){' '}
-                  <StatusBadge status={h.status} />
+                  <HostStatusBadge status={h.status} />
                 </li>
               ))}
             </ul>

@@ -7,8 +7,18 @@ import { Field } from '../../components/field';
 import { HostAccess } from '../../components/host-access';
 import { HostDesktop } from '../../components/host-desktop';
 import { HostTask } from '../../components/host-task';
-import { ActionButton, ConfirmButton, ErrorText, Loading, Section, StatusBadge } from '../../components/ui';
+import { NodeUnavailableNotice } from '../../components/node-unavailable';
+import {
+  ActionButton,
+  ConfirmButton,
+  ErrorText,
+  HostStatusBadge,
+  Loading,
+  Section,
+  StatusBadge,
+} from '../../components/ui';
 import { when } from '../../format';
+import { nodeLost } from '../../host-state';
 import { useAdminHost, useEgressIps } from '../../queries';
 
 type HostAction = 'start' | 'stop' | 'rebuild';
@@ -49,19 +59,22 @@ export function HostDetail() {
   const h = host.data;
   const bound = new Set(h.bindings.map((b) => b.egress_ip_id));
   const available = egress.data?.egress_ips.filter((ip) => !bound.has(ip.id)) ?? [];
-  const busy = ['starting', 'stopping', 'rebuilding'].includes(h.status);
+  // A host whose node is silent takes no task until the node returns (the API refuses with node_unavailable).
+  const busy = ['starting', 'stopping', 'rebuilding'].includes(h.status) || nodeLost(h);
   return (
     <>
       <p>
         <Link to="/admin/hosts">← Hosts</Link>
       </p>
       <h1>
-        Host {h.short_id} <StatusBadge status={h.status} />
+        Host {h.short_id} <HostStatusBadge status={h.status} />
       </h1>
       <p className="hint">
-        for <Link to={`/admin/users/${h.user_id}`}>{h.username}</Link> · image {h.image ?? '—'} · started{' '}
+        for <Link to={`/admin/users/${h.user_id}`}>{h.username}</Link> · node{' '}
+        <span data-testid="host-node">{h.node ?? '—'}</span> · image {h.image ?? '—'} · started{' '}
         {when(h.started_at)}
       </p>
+      {nodeLost(h) ? <NodeUnavailableNotice host={h} scope="admin" /> : null}
       {h.last_error ? (
         <p className="error" role="alert">
           {h.last_error}

@@ -6,9 +6,10 @@ import type { Static } from 'typebox';
 import { api } from '../../api';
 import { DataTable } from '../../components/data-table';
 import { Field } from '../../components/field';
-import { ActionButton, ErrorText, Loading, OnceSecret, Section, StatusBadge } from '../../components/ui';
+import { ActionButton, ErrorText, HostStatusBadge, Loading, OnceSecret, Section } from '../../components/ui';
 import { when } from '../../format';
-import { useAdminHosts, useEgressIps, useUsers } from '../../queries';
+import { nodeChoice } from '../../node-choice';
+import { useAdminHosts, useEgressIps, useNodes, useUsers } from '../../queries';
 import { useFieldErrors } from '../../use-form';
 import { apiFieldErrors } from '../../validation';
 
@@ -16,9 +17,12 @@ function CreateHostForm({ onCreated }: { onCreated: (host: CreatedHost) => void 
   const [params] = useSearchParams();
   const users = useUsers();
   const egress = useEgressIps();
+  const nodes = useNodes();
   const client = useQueryClient();
   const [userId, setUserId] = useState(params.get('user') ?? '');
   const [egressIpId, setEgressIpId] = useState('');
+  // Empty: the gateway places the host (the least loaded live node with room, preferring one with both images).
+  const [node, setNode] = useState('');
   const { errors, setErrors, check } = useFieldErrors(CreateHostRequest);
   const create = useMutation({
     mutationFn: (body: Static<typeof CreateHostRequest>) => api.admin.hosts.create(body),
@@ -33,6 +37,7 @@ function CreateHostForm({ onCreated }: { onCreated: (host: CreatedHost) => void 
     const body: Static<typeof CreateHostRequest> = {
       user_id: userId,
       ...(egressIpId ? { egress_ip_id: egressIpId } : {}),
+      ...(node ? { node } : {}),
     };
     if (check(body, userId ? {} : { user_id: 'Choose the user the host is for' })) create.mutate(body);
   };
@@ -61,6 +66,25 @@ function CreateHostForm({ onCreated }: { onCreated: (host: CreatedHost) => void 
                 {ip.label} ({ip.ip_address})
               </option>
             ))}
+          </select>
+        )}
+      </Field>
+      <Field
+        label="Node"
+        error={errors.node}
+        hint="Where the host and its home live; a host keeps its node. Automatic: the least loaded live node with room"
+      >
+        {(id) => (
+          <select id={id} value={node} onChange={(e) => setNode(e.target.value)}>
+            <option value="">Automatic</option>
+            {nodes.data?.nodes.map((n) => {
+              const choice = nodeChoice(n);
+              return (
+                <option key={n.name} value={n.name} disabled={choice.disabled}>
+                  {choice.label}
+                </option>
+              );
+            })}
           </select>
         )}
       </Field>
@@ -103,7 +127,7 @@ export function Hosts() {
       <Section title="All hosts">
         {hosts.data ? (
           <DataTable
-            columns={['Host', 'User', 'Status', 'Egress', 'Started']}
+            columns={['Host', 'User', 'Status', 'Node', 'Egress', 'Started']}
             rows={hosts.data.hosts}
             row={(h) => (
               <>
@@ -112,8 +136,9 @@ export function Hosts() {
                 </td>
                 <td>{h.username}</td>
                 <td>
-                  <StatusBadge status={h.status} />
+                  <HostStatusBadge status={h.status} />
                 </td>
+                <td>{h.node ?? '—'}</td>
                 <td>{h.bindings.find((b) => b.active)?.label ?? h.bindings[0]?.label ?? '—'}</td>
                 <td>{when(h.started_at)}</td>
               </>

@@ -1,9 +1,11 @@
+import type { Node } from '@ccp/api';
 import { useMutation, useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link } from 'react-router';
 import { api } from '../../api';
+import { DataTable } from '../../components/data-table';
 import { ActionButton, ErrorText, Loading, Section, StatusBadge, TaskProgressBar } from '../../components/ui';
-import { when } from '../../format';
+import { memory, when, whenExact } from '../../format';
 import { useEgressIps, useStats, useTask } from '../../queries';
 
 function Stat({ label, value, to }: { label: string; value: number; to?: string }) {
@@ -86,6 +88,50 @@ function Images() {
   );
 }
 
+/**
+ * The gateways sharing the database, one per Docker machine: whether each heartbeats, its load and capacity, and
+ * whether new hosts may go there (both images built). They come with the stats, so they follow the same events.
+ */
+function Nodes({ nodes }: { nodes: Node[] }) {
+  return (
+    <DataTable
+      testId="nodes"
+      columns={['Node', 'State', 'Hosts', 'Running', 'Memory', 'CPUs', 'Images', 'Last heartbeat']}
+      rows={nodes.map((node) => ({ ...node, id: node.name }))}
+      row={(node) => (
+        <>
+          <td>
+            <strong>{node.name}</strong>
+            {node.internal_address ? <div className="hint">{node.internal_address}</div> : null}
+          </td>
+          <td>
+            <span
+              className={`badge node-${node.state}`}
+              title={
+                node.state === 'unavailable'
+                  ? 'No heartbeat within NODE_DEAD_SECONDS: its hosts are node unavailable until it returns'
+                  : undefined
+              }
+            >
+              {node.state}
+            </span>
+          </td>
+          <td>
+            {node.hosts} / {node.max_hosts}
+          </td>
+          <td>{node.running}</td>
+          <td>{memory(node.memory_mb)}</td>
+          <td>{node.cpus}</td>
+          <td>
+            <StatusBadge status={node.images_ready ? 'built' : 'missing'} />
+          </td>
+          <td title={node.heartbeat_at}>{whenExact(node.heartbeat_at)}</td>
+        </>
+      )}
+    />
+  );
+}
+
 export function Overview() {
   const stats = useStats();
   const egress = useEgressIps();
@@ -109,6 +155,7 @@ export function Overview() {
           <Stat label="desktop sessions" value={s.sessions.vnc} />
         </div>
       )}
+      <Section title="Nodes">{s ? <Nodes nodes={s.nodes} /> : <Loading error={stats.error} />}</Section>
       <div className="grid-2">
         <Section title="Hosts by state">
           {s ? (
@@ -119,7 +166,7 @@ export function Overview() {
                 </li>
               ))}
               <li className="row between">
-                <span>other (created, starting, …)</span>
+                <span>other (created, starting, node unavailable, …)</span>
                 <strong>{s.hosts.total - s.hosts.running - s.hosts.stopped - s.hosts.failed}</strong>
               </li>
             </ul>

@@ -9,6 +9,7 @@ import {
   ActionButton,
   ConfirmButton,
   ErrorText,
+  HostStatusBadge,
   Loading,
   OnceSecret,
   Section,
@@ -150,7 +151,7 @@ export function UserDetail() {
             <ul className="plain-list">
               {owned.map((h) => (
                 <li key={h.id}>
-                  <Link to={`/admin/hosts/${h.id}`}>{h.short_id}</Link> <StatusBadge status={h.status} />
+                  <Link to={`/admin/hosts/${h.id}`}>{h.short_id}</Link> <HostStatusBadge status={h.status} />
                 </li>
               ))}
             </ul>

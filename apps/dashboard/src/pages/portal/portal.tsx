@@ -9,9 +9,10 @@ import { HostAccess } from '../../components/host-access';
 import { HostDesktop, OpenDesktopButton } from '../../components/host-desktop';
 import { HostTask } from '../../components/host-task';
 import { KeysPanel } from '../../components/keys-panel';
-import { ActionButton, ErrorText, Loading, Section, StatusBadge } from '../../components/ui';
+import { NodeUnavailableNotice } from '../../components/node-unavailable';
+import { ActionButton, ErrorText, HostStatusBadge, Loading, Section } from '../../components/ui';
 import { when } from '../../format';
-import { failedHostNextStep } from '../../host-state';
+import { failedHostNextStep, nodeLost } from '../../host-state';
 import { useForm } from '../../use-form';
 import { apiFieldErrors } from '../../validation';
 
@@ -31,11 +32,12 @@ export function PortalHosts() {
             title={`Host ${h.short_id}`}
             actions={
               <span className="row">
-                <StatusBadge status={h.status} /> <Link to={`/portal/hosts/${h.id}`}>Details</Link>
+                <HostStatusBadge status={h.status} /> <Link to={`/portal/hosts/${h.id}`}>Details</Link>
               </span>
             }
           >
             {h.status === 'failed' ? <HostFailure host={h} onList /> : null}
+            {nodeLost(h) ? <NodeUnavailableNotice host={h} scope="user" /> : null}
             <HostAccess host={h} />
             <OpenDesktopButton host={h} scope="user" />
           </Section>
@@ -57,7 +59,7 @@ export function PortalHost() {
   });
   if (!host.data) return <Loading error={host.error} />;
   const h = host.data;
-  const busy = ['starting', 'stopping', 'rebuilding'].includes(h.status);
+  const busy = ['starting', 'stopping', 'rebuilding'].includes(h.status) || nodeLost(h);
   const pending = (kind: string) => action.isPending && action.variables === kind;
   return (
     <>
@@ -65,12 +67,13 @@ export function PortalHost() {
         <Link to="/portal">← My hosts</Link>
       </p>
       <h1>
-        Host {h.short_id} <StatusBadge status={h.status} />
+        Host {h.short_id} <HostStatusBadge status={h.status} />
       </h1>
       <p className="hint">
         Started {when(h.started_at)} · egress {h.bindings.find((b) => b.active)?.ip_address ?? '—'}
       </p>
       {h.status === 'failed' ? <HostFailure host={h} /> : null}
+      {nodeLost(h) ? <NodeUnavailableNotice host={h} scope="user" /> : null}
       <Section title="Access">
         <HostAccess host={h} />
         <HostDesktop host={h} scope="user" />

@@ -31,9 +31,10 @@ export function registerAdminHostRoutes(app: Api, { hosts, lifecycle, tasks, ima
       schema: {
         tags,
         summary:
-          "Create a host for a user (optionally bound to an egress IP); returns the owner's SSH details",
+          "Create a host for a user (optionally bound to an egress IP, optionally pinned to a node); returns the owner's SSH details",
         body: CreateHostRequest,
-        response: { 201: CreatedHost, ...errorResponses(400, 404) },
+        // 409: node_unavailable (the pinned node is not heartbeating), no_node_available (no live node has room).
+        response: { 201: CreatedHost, ...errorResponses(400, 404, 409) },
       },
     },
     async (request, reply) =>
