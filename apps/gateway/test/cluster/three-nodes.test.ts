@@ -1,11 +1,12 @@
 /**
- * Issue 19, for real: three gateway processes (the built dist, each its own DATA_DIR, NODE_NAME and ports) on one
- * PostgreSQL database and the one Docker engine, with hosts in the network lab. What an operator would check:
- * hosts spread over the nodes, each node's hosts in its own containers, SSH through the proxy, and a node killed
- * with `kill -9`: its hosts read `node_unavailable` at the others while theirs keep working, and come back as
+ * Issue 19, for real: three gateway processes (the built dist, each its own DATA_DIR, NODE_NAME, ports and internal
+ * channel) on one PostgreSQL database and the one Docker engine, with hosts in the network lab. What an operator
+ * and users would check: hosts spread over the nodes, each in its own node's containers; tasks asked anywhere run
+ * on the host's node; SSH (OpenSSH) and the desktop through any replica (another node's host through that node's
+ * channel); live streams carried across replicas and resumed at another; and a node killed with `kill -9`: its
+ * hosts read `node_unavailable` at the others (API, events, streams) while theirs keep working, and come back as
  * they were when it is started again on the same DATA_DIR.
- */
-import assert from 'node:assert/strict';
+ */ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { needs } from '../../../../test/support/needs.js';
@@ -27,7 +28,18 @@ describe('three gateway nodes on one database and one engine', {
   /** One host per node, by node name. */
   const hosts = new Map<string, ClusterHost>();
   const on = (node: string) => hosts.get(node)!;
-  let session: LiveSession | null = null;
+  /** Live sessions (a loop printing a counter), by name: `<host's node> via <replica>`. */
+  const sessions = new Map<string, LiveSession>();
+  const openSession = async (owner: string, through: string) => {
+    const host = on(owner);
+    const live = openLiveSession(cluster.node(through).sshPort, host.sshPass, [
+      `${host.login}@127.0.0.1`,
+      LOOP,
+    ]);
+    sessions.set(`${owner} via ${through}`, live);
+    await until(`the session to ${owner}'s host through ${through} to print`, () => ticks(live) >= 3, 30_000);
+    return live;
+  };
   /** A start of n2's host asked right after n2 was killed. */
   let earlyTask = '';
   /** Streams open at n1 and n3 through n2's outage. */
@@ -55,7 +67,7 @@ describe('three gateway nodes on one database and one engine', {
 
   after(async () => {
     for (const client of streams) client.close();
-    session?.child.kill('SIGKILL');
+    for (const live of sessions.values()) live.child.kill('SIGKILL');
     await cluster.close();
   });
 
@@ -172,12 +184,15 @@ describe('three gateway nodes on one database and one engine', {
   });
 
   it('kill -9 of n2: its host reads node_unavailable at the others, theirs keep working', async () => {
-    // A live session to n1's host before the kill: it must not notice.
-    session = openLiveSession(cluster.node('n1').sshPort, on('n1').sshPass, [
-      `${on('n1').login}@127.0.0.1`,
-      LOOP,
-    ]);
-    await until('the session to print', () => ticks(session!) >= 3, 30_000);
+    // Live sessions before the kill: to n1's host through n1 and through n3 (n1's channel), to n3's through n1
+    // (n3's channel), and to n2's host through n3, which only n2's channel carries.
+    for (const [owner, through] of [
+      ['n1', 'n1'],
+      ['n1', 'n3'],
+      ['n3', 'n1'],
+      ['n2', 'n3'],
+    ] as const)
+      await openSession(owner, through);
     const containersBefore = await cluster.containerOwner(on('n2').id);
 
     // Streams at the live replicas: the admin's, and the user of n2's host's.
@@ -239,8 +254,14 @@ describe('three gateway nodes on one database and one engine', {
       assert.equal(answered.code, 0, `${owner}'s host through ${through}: ${answered.stderr}`);
       assert.equal(answered.stdout.trim(), `kept-by-${owner}`);
     }
-    const printed = ticks(session);
-    await until('the session to go on printing', () => ticks(session!) >= printed + 5, 20_000);
+    // The sessions that did not go through n2 go on printing; the one n2 relayed ended with it.
+    for (const [name, live] of sessions) {
+      if (name === 'n2 via n3') continue;
+      const printed = ticks(live);
+      await until(`the session ${name} to go on printing`, () => ticks(live) >= printed + 5, 20_000);
+    }
+    const relayed = sessions.get('n2 via n3')!;
+    assert.equal(await relayed.exited, 255, relayed.stderr());
 
     // n2's host is refused through a live replica, saying why.
     const refused = await ssh('n1', on('n2'), 'true');
@@ -337,7 +358,10 @@ describe('three gateway nodes on one database and one engine', {
       silent.map((event) => event.data.node),
       ['n2'],
     );
-    // The session to n1's host lived through all of it.
-    assert.equal(session!.child.exitCode, null, session!.stderr());
+    // The sessions to n1's host (directly and through n3) lived through all of it (the rebuild ended n3's).
+    for (const name of ['n1 via n1', 'n1 via n3']) {
+      const live = sessions.get(name)!;
+      assert.equal(live.child.exitCode, null, `${name}: ${live.stderr()}`);
+    }
   });
 });
