@@ -6,7 +6,8 @@
  * channel); live streams carried across replicas and resumed at another; and a node killed with `kill -9`: its
  * hosts read `node_unavailable` at the others (API, events, streams) while theirs keep working, and come back as
  * they were when it is started again on the same DATA_DIR.
- */ import assert from 'node:assert/strict';
+ */
+import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { needs } from '../../../../test/support/needs.js';
