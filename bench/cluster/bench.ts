@@ -232,7 +232,10 @@ await runBench('cluster bench', 20 * 60_000, async () => {
     upload: { owning: [] as number[], other: [] as number[] },
     download: { owning: [] as number[], other: [] as number[] },
   };
-  console.log(`\nSSH transfers of ${SSH_MIB} MiB to host ${host.short_id} (on n1), ${SSH_RUNS} runs each`);
+  console.log(
+    `\nSSH transfers of ${SSH_MIB} MiB to host ${host.short_id} (on n1), ${SSH_RUNS} runs each: through n1's ` +
+      "proxy, and through n2's, which relays through n1's internal channel (TLS-PSK on loopback)",
+  );
   for (let run = 1; run <= SSH_RUNS; run++) {
     for (const direction of ['upload', 'download'] as const) {
       for (const [label, master] of [
