@@ -289,6 +289,12 @@ export class SshProxy {
         }
       }
     }
+    if (host.status === 'node_unavailable')
+      return refuse(
+        'node_unavailable',
+        `host ${host.short_id} is on node ${host.node}, which has stopped answering; it is back when that node is (ask your administrator)`,
+        host,
+      );
     if (!sock || !gatewayKey) {
       const stop = ['stopped', 'stopping'].includes(host.status)
         ? await this.options.tasks.lastStop(host.id)

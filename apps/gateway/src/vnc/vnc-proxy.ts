@@ -272,14 +272,14 @@ export class VncProxy {
 
   /** 409 for a host that is not running, 503 for one with no path to its desktop (HostDialer.hasPath). */
   private async requirePath(host: HostWithOwner): Promise<void> {
-    if (host.status !== 'running') throw hostNotRunning();
+    if (host.status !== 'running') throw hostNotRunning(host);
     if (!(await this.options.dialer.hasPath(host)))
       throw errors.unavailable('vnc_unreachable', 'The host has no path to its desktop');
   }
 
   /** A connection to the desktop's websockify; fails with the reason the browser is told. */
   private async dialDesktop(host: HostWithOwner): Promise<Socket> {
-    if (host.status !== 'running') throw hostNotRunning();
+    if (host.status !== 'running') throw hostNotRunning(host);
     return this.options.dialer.open(host, 'desktop').catch((error: unknown) => {
       if (!(error instanceof HostUnreachable)) throw error;
       this.options.log.warn({ err: error, host_id: host.id }, 'desktop stream failed');
@@ -358,8 +358,14 @@ export class VncProxy {
   }
 }
 
-const hostNotRunning = () =>
-  errors.conflict('host_not_running', 'The host is not running; start it before its desktop');
+function hostNotRunning(host: HostWithOwner) {
+  if (host.status === 'node_unavailable')
+    return errors.conflict(
+      'node_unavailable',
+      `The host is on node ${host.node}, which has stopped answering; its desktop is back when that node is`,
+    );
+  return errors.conflict('host_not_running', 'The host is not running; start it before its desktop');
+}
 
 /** Forwards every message of `from` to `to`; `from` stops reading while `to` has too much queued. */
 function relay(from: WebSocket, to: WebSocket, count: (bytes: number) => void): void {

@@ -1,29 +1,12 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import type { EgressTestResult } from '@ccp/api';
 import { needs } from '../../../../test/support/needs.js';
-import type { EgressTester } from '../../src/domain/egress-ips-service.js';
 import { sweepExpiredUsers } from '../../src/domain/expiry-sweep.js';
 import { MemoryRuntime } from '../helpers/memory-runtime.js';
 import { until } from '../helpers/openssh.js';
+import { passingTester } from '../helpers/passing-tester.js';
 import { createPostgresDatabase, startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
-
-/** Every upstream passes: what is tested here is who applies an edit, not the tunnel (the lab tests that). */
-const passing: EgressTester = {
-  async test(_config, declaredIp): Promise<EgressTestResult> {
-    return {
-      ok: true,
-      tested_at: new Date().toISOString(),
-      duration_ms: 1,
-      checks: {
-        connectivity: { ok: true, latency_ms: 1, error: null },
-        exit_ip: { ok: true, expected: declaredIp, observed: declaredIp, error: null },
-        dns_leak: { ok: true, resolver_ip: declaredIp, error: null },
-      },
-    };
-  },
-};
 
 /**
  * Two gateways, nodes a and b, on one PostgreSQL database, each with its own engine (a runtime of its own): hosts
@@ -45,7 +28,7 @@ describe('two nodes on one PostgreSQL database: placement, the task queue, a los
   const startB = async (runtime: MemoryRuntime) => {
     const gateway = await startTestGateway('postgres', { ...shared, NODE_NAME: 'b' }, runtime, {
       secretsFrom: a.dataDir,
-      egressTester: passing,
+      egressTester: passingTester,
     });
     await gateway.listen();
     return gateway;
@@ -72,7 +55,9 @@ describe('two nodes on one PostgreSQL database: placement, the task queue, a los
       NODE_HEARTBEAT_SECONDS: '1',
       NODE_DEAD_SECONDS: '3',
     };
-    a = await startTestGateway('postgres', { ...shared, NODE_NAME: 'a' }, engineA, { egressTester: passing });
+    a = await startTestGateway('postgres', { ...shared, NODE_NAME: 'a' }, engineA, {
+      egressTester: passingTester,
+    });
     await a.listen();
     b = await startB(engineB);
     user = await a.createUser('spread');

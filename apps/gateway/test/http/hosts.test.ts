@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import type { EgressTester } from '../../src/domain/egress-ips-service.js';
 import { MemoryRuntime } from '../helpers/memory-runtime.js';
+import { passingTester } from '../helpers/passing-tester.js';
 import { SseClient } from '../helpers/sse-client.js';
 import { DATABASES, startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
 
@@ -11,20 +11,6 @@ const socks = (exit: string) => ({
   ip_address: exit,
   proxy_config: { type: 'socks', server: exit, server_port: 1080, version: '5' },
 });
-
-/** Every upstream passes: an edit of an egress IP that running hosts use is tested before it is applied. */
-const passing: EgressTester = {
-  test: async (_config, declaredIp) => ({
-    ok: true,
-    tested_at: new Date().toISOString(),
-    duration_ms: 1,
-    checks: {
-      connectivity: { ok: true, latency_ms: 1, error: null },
-      exit_ip: { ok: true, expected: declaredIp, observed: declaredIp, error: null },
-      dns_leak: { ok: true, resolver_ip: declaredIp, error: null },
-    },
-  }),
-};
 
 for (const kind of DATABASES) {
   describe(`hosts, bindings and tasks (${kind})`, () => {
@@ -41,7 +27,7 @@ for (const kind of DATABASES) {
         kind,
         { PUBLIC_HOST: 'gw.example.test', PUBLIC_ENTRY_URL: 'http://gw.example.test' },
         runtime,
-        { egressTester: passing },
+        { egressTester: passingTester },
       );
       await t.listen();
       alice = await t.createUser('alice');
