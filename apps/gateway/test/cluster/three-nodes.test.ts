@@ -264,10 +264,15 @@ describe('three gateway nodes on one database and one engine', {
     const relayed = sessions.get('n2 via n3')!;
     assert.equal(await relayed.exited, 255, relayed.stderr());
 
-    // n2's host is refused through a live replica, saying why.
+    // n2's host is refused through a live replica, saying why (and not offering a start that cannot help).
     const refused = await ssh('n1', on('n2'), 'true');
     assert.equal(refused.code, 255, refused.stderr);
-    assert.match(refused.stderr, /node_unavailable|unavailable/);
+    assert.match(
+      refused.stderr,
+      new RegExp(`host ${on('n2').shortId} is on node n2, which has stopped answering`),
+    );
+    assert.doesNotMatch(refused.stderr, /start it/i);
+    await assert.rejects(cluster.desktop('n3', on('n2')), /node n2, which has stopped answering/);
 
     // Both streams were told, whichever replica noticed.
     for (const client of [adminAtN1, userAtN3])
