@@ -343,9 +343,14 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
   const timers: NodeJS.Timeout[] = [];
   let unwatch = () => {};
   let dashboardListener: Server | null = null;
+  /** Background jobs under way: shutdown waits for them before it closes the database under them. */
+  const jobs = new Set<Promise<unknown>>();
   const every = (seconds: number, name: string, job: () => Promise<unknown>) => {
     const timer = setInterval(() => {
-      job().catch((error: unknown) => logger.error({ err: error, job: name }, 'background job failed'));
+      const run = job()
+        .catch((error: unknown) => logger.error({ err: error, job: name }, 'background job failed'))
+        .finally(() => jobs.delete(run));
+      jobs.add(run);
     }, seconds * 1000);
     timer.unref();
     timers.push(timer);
@@ -426,6 +431,8 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       dashboardListener?.close();
       await http.close();
       await taskRunner.idle();
+      // A slow round (an upstream timing out) is not waited out: 5 s at most.
+      await Promise.race([Promise.all(jobs), new Promise((resolve) => setTimeout(resolve, 5000).unref())]);
       await live?.close();
       await nodes
         .leave()

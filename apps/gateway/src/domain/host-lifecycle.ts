@@ -93,6 +93,7 @@ export class HostLifecycle {
    * call waits for it.
    */
   async remove(host: HostWithOwner, actor: Actor): Promise<void> {
+    if (host.status === 'node_unavailable') throw this.nodeUnavailable(host);
     await this.tasks.cancel(host.id, 'the host was deleted', actor);
     if (await this.tasks.isBusy(host.id))
       throw errors.conflict('host_busy', 'A task is running for this host; try again when it ends');
@@ -100,7 +101,6 @@ export class HostLifecycle {
       await this.runtime.remove(host.id);
       return;
     }
-    if (host.status === 'node_unavailable') throw this.nodeUnavailable(host);
     const { task_id } = await this.queue('remove', host, actor);
     const done = await this.tasks.finished(task_id, 60_000);
     if (done?.status !== 'succeeded')

@@ -74,7 +74,13 @@ export class UsersService {
     const existing = await this.users.findByUsername(username);
     if (existing) return 'exists';
     if (!password) throw new Error('ADMIN_PASSWORD is required to create the first admin account');
-    await this.create({ username, password, role: 'admin' }, { kind: 'system', id: null, username: null });
+    try {
+      await this.create({ username, password, role: 'admin' }, { kind: 'system', id: null, username: null });
+    } catch (error) {
+      // Gateways started together on an empty database: one of them made it.
+      if (error instanceof DomainError && error.code === 'username_taken') return 'exists';
+      throw error;
+    }
     return 'created';
   }
 

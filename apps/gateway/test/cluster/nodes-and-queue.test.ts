@@ -221,6 +221,9 @@ describe('two nodes on one PostgreSQL database: placement, the task queue, a los
     const refused = await a.request('POST', `/v1/admin/hosts/${host.id}/stop`);
     assert.equal(refused.status, 409);
     assert.equal(refused.body.code, 'node_unavailable');
+    const undeletable = await a.request('DELETE', `/v1/admin/hosts/${host.id}`);
+    assert.equal(undeletable.status, 409, 'its workspace and home are on the silent node');
+    assert.equal(undeletable.body.code, 'node_unavailable');
     const events = (await a.request('GET', '/v1/admin/events?type=node.unavailable')).body.events;
     assert.equal(events.length, 1, 'said once');
     assert.equal(events[0].data.node, 'b');

@@ -82,6 +82,20 @@ for (const kind of DATABASES) {
       assert.equal(none.body.expires_at, null);
     });
 
+    it('makes the first admin once when gateways start together on an empty database', async () => {
+      const made = await Promise.all([
+        t.gateway.users.ensureAdmin('together', 'together-password'),
+        t.gateway.users.ensureAdmin('together', 'together-password'),
+      ]);
+      assert.deepEqual(made.sort(), ['created', 'exists']);
+      const together = (await t.request('GET', '/v1/admin/users')).body.users.filter(
+        (user: { username: string }) => user.username === 'together',
+      );
+      assert.equal(together.length, 1);
+      // The other tests count on one admin.
+      assert.equal((await t.request('DELETE', `/v1/admin/users/${together[0].id}`)).status, 204);
+    });
+
     it('refuses a duplicate username, also in another case: 409 username_taken', async () => {
       const first = await create({ username: 'dupe', password: 'dupe-password' });
       assert.equal(first.status, 201);
