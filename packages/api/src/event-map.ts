@@ -70,7 +70,7 @@ export interface RecordedEvents {
   'host.node_unavailable': { data: { node: string }; host: Host };
   'host.node_returned': { data: { node: string }; host: Host };
   'node.joined': { data: { node: string; internal_address: string | null } };
-  'node.unavailable': { data: { node: string; last_heartbeat_at: string; hosts: number } };
+  'node.unavailable': { data: { node: string; last_heartbeat_at: string; stopped: boolean; hosts: number } };
   'node.returned': { data: { node: string; hosts: number } };
   'binding.created': { data: Binding; host: Host };
   'binding.deleted': { data: Binding; host: Host };

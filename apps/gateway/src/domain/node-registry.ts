@@ -58,6 +58,8 @@ export class NodeRegistry {
       images_ready: this.options.imagesReady() ? 1 : 0,
       started_at: this.startedAt,
       heartbeat_at: nowIso(),
+      left_at: null,
+      silence_reported: 0,
     };
     await this.claimName(row);
     const adopted = await this.hosts.adoptUnplaced(this.name);
@@ -106,11 +108,15 @@ export class NodeRegistry {
       nowIso(),
       this.options.imagesReady(),
     );
-    if (!held)
+    if (held) {
+      // A pause longer than NODE_DEAD_SECONDS (a stalled database) got this node's hosts marked: they are back.
+      await this.returnHosts();
+    } else {
       this.log.error(
         { node: this.name },
         'another gateway took this NODE_NAME after this one was silent too long; give each gateway its own name',
       );
+    }
     await this.markSilentNodes();
   }
 
@@ -119,20 +125,33 @@ export class NodeRegistry {
     await this.nodes.leave(this.name, this.options.instanceId);
   }
 
-  /** Hosts of nodes silent longer than NODE_DEAD_SECONDS become `node_unavailable` (each reported once). */
+  /**
+   * Hosts of nodes silent longer than NODE_DEAD_SECONDS, or stopped, become `node_unavailable` (each host marked
+   * once, by whichever gateway gets there first); the silence itself is logged once in all.
+   */
   async markSilentNodes(): Promise<void> {
     const since = this.aliveSince();
     for (const node of await this.nodes.list()) {
-      if (node.heartbeat_at >= since || node.name === this.name) continue;
+      if (node.name === this.name || (node.heartbeat_at >= since && node.left_at === null)) continue;
       const marked = await this.hosts.markNodeUnavailable(node.name, nowIso());
-      if (marked.length === 0) continue;
-      await this.bus.emit({
-        type: 'node.unavailable',
-        level: 'error',
-        message: `node ${node.name} has not been heard from since ${isoOut(node.heartbeat_at)}; its ${marked.length} host(s) are unavailable until it returns`,
-        actor: systemActor,
-        data: { node: node.name, last_heartbeat_at: isoOut(node.heartbeat_at), hosts: marked.length },
-      });
+      if (await this.nodes.claimSilence(node.name, since)) {
+        const why = node.left_at
+          ? `stopped at ${isoOut(node.left_at)}`
+          : `has not been heard from since ${isoOut(node.heartbeat_at)}`;
+        await this.bus.emit({
+          type: 'node.unavailable',
+          level: node.left_at ? 'warn' : 'error',
+          message: `node ${node.name} ${why}; its hosts are unavailable until it returns`,
+          actor: systemActor,
+          data: {
+            node: node.name,
+            last_heartbeat_at: isoOut(node.heartbeat_at),
+            stopped: node.left_at !== null,
+            // All of its hosts, whichever gateway marked them.
+            hosts: node.hosts,
+          },
+        });
+      }
       for (const hostId of marked) await this.hostEvent(hostId, 'host.node_unavailable', node.name);
     }
   }
@@ -223,7 +242,7 @@ export class NodeRegistry {
 function nodeView(node: NodeWithLoad, aliveSince: string): Node {
   return {
     name: node.name,
-    state: node.heartbeat_at >= aliveSince ? 'up' : 'unavailable',
+    state: node.heartbeat_at >= aliveSince && node.left_at === null ? 'up' : 'unavailable',
     internal_address: node.internal_address,
     memory_mb: node.memory_mb,
     cpus: node.cpus,

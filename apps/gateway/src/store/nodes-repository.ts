@@ -23,7 +23,11 @@ export class NodesRepository {
           .column('name')
           .doUpdateSet(update)
           .where((eb) =>
-            eb.or([eb('nodes.instance_id', '=', row.instance_id), eb('nodes.heartbeat_at', '<', aliveSince)]),
+            eb.or([
+              eb('nodes.instance_id', '=', row.instance_id),
+              eb('nodes.heartbeat_at', '<', aliveSince),
+              eb('nodes.left_at', 'is not', null),
+            ]),
           ),
       )
       .returning('name')
@@ -35,7 +39,7 @@ export class NodesRepository {
   async heartbeat(name: string, instanceId: string, at: string, imagesReady: boolean): Promise<boolean> {
     const result = await this.db
       .updateTable('nodes')
-      .set({ heartbeat_at: at, images_ready: imagesReady ? 1 : 0 })
+      .set({ heartbeat_at: at, images_ready: imagesReady ? 1 : 0, left_at: null, silence_reported: 0 })
       .where('name', '=', name)
       .where('instance_id', '=', instanceId)
       .executeTakeFirst();
@@ -46,10 +50,22 @@ export class NodesRepository {
   async leave(name: string, instanceId: string): Promise<void> {
     await this.db
       .updateTable('nodes')
-      .set({ heartbeat_at: new Date(0).toISOString() })
+      .set({ left_at: new Date().toISOString() })
       .where('name', '=', name)
       .where('instance_id', '=', instanceId)
       .execute();
+  }
+
+  /** Takes the telling of a node's silence; true for the one gateway that should log it. */
+  async claimSilence(name: string, aliveSince: string): Promise<boolean> {
+    const result = await this.db
+      .updateTable('nodes')
+      .set({ silence_reported: 1 })
+      .where('name', '=', name)
+      .where('silence_reported', '=', 0)
+      .where((eb) => eb.or([eb('heartbeat_at', '<', aliveSince), eb('left_at', 'is not', null)]))
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) > 0;
   }
 
   findByName(name: string): Promise<NodeRow | undefined> {

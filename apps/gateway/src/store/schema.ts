@@ -138,6 +138,10 @@ export interface NodesTable {
   images_ready: number;
   started_at: IsoTime;
   heartbeat_at: IsoTime;
+  /** Set by a gateway that stopped on purpose: silent from then on, without waiting NODE_DEAD_SECONDS. */
+  left_at: IsoTime | null;
+  /** 1 once one gateway logged this node's silence (each silence is logged once); a heartbeat clears it. */
+  silence_reported: number;
 }
 
 /** A live (SSE) message, numbered by the database so every gateway gives it the same id. */

@@ -206,6 +206,31 @@ describe('two nodes on one PostgreSQL database: placement, the task queue, a los
     assert.equal(events.events.length, 1);
   });
 
+  it('gives a node that was only slow its hosts back at its next heartbeat, and logs a silent node once', async () => {
+    const host = await createHost('b');
+    // What another gateway does when b's heartbeats stall longer than NODE_DEAD_SECONDS (a stalled database).
+    const marked = await a.gateway.repositories.hosts.markNodeUnavailable('b', new Date().toISOString());
+    assert.ok(marked.includes(host.id));
+    assert.equal((await hostOf(host.id)).status, 'node_unavailable');
+    await until('b to take its hosts back', async () => (await hostOf(host.id)).status === 'created');
+
+    // A node with no hosts that goes silent is logged too, once, whichever gateways notice.
+    const empty = await startTestGateway('postgres', { ...shared, NODE_NAME: 'empty' }, new MemoryRuntime(), {
+      secretsFrom: a.dataDir,
+    });
+    await empty.listen();
+    await empty.close();
+    const silent = async () =>
+      (await a.request('GET', '/v1/admin/events?type=node.unavailable')).body.events.filter(
+        (event: { data: { node: string } }) => event.data.node === 'empty',
+      );
+    await until('the empty node to be logged silent', async () => (await silent()).length > 0);
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    const [logged, ...again] = await silent();
+    assert.deepEqual(again, [], 'once, though a and b both look every second');
+    assert.deepEqual([logged.data.stopped, logged.data.hosts], [true, 0]);
+  });
+
   it('marks the hosts of a silent node node_unavailable, refuses work on them, and gives them back when it returns', async () => {
     const host = await createHost('b');
     await ended((await a.request('POST', `/v1/admin/hosts/${host.id}/start`)).body.task_id);
@@ -224,9 +249,12 @@ describe('two nodes on one PostgreSQL database: placement, the task queue, a los
     const undeletable = await a.request('DELETE', `/v1/admin/hosts/${host.id}`);
     assert.equal(undeletable.status, 409, 'its workspace and home are on the silent node');
     assert.equal(undeletable.body.code, 'node_unavailable');
-    const events = (await a.request('GET', '/v1/admin/events?type=node.unavailable')).body.events;
+    const events = (await a.request('GET', '/v1/admin/events?type=node.unavailable')).body.events.filter(
+      (event: { data: { node: string } }) => event.data.node === 'b',
+    );
     assert.equal(events.length, 1, 'said once');
-    assert.equal(events[0].data.node, 'b');
+    assert.deepEqual([events[0].data.node, events[0].data.stopped], ['b', true]);
+    assert.match(events[0].message, /^node b stopped at /);
     assert.equal((await hostOf(onA.id)).status, 'created', "node a's hosts are not touched");
     const started = await a.request('POST', `/v1/admin/hosts/${onA.id}/start`);
     assert.equal((await ended(started.body.task_id)).status, 'succeeded');

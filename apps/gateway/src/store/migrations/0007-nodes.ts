@@ -20,6 +20,8 @@ export function nodes(dialect: MigrationDialect) {
         .addColumn('images_ready', 'integer', (c) => c.notNull().defaultTo(0))
         .addColumn('started_at', 'text', (c) => c.notNull())
         .addColumn('heartbeat_at', 'text', (c) => c.notNull())
+        .addColumn('left_at', 'text')
+        .addColumn('silence_reported', 'integer', (c) => c.notNull().defaultTo(0))
         .execute();
       // SQLite adds one column per statement.
       await db.schema.alterTable('hosts').addColumn('node', 'text').execute();
