@@ -181,7 +181,7 @@ export class NodeRegistry {
   async list(): Promise<Node[]> {
     const since = this.aliveSince();
     return (await this.nodes.list()).map((node) =>
-      nodeView(node.name === this.name ? { ...node, heartbeat_at: nowIso() } : node, since),
+      nodeView(node.name === this.name ? { ...node, heartbeat_at: nowIso(), left_at: null } : node, since),
     );
   }
 
