@@ -11,6 +11,7 @@ import { HOST_LABEL } from '../../apps/gateway/dist/runtime/container-specs.js';
 import { labEgressEnv } from '../../apps/gateway/test/helpers/lab-egress.js';
 import { ensureLab } from '../../test/lab/lab.js';
 import type { LoadResult, LoadSpec } from '../api/load.js';
+import { adminApi } from '../lib/bench-gateway.js';
 import { type Child, onCleanup, runBench, startNode, TS_NODE_FLAGS } from '../lib/children.js';
 import { builtImages } from '../lib/images.js';
 import { freePort, login, waitForHttp, waitForPort } from '../lib/net.js';
@@ -132,20 +133,12 @@ await runBench('cluster bench', 20 * 60_000, async () => {
   nodes.sort((a, b) => a.name.localeCompare(b.name));
   const [n1, n2] = nodes as [Node, Node, Node];
   const token = await login(n1.baseUrl, 'admin', ADMIN_PASSWORD);
-  const api = async (node: Node, method: string, route: string, body?: unknown) => {
-    const response = await fetch(`${node.baseUrl}${route}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${token}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(30_000),
-    });
-    const text = await response.text();
-    const parsed = text ? JSON.parse(text) : {};
-    if (!response.ok) throw new Error(`${method} ${route} at ${node.name}: ${response.status} ${text}`);
-    return parsed;
+  /** A request that must succeed: the bench's set-up, not what it measures. */
+  const api = async (node: Node, method: string, route: string, body?: unknown): Promise<any> => {
+    const answer = await adminApi(node.baseUrl, token)(method, route, body);
+    if (answer.status >= 300)
+      throw new Error(`${method} ${route} at ${node.name}: ${answer.status} ${JSON.stringify(answer.body)}`);
+    return answer.body;
   };
 
   // ------------------------------------------------------------------ data: users, one running host on n1

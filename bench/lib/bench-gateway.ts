@@ -47,6 +47,23 @@ export type Api = (
   body?: unknown,
 ) => Promise<{ status: number; body: Record<string, unknown> }>;
 
+/** JSON requests to one gateway's API with a token; never throws on a status. */
+export function adminApi(baseUrl: string, token: string): Api {
+  return async (method, route, body) => {
+    const response = await fetch(`${baseUrl}${route}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(30_000),
+    });
+    const text = await response.text();
+    return { status: response.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
+  };
+}
+
 /** Starts `node apps/gateway/dist/main.js` with a clean environment and waits until both ports answer. */
 export async function startGateway(options: GatewayOptions): Promise<RunningGateway> {
   const [httpPort, sshPort] = [await freePort(), await freePort()];
@@ -83,20 +100,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   ]);
   await waitForPort('127.0.0.1', sshPort, 10_000);
   const token = await login(baseUrl, 'admin', adminPassword);
-  const api: Api = async (method, route, body) => {
-    const response = await fetch(`${baseUrl}${route}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${token}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(30_000),
-    });
-    const text = await response.text();
-    return { status: response.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
-  };
-  return { child, baseUrl, sshPort, api };
+  return { child, baseUrl, sshPort, api: adminApi(baseUrl, token) };
 }
 
 async function expect(
