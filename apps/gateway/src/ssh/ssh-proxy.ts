@@ -428,6 +428,9 @@ export class SshProxy {
       if (!match(session)) continue;
       session.closeReason = reason;
       session.connection.end();
+      // The workspace's side too: nothing is relayed meanwhile, even to a client slow to take the disconnect
+      // (or one that ignores it).
+      session.upstream.end();
     }
   }
 
