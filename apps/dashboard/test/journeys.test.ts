@@ -241,6 +241,9 @@ describe('dashboard journeys in Chromium', { skip, timeout: 900_000 }, () => {
     await desktopPanel.getByRole('button', { name: 'Restarting desktop…' }).waitFor();
     await desktopPanel.getByText(/^Desktop restarted in \d+\.\d s\.$/).waitFor({ timeout: 60_000 });
     await shot(page, '07a-host-desktop-restarted');
+    // What the viewer logged (noVNC says why a connection failed there), told if the desktop does not come up.
+    const viewerLog: string[] = [];
+    admin.on('console', (message) => viewerLog.push(`${message.type()}: ${message.text()}`));
     const [tab] = await Promise.all([
       admin.waitForEvent('page'),
       desktopPanel.getByRole('button', { name: 'Open desktop' }).click(),
@@ -254,10 +257,19 @@ describe('dashboard journeys in Chromium', { skip, timeout: 900_000 }, () => {
     const signedIn = await page.evaluate(() => JSON.parse(sessionStorage.getItem('ccp.session') ?? '{}'));
     const signature = String(signedIn.token).split('.')[2]!;
     assert.ok(signature && !cookie!.value.includes(signature), 'the cookie holds no API token');
+    await tab
+      .waitForFunction(() => document.getElementById('status')?.textContent === 'Connected', null, {
+        timeout: 20_000,
+      })
+      .catch(async (error: Error) => {
+        const shown = await tab.locator('#status').textContent();
+        const { body } = await t.request('GET', `/v1/admin/events?host_id=${hostId}&limit=20`);
+        const { events } = body as { events: { type: string; message: string }[] };
+        throw new Error(
+          `${error.message}\nthe viewer said: ${shown}\nits log:\n${viewerLog.join('\n')}\nthe host's events:\n${events.map((e) => `${e.type}: ${e.message}`).join('\n')}`,
+        );
+      });
     await tab.waitForSelector('#screen canvas', { timeout: 20_000 });
-    await tab.waitForFunction(() => document.getElementById('status')?.textContent === 'Connected', null, {
-      timeout: 20_000,
-    });
     let share = 0;
     for (const deadline = Date.now() + 20_000; share < 0.25 && Date.now() < deadline; ) {
       const png = await tab.screenshot({ path: `${SHOTS}07b-desktop-novnc.png` });

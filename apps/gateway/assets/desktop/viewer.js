@@ -9,18 +9,28 @@ const screen = document.getElementById('screen');
 const stream = new URL('websockify', window.location.href);
 stream.protocol = window.location.protocol === 'https:' ? 'wss:' : 'ws:';
 stream.search = '';
+// A connection that fails before the desktop answers (a desktop still coming up after a restart, a blip on the
+// way) is tried again by itself a few times; one that was up and ended is left to the Reconnect button.
+const RETRIES = 3;
 
-function connect() {
+function connect(retry = 0) {
   again.hidden = true;
-  status.textContent = 'Connecting…';
+  status.textContent = retry === 0 ? 'Connecting…' : `Connecting again (${retry} of ${RETRIES})…`;
+  let connected = false;
   const rfb = new RFB(screen, stream.href);
   rfb.scaleViewport = true;
   rfb.resizeSession = false;
   rfb.addEventListener('connect', () => {
+    connected = true;
     status.textContent = 'Connected';
     rfb.focus();
   });
   rfb.addEventListener('disconnect', (event) => {
+    if (!connected && !event.detail.clean && retry < RETRIES) {
+      status.textContent = 'Could not reach the desktop; trying again…';
+      setTimeout(() => connect(retry + 1), 1000 * (retry + 1));
+      return;
+    }
     status.textContent = event.detail.clean ? 'Disconnected' : 'The connection was lost';
     again.hidden = false;
   });
@@ -32,5 +42,5 @@ function connect() {
   });
 }
 
-again.addEventListener('click', connect);
+again.addEventListener('click', () => connect());
 connect();

@@ -223,6 +223,79 @@ describe('the browser desktop of a real workspace', { skip, timeout: 900_000 }, 
     assert.equal(closed!.data.reason, 'client_closed');
   });
 
+  it('the viewer tries a failed first connection again by itself, three times, then offers Reconnect', async () => {
+    // The desktop's web side gone and its supervisor frozen, so nothing brings it back until the test says (the
+    // bracket keeps pkill from matching the shell that runs it).
+    const supervisor = await inWorkspace('cat /run/ccp-desktop/supervisor.pid');
+    const takeDown = () => inWorkspace(`kill -STOP ${supervisor} && pkill -KILL -f 'websockif[y] --web'`);
+    const bringBack = async () => {
+      await inWorkspace(`kill -CONT ${supervisor}`);
+      const restarted = await t.request('POST', `/v1/admin/hosts/${host.id}/vnc/restart`);
+      assert.equal(restarted.status, 200, `${JSON.stringify(restarted.body)}\n${await desktopLogs()}`);
+    };
+    const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true });
+    try {
+      const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+      // Every text the status line shows, in order, however briefly.
+      // A script's text: these tests compile without the browser's types.
+      await page.addInitScript(`
+        const seen = (window.statusSeen = []);
+        new MutationObserver(() => {
+          const text = document.getElementById('status')?.textContent;
+          if (text && seen.at(-1) !== text) seen.push(text);
+        }).observe(document, { subtree: true, childList: true, characterData: true });
+      `);
+      const seen = async () => (await page.evaluate('window.statusSeen')) as string[];
+      const open = async () => {
+        const ticket = await t.request('POST', `/v1/user/hosts/${host.id}/vnc/ticket`, { token: user.token });
+        const url = new URL(ticket.body.url);
+        await page.goto(`${t.url}${url.pathname}${url.search}`);
+      };
+
+      // The desktop comes back while the viewer is trying again: it connects without a click.
+      await takeDown();
+      await open();
+      await until('a second try', async () => (await seen()).includes('Connecting again (1 of 3)…'), 20_000);
+      await bringBack();
+      await until('the connected state', async () => (await seen()).at(-1) === 'Connected', 20_000);
+      assert.deepEqual((await seen()).slice(0, 3), [
+        'Connecting…',
+        'Could not reach the desktop; trying again…',
+        'Connecting again (1 of 3)…',
+      ]);
+      await page.waitForSelector('#screen canvas', { timeout: 20_000 });
+
+      // It stays gone: the first try and three more, then the viewer says so and waits for a click.
+      await takeDown();
+      await open();
+      await until(
+        'the viewer to give up',
+        async () => (await seen()).at(-1) === 'The connection was lost',
+        20_000,
+      );
+      const tries = (await seen()).filter((text) => /^Connecting/.test(text));
+      assert.deepEqual(tries, [
+        'Connecting…',
+        'Connecting again (1 of 3)…',
+        'Connecting again (2 of 3)…',
+        'Connecting again (3 of 3)…',
+      ]);
+      assert.equal(await page.locator('#reconnect').isVisible(), true);
+      assert.equal(await page.locator('#screen canvas').count(), 0);
+      await bringBack();
+      await page.locator('#reconnect').click();
+      await until(
+        'the connected state after Reconnect',
+        async () => (await seen()).at(-1) === 'Connected',
+        20_000,
+      );
+      await page.waitForSelector('#screen canvas', { timeout: 20_000 });
+    } finally {
+      await browser.close();
+      await inWorkspace(`kill -CONT ${supervisor}`);
+    }
+  });
+
   it('stopping the host closes a live stream cleanly, and then start answers 409 host_not_running', async () => {
     // Past the RFB handshake, which the gateway holds with the desktop (its password) and with us (no security).
     const opened = await openStream(
