@@ -1,19 +1,6 @@
-import { connect, createServer } from 'node:net';
+import { waitUntilListening } from '../../apps/gateway/src/egress/loopback-ports.js';
 
-/** A loopback port that was free a moment ago (the child binds it right after). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => {
-        if (address && typeof address !== 'string') resolve(address.port);
-        else reject(new Error('no port'));
-      });
-    });
-  });
-}
+export { freeLoopbackPort as freePort } from '../../apps/gateway/src/egress/loopback-ports.js';
 
 /** Waits until `url` answers at all (any status), polling every 100 ms for at most `timeoutMs`. */
 export async function waitForHttp(url: string, timeoutMs: number): Promise<void> {
@@ -53,20 +40,8 @@ export async function login(baseUrl: string, username: string, password: string)
   return response.body.token;
 }
 
-/** Waits until something accepts TCP connections on `host:port`, polling every 10 ms for at most `timeoutMs`. */
+/** Waits until something accepts TCP connections on `host:port`, for at most `timeoutMs`. */
 export async function waitForPort(host: string, port: number, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const open = await new Promise<boolean>((resolve) => {
-      const socket = connect(port, host);
-      socket.once('connect', () => {
-        socket.destroy();
-        resolve(true);
-      });
-      socket.once('error', () => resolve(false));
-    });
-    if (open) return;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error(`nothing listens on ${host}:${port} after ${timeoutMs} ms`);
+  if (!(await waitUntilListening(port, Date.now() + timeoutMs, { host })))
+    throw new Error(`nothing listens on ${host}:${port} after ${timeoutMs} ms`);
 }

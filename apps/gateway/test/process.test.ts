@@ -5,17 +5,10 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
+import { freeLoopbackPort } from '../src/egress/loopback-ports.js';
 
 const root = path.resolve(import.meta.dirname, '../../..');
 const main = path.join(root, 'apps/gateway/dist/main.js');
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 function run(
   cwd: string,
@@ -75,9 +68,9 @@ describe('the gateway process (npm start)', {
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     it(`reads .env (the environment wins), serves, and stops cleanly on ${signal}`, async () => {
       const dir = workdir();
-      const filePort = await freePort();
-      const envPort = await freePort();
-      const sshPort = await freePort();
+      const filePort = await freeLoopbackPort();
+      const envPort = await freeLoopbackPort();
+      const sshPort = await freeLoopbackPort();
       writeFileSync(
         path.join(dir, '.env'),
         `ADMIN_JWT_SECRET=${'k'.repeat(48)}\nADMIN_PASSWORD=first-admin-pass\nHTTP_PORT=${filePort}\n` +

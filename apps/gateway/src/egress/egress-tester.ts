@@ -16,6 +16,7 @@ import {
   verificationPlan,
   whoamiVerdict,
 } from './egress-verification.js';
+import { freeLoopbackPort, waitUntilListening } from './loopback-ports.js';
 import {
   askResolver,
   CheckError,
@@ -44,14 +45,6 @@ export interface EgressTesterOptions {
 type Checks = EgressTestResult['checks'];
 
 class CheckFailure extends Error {}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /**
  * Dials the upstream from this machine, as the engine does, to tell a refusal or silence at the upstream itself
@@ -124,7 +117,7 @@ export class TunnelEgressTester implements EgressTester {
     const log = new EngineLog();
     try {
       const serverIp = await this.resolveUpstream(proxyConfig.server);
-      const [proxyPort, dnsPort] = [await freePort(), await freePort()];
+      const [proxyPort, dnsPort] = [await freeLoopbackPort(), await freeLoopbackPort()];
       const { settings } = this.options;
       const params: TestConfigParams = {
         upstream: { config: proxyConfig, serverIp },
@@ -209,23 +202,15 @@ export class TunnelEgressTester implements EgressTester {
   }
 
   private async waitForPort(child: ChildProcess, port: number, until: number): Promise<void> {
-    while (Date.now() < until) {
-      if (child.exitCode !== null || child.signalCode !== null)
-        throw new CheckFailure(
-          `the tunnel engine exited at start (status ${child.exitCode ?? child.signalCode})`,
-        );
-      const open = await new Promise<boolean>((resolve) => {
-        const socket = net.connect(port, '127.0.0.1');
-        socket.once('connect', () => {
-          socket.destroy();
-          resolve(true);
-        });
-        socket.once('error', () => resolve(false));
-      });
-      if (open) return;
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-    throw new CheckFailure('the tunnel engine did not open its port within 5 seconds');
+    const listening = await waitUntilListening(port, until, {
+      check: () => {
+        if (child.exitCode !== null || child.signalCode !== null)
+          throw new CheckFailure(
+            `the tunnel engine exited at start (status ${child.exitCode ?? child.signalCode})`,
+          );
+      },
+    });
+    if (!listening) throw new CheckFailure('the tunnel engine did not open its port within 5 seconds');
   }
 
   /**

@@ -2,9 +2,10 @@ import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import http from 'node:http';
-import net, { type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { ProxyConfig } from '@ccp/api';
+import { freeLoopbackPort, waitUntilListening } from '../../src/egress/loopback-ports.js';
 import { v2rayEngine } from '../../src/egress/v2ray-engine.js';
 import { locateV2ray, type V2rayBinary } from './v2ray-binary.js';
 import { DNS, VARIANTS } from './variants.js';
@@ -51,15 +52,6 @@ function credentials(config: { username?: string; password?: string }) {
   return { user: config.username, pass: config.password };
 }
 
-async function freePort(): Promise<number> {
-  const server = net.createServer().listen(0, LOOPBACK);
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
-  server.close();
-  await once(server, 'close');
-  return port;
-}
-
 function startV2ray(binary: string, config: string): ChildProcess {
   const child = spawn(binary, v2rayEngine.runArgs, { stdio: ['pipe', 'ignore', 'ignore'] });
   child.stdin?.end(config);
@@ -68,16 +60,10 @@ function startV2ray(binary: string, config: string): ChildProcess {
 
 /** v2ray takes a few milliseconds to listen; poll instead of sleeping. */
 async function waitForPort(port: number): Promise<void> {
-  const deadline = Date.now() + 5000;
-  for (;;) {
-    const connected = await new Promise<boolean>((resolve) => {
-      const socket = net.connect(port, LOOPBACK, () => resolve(true)).on('error', () => resolve(false));
-      socket.on('connect', () => socket.destroy());
-    });
-    if (connected) return;
-    assert.ok(Date.now() < deadline, `nothing listens on ${port}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
+  assert.ok(
+    await waitUntilListening(port, Date.now() + 5000, { host: LOOPBACK }),
+    `nothing listens on ${port}`,
+  );
 }
 
 /** A plain HTTP proxy request to the probe inbound. */
@@ -124,7 +110,11 @@ describe('traffic crosses a real v2ray client and server on loopback', () => {
   const plain = VARIANTS.filter(({ upstream: { config } }) => !('tls' in config && config.tls?.enabled));
   for (const { name, upstream } of plain) {
     it(name, async () => {
-      const [serverPort, probePort, dnsPort] = [await freePort(), await freePort(), await freePort()];
+      const [serverPort, probePort, dnsPort] = [
+        await freeLoopbackPort(),
+        await freeLoopbackPort(),
+        await freeLoopbackPort(),
+      ];
       const config = { ...upstream.config, server_port: serverPort };
       const server = startV2ray(
         binary.path,

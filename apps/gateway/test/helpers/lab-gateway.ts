@@ -1,4 +1,3 @@
-import { createServer } from 'node:net';
 import Docker from 'dockerode';
 import { ensureLab, type LabDescription } from '../../../../test/lab/lab.js';
 import type { GatewayOptions } from '../../src/gateway.js';
@@ -8,17 +7,7 @@ import { type DatabaseKind, startTestGateway, type TestGateway } from './test-ga
 
 const docker = new Docker({ socketPath: '/var/run/docker.sock' });
 
-/** A TCP port free on 127.0.0.1 right now (for settings that must name their port before listening). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
+export { freeLoopbackPort as freePort } from '../../src/egress/loopback-ports.js';
 
 /** Removes every container and volume of these hosts (what a test made, whatever state it left). */
 export async function removeHostResources(hostIds: Iterable<string>): Promise<void> {

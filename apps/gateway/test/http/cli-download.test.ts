@@ -6,20 +6,12 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config.js';
+import { freeLoopbackPort } from '../../src/egress/loopback-ports.js';
 import { DATABASES, startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 const sha256 = (data: Buffer | string) => createHash('sha256').update(data).digest('hex');
 const shells = ['dash', 'bash'].filter((shell) => spawnSync(shell, ['-c', 'true']).status === 0);
@@ -62,7 +54,7 @@ describe('ccp served by the gateway', () => {
     dir = mkdtempSync(path.join(tmpdir(), 'ccp-cli-download-'));
     bundle = path.join(dir, 'ccp.mjs');
     writeFileSync(bundle, "#!/usr/bin/env node\nconsole.log('9.9.9-test');\n");
-    const port = await freePort();
+    const port = await freeLoopbackPort();
     t = await startTestGateway(kind, {
       CLI_BUNDLE: bundle,
       HTTP_PORT: String(port),
