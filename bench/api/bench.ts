@@ -1,11 +1,11 @@
 // API throughput and latency of the built gateway (SQLite and PostgreSQL) beside a bare Fastify app.
 // Every server and every load generator is its own process; see bench/README.md.
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import path from 'node:path';
 import { onCleanup, rssMiB, runBench, sampleRss, startNode, TS_NODE_FLAGS } from '../lib/children.js';
+import { dockerFreeGatewayEnv } from '../lib/gateway-env.js';
 import { freePort, login, postJson, waitForHttp } from '../lib/net.js';
 import { createBenchDatabase } from '../lib/postgres.js';
 import { fixed, printTable } from '../lib/report.js';
@@ -152,19 +152,7 @@ async function benchGateway(kind: 'sqlite' | 'postgres'): Promise<{ token: strin
   // A clean environment and a cwd without .env, so nothing from the caller's shell changes the setup.
   const gateway = startNode(`gateway (${kind})`, ['--enable-source-maps', GATEWAY_MAIN], {
     cwd: dataDir,
-    env: {
-      PATH: process.env.PATH,
-      ADMIN_JWT_SECRET: randomBytes(36).toString('base64'),
-      ADMIN_PASSWORD,
-      DATA_DIR: dataDir,
-      DATABASE_URL: databaseUrl,
-      HTTP_HOST: '127.0.0.1',
-      HTTP_PORT: String(port),
-      ENTRY_PORT: '0',
-      SSH_PROXY_PORT: '0',
-      LOG_LEVEL: 'warn',
-      DOCKER_SOCKET: path.join(dataDir, 'no-docker.sock'),
-    },
+    env: dockerFreeGatewayEnv({ dataDir, databaseUrl, port, adminPassword: ADMIN_PASSWORD }),
   });
   const baseUrl = `http://127.0.0.1:${port}`;
   await Promise.race([

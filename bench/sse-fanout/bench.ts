@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import { type Child, onCleanup, runBench, startNode, TS_NODE_FLAGS } from '../lib/children.js';
+import { dockerFreeGatewayEnv } from '../lib/gateway-env.js';
 import { freePort, login } from '../lib/net.js';
 import { createBenchDatabase } from '../lib/postgres.js';
 import { fixed, printTable } from '../lib/report.js';
@@ -38,20 +39,14 @@ await runBench('sse-fanout bench', 5 * 60_000, async () => {
       [...TS_NODE_FLAGS, path.join(import.meta.dirname, 'replica.ts')],
       {
         cwd: dataDir,
-        env: {
-          PATH: process.env.PATH,
-          ADMIN_JWT_SECRET: secret,
-          ADMIN_PASSWORD,
-          DATA_DIR: dataDir,
-          DATABASE_URL: databaseUrl,
-          NODE_NAME: `replica-${i}`,
-          HTTP_HOST: '127.0.0.1',
-          HTTP_PORT: String(port),
-          ENTRY_PORT: '0',
-          SSH_PROXY_PORT: '0',
-          LOG_LEVEL: 'warn',
-          DOCKER_SOCKET: path.join(dataDir, 'no-docker.sock'),
-        },
+        env: dockerFreeGatewayEnv({
+          dataDir,
+          databaseUrl,
+          port,
+          adminPassword: ADMIN_PASSWORD,
+          jwtSecret: secret,
+          extra: { NODE_NAME: `replica-${i}` },
+        }),
       },
     );
     await child.waitForLine((l) => l === 'ready', 60_000);

@@ -1,9 +1,9 @@
 // SSE fan-out: how late one event reaches each of 2,000 admin streams, and what the streams cost in memory.
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import { onCleanup, rssMiB, runBench, startNode, TS_NODE_FLAGS } from '../lib/children.js';
+import { dockerFreeGatewayEnv } from '../lib/gateway-env.js';
 import { freePort, login } from '../lib/net.js';
 import { fixed, printTable } from '../lib/report.js';
 import type { Connected, Delivered, SubscribersSpec } from './subscribers.js';
@@ -25,19 +25,12 @@ await runBench('sse bench', 5 * 60_000, async () => {
     [...TS_NODE_FLAGS, path.join(import.meta.dirname, 'bench-server.ts')],
     {
       cwd: dataDir,
-      env: {
-        PATH: process.env.PATH,
-        ADMIN_JWT_SECRET: randomBytes(36).toString('base64'),
-        ADMIN_PASSWORD,
-        DATA_DIR: dataDir,
-        DATABASE_URL: `sqlite:${path.join(dataDir, 'gateway.db')}`,
-        HTTP_HOST: '127.0.0.1',
-        HTTP_PORT: String(port),
-        ENTRY_PORT: '0',
-        SSH_PROXY_PORT: '0',
-        LOG_LEVEL: 'warn',
-        DOCKER_SOCKET: path.join(dataDir, 'no-docker.sock'),
-      },
+      env: dockerFreeGatewayEnv({
+        dataDir,
+        databaseUrl: `sqlite:${path.join(dataDir, 'gateway.db')}`,
+        port,
+        adminPassword: ADMIN_PASSWORD,
+      }),
     },
   );
   await server.waitForLine((l) => l === 'ready', 30_000);
