@@ -18,6 +18,7 @@ import type { Api } from '../api.js';
 import { principalOf } from '../plugins/authentication.js';
 import { bodyOptional, errorResponses, NoContent } from '../schemas.js';
 import type { HttpServices } from '../services.js';
+import { registerHostActions } from './host-actions.js';
 
 const HostParams = Type.Object({ hostID: Type.String({ format: 'uuid' }) });
 const BindingParams = Type.Object({ bindingID: Type.String({ format: 'uuid' }) });
@@ -58,25 +59,15 @@ export function registerAdminHostRoutes(app: Api, { hosts, lifecycle, tasks, ima
     (request) => hosts.get(request.params.hostID, 'admin'),
   );
 
-  const action = (name: 'start' | 'stop' | 'rebuild', summary: string) =>
-    app.post(
-      `/hosts/:hostID/${name}`,
-      {
-        schema: {
-          tags,
-          summary,
-          params: HostParams,
-          response: { 202: TaskAccepted, ...errorResponses(404, 409) },
-        },
-      },
-      async (request, reply) =>
-        reply.status(202).send(await lifecycle[name](request.params.hostID, actorOf(principalOf(request)))),
-    );
-  action('start', 'Start the host (409 no_egress_bound without a binding, 409 host_busy while a task runs)');
-  action('stop', 'Stop the host; a start still running is cancelled first (that task fails with cancelled)');
-  action(
-    'rebuild',
-    'Recreate the workspace from the current image; the home volume and SSH host keys are kept',
+  registerHostActions(
+    app,
+    tags,
+    {
+      start: 'Start the host (409 no_egress_bound without a binding, 409 host_busy while a task runs)',
+      stop: 'Stop the host; a start still running is cancelled first (that task fails with cancelled)',
+      rebuild: 'Recreate the workspace from the current image; the home volume and SSH host keys are kept',
+    },
+    (action, hostId, request) => lifecycle[action](hostId, actorOf(principalOf(request))),
   );
 
   app.delete(

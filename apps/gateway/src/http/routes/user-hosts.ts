@@ -1,4 +1,4 @@
-import { Host, HostList, Task, TaskAccepted } from '@ccp/api';
+import { Host, HostList, Task } from '@ccp/api';
 import Type from 'typebox';
 import { errors } from '../../domain/errors.js';
 import { actorOf } from '../../domain/principal.js';
@@ -6,6 +6,7 @@ import type { Api } from '../api.js';
 import { principalOf } from '../plugins/authentication.js';
 import { errorResponses } from '../schemas.js';
 import type { HttpServices } from '../services.js';
+import { registerHostActions } from './host-actions.js';
 
 const HostParams = Type.Object({ hostID: Type.String({ format: 'uuid' }) });
 const tags = ['user portal'];
@@ -32,35 +33,22 @@ export function registerUserHostRoutes(app: Api, { access, hosts, lifecycle, tas
     (request) => hosts.getOwn(principalOf(request), request.params.hostID),
   );
 
-  // The owner's lifecycle calls are the admin's, with the same rules (no_egress_bound, host_busy); only the
-  // task's address differs, so the owner can follow it.
-  const action = (name: 'start' | 'stop' | 'rebuild', summary: string) =>
-    app.post(
-      `/hosts/:hostID/${name}`,
-      {
-        schema: {
-          tags,
-          summary,
-          params: HostParams,
-          response: { 202: TaskAccepted, ...errorResponses(404, 409) },
-        },
-      },
-      async (request, reply) => {
-        const principal = principalOf(request);
-        const host = await access.requireHost(principal, request.params.hostID, 'operate');
-        const accepted = await lifecycle[name](host.id, actorOf(principal));
-        return reply.status(202).send({ ...accepted, status_url: `/v1/user/tasks/${accepted.task_id}` });
-      },
-    );
-  action(
-    'start',
-    'Start an own host (409 no_egress_bound without a binding, 409 host_busy while a task runs)',
+  // The owner's lifecycle calls are the admin's; the task is followed at the owner's own address.
+  registerHostActions(
+    app,
+    tags,
+    {
+      start: 'Start an own host (409 no_egress_bound without a binding, 409 host_busy while a task runs)',
+      stop: 'Stop an own host; a start still running is cancelled first (that task fails with cancelled)',
+      rebuild: 'Rebuild an own host; the home volume is kept',
+    },
+    async (action, hostId, request) => {
+      const principal = principalOf(request);
+      const host = await access.requireHost(principal, hostId, 'operate');
+      const accepted = await lifecycle[action](host.id, actorOf(principal));
+      return { ...accepted, status_url: `/v1/user/tasks/${accepted.task_id}` };
+    },
   );
-  action(
-    'stop',
-    'Stop an own host; a start still running is cancelled first (that task fails with cancelled)',
-  );
-  action('rebuild', 'Rebuild an own host; the home volume is kept');
 
   app.get(
     '/tasks/:taskID',
