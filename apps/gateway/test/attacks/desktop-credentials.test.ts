@@ -26,22 +26,9 @@ describe('attack: taking an API token from the desktop', () => {
     t = await startTestGateway(DATABASES[0]!, {}, runtime);
     await t.listen();
     alice = await t.createUser('alice');
-    const exit = await t.request('POST', '/v1/admin/egress-ips', {
-      body: {
-        label: 'exit',
-        ip_address: '198.51.100.31',
-        proxy_config: { type: 'socks', server: '198.51.100.31', server_port: 1080, version: '5' },
-      },
-    });
+    const exit = await t.createEgressIp('198.51.100.31');
     const hosts: string[] = [];
-    for (let i = 0; i < 2; i++) {
-      const host = await t.request('POST', '/v1/admin/hosts', {
-        body: { user_id: alice.id, egress_ip_id: exit.body.id },
-      });
-      await t.request('POST', `/v1/admin/hosts/${host.body.id}/start`);
-      hosts.push(host.body.id);
-    }
-    await t.gateway.tasks.idle();
+    for (let i = 0; i < 2; i++) hosts.push((await t.createHost(alice.id, exit)).id);
     [first, second] = hosts as [string, string];
   });
   after(async () => {

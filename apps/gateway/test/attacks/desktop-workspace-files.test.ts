@@ -42,19 +42,8 @@ describe('attack: the workspace serves its own desktop page', () => {
 
   it('never serves a page, script or service worker of the workspace on the gateway origin', async () => {
     const user = await t.createUser('mallory');
-    const exit = await t.request('POST', '/v1/admin/egress-ips', {
-      body: {
-        label: 'exit',
-        ip_address: '198.51.100.31',
-        proxy_config: { type: 'socks', server: '198.51.100.31', server_port: 1080, version: '5' },
-      },
-    });
-    const host = await t.request('POST', '/v1/admin/hosts', {
-      body: { user_id: user.id, egress_ip_id: exit.body.id },
-    });
-    await t.request('POST', `/v1/admin/hosts/${host.body.id}/start`);
-    await t.gateway.tasks.idle();
-    const base = `/v1/admin/hosts/${host.body.id}/vnc`;
+    const host = await t.createHost(user.id, await t.createEgressIp('198.51.100.31'));
+    const base = `/v1/admin/hosts/${host.id}/vnc`;
 
     const page = await rawRequest(t.url, `${base}/vnc.html`, { authorization: `Bearer ${t.adminToken}` });
     assert.equal(page.status, 200);

@@ -48,19 +48,8 @@ describe('attack: keeping access open through another gateway', {
 
   it('a desktop ticket issued at one gateway opens the desktop at the other, and only once anywhere', async () => {
     const user = await a.createUser('desk-at-b');
-    const exit = await a.request('POST', '/v1/admin/egress-ips', {
-      body: {
-        label: 'exit',
-        ip_address: '198.51.100.41',
-        proxy_config: { type: 'socks', server: '198.51.100.41', server_port: 1080, version: '5' },
-      },
-    });
-    const host = await a.request('POST', '/v1/admin/hosts', {
-      body: { user_id: user.id, egress_ip_id: exit.body.id, node: 'a' },
-    });
-    await a.request('POST', `/v1/admin/hosts/${host.body.id}/start`);
-    await a.gateway.tasks.idle();
-    const issued = await a.request('POST', `/v1/user/hosts/${host.body.id}/vnc/ticket`, {
+    const host = await a.createHost(user.id, await a.createEgressIp('198.51.100.41'), { node: 'a' });
+    const issued = await a.request('POST', `/v1/user/hosts/${host.id}/vnc/ticket`, {
       token: user.token,
     });
     assert.equal(issued.status, 200, JSON.stringify(issued.body));
@@ -74,15 +63,9 @@ describe('attack: keeping access open through another gateway', {
 
   it('a bootstrap session hands off once in all, whichever gateway the poll reaches', async () => {
     const user = await a.createUser('boot-at-both');
-    const exit = await a.request('POST', '/v1/admin/egress-ips', {
-      body: {
-        label: 'boot-exit',
-        ip_address: '198.51.100.42',
-        proxy_config: { type: 'socks', server: '198.51.100.42', server_port: 1080, version: '5' },
-      },
-    });
-    await a.request('POST', '/v1/admin/hosts', {
-      body: { user_id: user.id, egress_ip_id: exit.body.id, node: 'a' },
+    await a.createHost(user.id, await a.createEgressIp('198.51.100.42', 'boot-exit'), {
+      node: 'a',
+      start: false,
     });
     const created = await a.request('POST', '/v1/bootstrap/sessions', {
       token: null,

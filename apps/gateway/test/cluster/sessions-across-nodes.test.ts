@@ -125,20 +125,7 @@ describe('sessions to a host of another node', { skip: needs('postgres'), timeou
     await b.listen();
 
     user = await a.createUser('roams');
-    const exit = await a.request('POST', '/v1/admin/egress-ips', {
-      body: {
-        label: 'exit',
-        ip_address: '198.51.100.61',
-        proxy_config: { type: 'socks', server: '198.51.100.61', server_port: 1080, version: '5' },
-      },
-    });
-    const created = await a.request('POST', '/v1/admin/hosts', {
-      body: { user_id: user.id, egress_ip_id: exit.body.id, node: 'a' },
-    });
-    assert.equal(created.status, 201, JSON.stringify(created.body));
-    host = created.body;
-    await a.request('POST', `/v1/admin/hosts/${host.id}/start`);
-    await a.gateway.tasks.idle();
+    host = await a.createHost(user.id, await a.createEgressIp('198.51.100.61'), { node: 'a' });
     assert.equal((await b.request('GET', `/v1/admin/hosts/${host.id}`)).body.status, 'running');
   });
   after(async () => {

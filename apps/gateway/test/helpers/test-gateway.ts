@@ -52,6 +52,11 @@ export interface TestGateway {
     username: string,
     password?: string,
   ): Promise<{ id: string; token: string; password: string; sshPass: string }>;
+  /** An egress IP with a SOCKS5 upstream at `address` (nothing need listen there for a MemoryRuntime); its id. */
+  createEgressIp(address: string, label?: string): Promise<string>;
+  /** A host of the user bound to the egress IP (placed on `node` when given), started and waited for unless
+   * `start` is false; the created host as the API answered. */
+  createHost(userId: string, egressIpId: string, options?: { node?: string; start?: boolean }): Promise<any>;
   close(): Promise<void>;
 }
 
@@ -163,6 +168,32 @@ export async function startTestGateway(
         sshPass: created.body.ssh_credentials.ssh_pass,
         token: await t.login(username, password),
       };
+    },
+    async createEgressIp(address, label = 'exit') {
+      const created = await t.request('POST', '/v1/admin/egress-ips', {
+        body: {
+          label,
+          ip_address: address,
+          proxy_config: { type: 'socks', server: address, server_port: 1080, version: '5' },
+        },
+      });
+      if (created.status !== 201)
+        throw new Error(`egress IP ${address}: ${created.status} ${JSON.stringify(created.body)}`);
+      return created.body.id as string;
+    },
+    async createHost(userId, egressIpId, { node, start = true } = {}) {
+      const created = await t.request('POST', '/v1/admin/hosts', {
+        body: { user_id: userId, egress_ip_id: egressIpId, ...(node ? { node } : {}) },
+      });
+      if (created.status !== 201)
+        throw new Error(`host of ${userId}: ${created.status} ${JSON.stringify(created.body)}`);
+      if (start) {
+        const started = await t.request('POST', `/v1/admin/hosts/${created.body.id}/start`);
+        if (started.status !== 202)
+          throw new Error(`start ${created.body.id}: ${started.status} ${JSON.stringify(started.body)}`);
+        await gateway.tasks.idle();
+      }
+      return created.body;
     },
     async close() {
       try {

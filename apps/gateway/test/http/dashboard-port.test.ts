@@ -23,19 +23,8 @@ for (const kind of DATABASES) {
       await t.listen();
       dashboard = `127.0.0.1:${port}`;
       user = await t.createUser('dora');
-      const exit = await t.request('POST', '/v1/admin/egress-ips', {
-        body: {
-          label: 'exit',
-          ip_address: '198.51.100.41',
-          proxy_config: { type: 'socks', server: '198.51.100.41', server_port: 1080, version: '5' },
-        },
-      });
-      const host = await t.request('POST', '/v1/admin/hosts', {
-        body: { user_id: user.id, egress_ip_id: exit.body.id },
-      });
-      await t.request('POST', `/v1/admin/hosts/${host.body.id}/start`);
-      await t.gateway.tasks.idle();
-      base = `/v1/user/hosts/${host.body.id}/vnc`;
+      const host = await t.createHost(user.id, await t.createEgressIp('198.51.100.41'));
+      base = `/v1/user/hosts/${host.id}/vnc`;
     });
     after(async () => {
       if (!closed) await t.close();

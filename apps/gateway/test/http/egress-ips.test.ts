@@ -194,26 +194,10 @@ for (const kind of DATABASES) {
     it('refuses to delete a bound egress IP with the host ids, and deletes an unbound one', async () => {
       const created = (await create(configs.socks!)).body;
       const user = await t.createUser('egress-owner');
-      const hostId = randomUUID();
-      const now = new Date().toISOString();
-      await t.gateway.database.db
-        .insertInto('hosts')
-        .values({
-          id: hostId,
-          short_id: 'bcdefghj',
-          user_id: user.id,
-          status: 'created',
-          image: null,
-          last_error: null,
-          created_at: now,
-          updated_at: now,
-          started_at: null,
-        })
-        .execute();
-      await t.gateway.database.db
-        .insertInto('bindings')
-        .values({ id: randomUUID(), host_id: hostId, egress_ip_id: created.id, created_at: now })
-        .execute();
+      const host = await t.request('POST', '/v1/admin/hosts', {
+        body: { user_id: user.id, egress_ip_id: created.id },
+      });
+      const hostId = host.body.id;
       const refused = await t.request('DELETE', `/v1/admin/egress-ips/${created.id}`);
       assert.equal(refused.status, 409);
       assert.equal(refused.body.code, 'egress_ip_bound');
@@ -222,7 +206,8 @@ for (const kind of DATABASES) {
         hostId,
       ]);
 
-      await t.gateway.database.db.deleteFrom('bindings').where('host_id', '=', hostId).execute();
+      const [binding] = (await t.request('GET', `/v1/admin/hosts/${hostId}`)).body.bindings;
+      assert.equal((await t.request('DELETE', `/v1/admin/bindings/${binding.id}`)).status, 204);
       assert.equal((await t.request('DELETE', `/v1/admin/egress-ips/${created.id}`)).status, 204);
       assert.equal((await t.request('GET', `/v1/admin/egress-ips/${created.id}`)).status, 404);
       assert.equal((await t.request('GET', '/v1/admin/egress-ips/not-a-uuid')).status, 404);
