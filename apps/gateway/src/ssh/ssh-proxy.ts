@@ -24,7 +24,7 @@ import type { UserRow } from '../store/users-repository.js';
 import { FOLDER_MOUNT_SUBSYSTEM, type FolderMounts } from './folder-mounts.js';
 import { loadOrCreateHostKey } from './host-key.js';
 import { relayLocalForwards, relayRemoteForwards, relaySession, type Traffic } from './relay.js';
-import { openAgentChannel, sendAuthBanner } from './ssh2-internals.js';
+import { destroyConnection, openAgentChannel, sendAuthBanner } from './ssh2-internals.js';
 
 export interface SshProxyOptions {
   host: string;
@@ -65,6 +65,8 @@ const DEFAULT_TIMING: SshProxyTiming = {
 };
 
 const METHODS: ('password' | 'publickey')[] = ['publickey', 'password'];
+/** How long a client told to disconnect has to close its side before the gateway drops the connection. */
+const DISCONNECT_GRACE_MS = 2000;
 
 /** A login that passed every check, with the workspace connection made for it. */
 interface Admitted {
@@ -370,6 +372,11 @@ export class SshProxy {
     };
     const { user, host, upstream, traffic } = session;
     this.live.set(session.id, session);
+    // A revocation announced while this login was being checked found no session to end: read again now that it
+    // is listed, so a login racing a password change is not left open until the next round.
+    void this.recheckOne(session).catch((error: unknown) =>
+      this.options.log.warn({ err: error }, 'checking a new SSH session failed'),
+    );
     const { folderMounts } = this.options;
     const own: Record<string, (channel: ServerChannel) => void> = folderMounts
       ? {
@@ -431,19 +438,23 @@ export class SshProxy {
       // The workspace's side too: nothing is relayed meanwhile, even to a client slow to take the disconnect
       // (or one that ignores it).
       session.upstream.end();
+      // A client that keeps its side open after the disconnect would keep the session (and its slot) forever.
+      setTimeout(() => destroyConnection(session.connection), DISCONNECT_GRACE_MS).unref();
     }
   }
 
   /** Ends sessions whose host left `running` or whose user lost access without a revocation reaching us. */
   private async recheckSessions(): Promise<void> {
-    for (const session of [...this.live.values()]) {
-      const reason = await this.options.access.liveSessionEnd(
-        session.user.id,
-        session.host.id,
-        session.user.token_version,
-      );
-      if (reason) this.closeWhere((s) => s === session, reason);
-    }
+    for (const session of [...this.live.values()]) await this.recheckOne(session);
+  }
+
+  private async recheckOne(session: LiveSession): Promise<void> {
+    const reason = await this.options.access.liveSessionEnd(
+      session.user.id,
+      session.host.id,
+      session.user.token_version,
+    );
+    if (reason) this.closeWhere((s) => s === session, reason);
   }
 
   private emit(input: RecordedEvent): Promise<void> {

@@ -1,9 +1,9 @@
 import { createRequire } from 'node:module';
 import type { Connection, ServerChannel } from 'ssh2';
 
-// ssh2 1.17 has no public way for a server to send a banner after the first one or to open an agent channel
-// towards its client, although its protocol layer can do both. These two helpers reach into that layer, kept
-// here so an ssh2 upgrade has exactly one place to check.
+// ssh2 1.17 has no public way for a server to send a banner after the first one, to open an agent channel
+// towards its client, or to drop a client's connection outright, although its internals can do all three. These
+// helpers reach into them, kept here so an ssh2 upgrade has exactly one place to check.
 const require = createRequire(import.meta.url);
 const { sendPacket } = require('ssh2/lib/protocol/utils.js') as {
   sendPacket(protocol: unknown, packet: Buffer): boolean;
@@ -23,6 +23,7 @@ interface Protocol {
 }
 
 interface ConnectionInternals {
+  _sock?: { destroy(): void };
   _protocol: Protocol;
   _chanMgr: { add(callback: unknown): number };
 }
@@ -55,4 +56,12 @@ export function openAgentChannel(connection: Connection): Promise<ServerChannel>
     if (id === -1) return reject(new Error('no free channels'));
     _protocol.openssh_authAgent(id, MAX_WINDOW, PACKET_SIZE);
   });
+}
+
+/**
+ * Drops a client's TCP connection. `end()` sends SSH_MSG_DISCONNECT and half-closes, which leaves the connection
+ * (and its session) open for as long as the client does not close its side.
+ */
+export function destroyConnection(connection: Connection): void {
+  internals(connection)._sock?.destroy();
 }

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -77,6 +78,8 @@ describe('attack: SSH access, with OpenSSH clients against a real workspace', {
   });
 
   it('a password change ends the open SSH sessions and the old SSH password', async () => {
+    // The earlier test's sessions may still be closing: the count below must be this session's.
+    await until('no session left', () => t.gateway.ssh.sessionCount() === 0);
     const session = sshPassword([`${login}@127.0.0.1`, 'sleep 120'], user.sshPass, 90_000);
     await until('the session to be live', () => t.gateway.ssh.sessionCount() === 1);
     const changed = await t.request('POST', '/v1/user/change-password', {
@@ -91,6 +94,42 @@ describe('attack: SSH access, with OpenSSH clients against a real workspace', {
     await until('the closed event', async () => (await closedReasons()).includes('user_credentials_changed'));
     const old = await sshPassword([`${login}@127.0.0.1`, 'echo in'], user.sshPass);
     assert.equal(old.code, 255, 'the old SSH password still logs in');
+  });
+
+  it('a client that keeps its connection open after the disconnect loses it all the same', async () => {
+    // Between the client and the gateway, a relay that passes bytes on but never a close: to the gateway, a
+    // client that ignores the disconnect and never closes its side.
+    const held: Socket[] = [];
+    const relay = createServer({ allowHalfOpen: true }, (client) => {
+      const gateway = connect({ port: t.gateway.ssh.port, host: '127.0.0.1', allowHalfOpen: true });
+      held.push(client, gateway);
+      client.pipe(gateway, { end: false });
+      gateway.pipe(client, { end: false });
+      for (const socket of [client, gateway]) socket.on('error', () => {});
+    });
+    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+    try {
+      const viaRelay = (relay.address() as AddressInfo).port;
+      const session = sshWithKey(viaRelay, keyFile, [`${login}@127.0.0.1`, 'sleep 120'], {
+        timeoutMs: 60_000,
+      });
+      await until('the session to be live', () => t.gateway.ssh.sessionCount() === 1);
+      const before = (await closedReasons()).length;
+      const rotated = await t.request('POST', `/v1/admin/users/${user.id}/rotate-password`);
+      assert.equal(rotated.status, 200, JSON.stringify(rotated.body));
+      await until(
+        'the session to be gone from the gateway',
+        () => t.gateway.ssh.sessionCount() === 0,
+        10_000,
+      );
+      const reasons = await closedReasons();
+      assert.equal(reasons.length, before + 1);
+      assert.equal(reasons[0], 'user_credentials_changed');
+      await session;
+    } finally {
+      for (const socket of held) socket.destroy();
+      relay.close();
+    }
   });
 
   it('a password rotation by an admin ends key-based sessions too; the registered key stays', async () => {
