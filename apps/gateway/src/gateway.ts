@@ -22,6 +22,7 @@ import { userSseMessage } from './domain/host-view.js';
 import { HostsService } from './domain/hosts-service.js';
 import { ImagesService } from './domain/images-service.js';
 import { NodeRegistry } from './domain/node-registry.js';
+import { NodeRemoval } from './domain/node-removal.js';
 import { FailureRateLimiter } from './domain/rate-limiter.js';
 import { SecretBox } from './domain/secret-box.js';
 import { SshKeysService } from './domain/ssh-keys-service.js';
@@ -177,6 +178,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       internalAddress: config.node.internalAddress,
       // Called from the heartbeat, after `images` exists.
       imagesReady: () => images.ready,
+      onRejoin: () => lifecycle.reconcile(config.node.name),
     },
     logger.child({ component: 'nodes' }),
   );
@@ -264,6 +266,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     (hostId) => access.desktopPassword(hostId),
     database.changes,
   );
+  const nodeRemoval = new NodeRemoval(nodes, repositories.hosts, taskRunner, bus, accessSettings);
   const hosts = new HostsService(
     repositories.hosts,
     repositories.users,
@@ -328,6 +331,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     images,
     events,
     status,
+    nodeRemoval,
     sse: live ?? sse,
     entry,
     bootstrap,

@@ -72,6 +72,10 @@ export interface RecordedEvents {
   'node.joined': { data: { node: string; internal_address: string | null } };
   'node.unavailable': { data: { node: string; last_heartbeat_at: string; stopped: boolean; hosts: number } };
   'node.returned': { data: { node: string; hosts: number } };
+  'node.removed': { data: { node: string; hosts: number; tasks_failed: number } };
+  'node.rejoined': { data: { node: string } };
+  'host.moved': { data: { from_node: string; to_node: string }; host: Host };
+  'host.stale_workspace_stopped': { data: { node: string; placed_on: string } };
   'binding.created': { data: Binding; host: Host };
   'binding.deleted': { data: Binding; host: Host };
   'task.interrupted': { task: Task };

@@ -418,6 +418,7 @@ export class HostLifecycle {
    */
   async reconcile(node: string): Promise<void> {
     await this.tasks.failInterrupted();
+    await this.stopMovedAway(node);
     for (const host of await this.hosts.list({
       node,
       statuses: ['starting', 'running', 'stopping', 'rebuilding'],
@@ -450,6 +451,36 @@ export class HostLifecycle {
           message: `host ${host.short_id} was ${host.status} but its workspace is ${state}; marked failed`,
         },
       );
+    }
+  }
+
+  /**
+   * Stops what this node's engine still runs for hosts placed on another node meanwhile (this node was removed
+   * while it was silent); their containers and home volumes are left as they are, for the operator to keep or
+   * delete.
+   */
+  private async stopMovedAway(node: string): Promise<void> {
+    let held: string[];
+    try {
+      held = await this.runtime.hostIds();
+    } catch (error) {
+      this.log.warn({ err: error }, 'cannot look for workspaces of hosts moved away: engine unavailable');
+      return;
+    }
+    for (const hostId of held) {
+      const host = await this.hosts.findById(hostId);
+      if (!host || host.node === null || host.node === node) continue;
+      if ((await this.runtime.state(hostId)) !== 'running') continue;
+      await this.runtime.stop(hostId);
+      await this.bus.emit({
+        type: 'host.stale_workspace_stopped',
+        level: 'warn',
+        message: `node ${node} stopped its old workspace of host ${host.short_id}, which is now placed on node ${host.node}; its containers and home volume stay on ${node}`,
+        actor: systemActor,
+        userId: host.user_id,
+        hostId,
+        data: { node, placed_on: host.node },
+      });
     }
   }
 

@@ -22,6 +22,8 @@ export interface NodeRegistryOptions {
   exclusiveDatabase: boolean;
   /** Whether this node's engine has both images (new hosts go to nodes that do). */
   imagesReady: () => boolean;
+  /** Runs after this node joined again once removed (the gateway reconciles its engine then). */
+  onRejoin?: () => Promise<void>;
 }
 
 /**
@@ -111,6 +113,8 @@ export class NodeRegistry {
     if (held) {
       // A pause longer than NODE_DEAD_SECONDS (a stalled database) got this node's hosts marked: they are back.
       await this.returnHosts();
+    } else if (!(await this.nodes.findByName(this.name))) {
+      await this.rejoin();
     } else {
       this.log.error(
         { node: this.name },
@@ -118,6 +122,24 @@ export class NodeRegistry {
       );
     }
     await this.markSilentNodes();
+  }
+
+  /**
+   * Deletes a node an administrator removed for good; refused (409 `node_live`) while it heartbeats, this gateway
+   * included. Answers its hosts, to be placed elsewhere.
+   */
+  async removeSilent(name: string): Promise<string[]> {
+    const node = (await this.list()).find((candidate) => candidate.name === name);
+    if (!node) throw errors.notFound('Node');
+    const live = () =>
+      errors.conflict(
+        'node_live',
+        `Node ${name} is heartbeating; only a node whose gateway is stopped or gone can be removed`,
+      );
+    if (node.state === 'up') throw live();
+    const hostIds = await this.hosts.idsOnNode(name);
+    if (!(await this.nodes.removeSilent(name, this.aliveSince()))) throw live();
+    return hostIds;
   }
 
   /** On shutdown: other gateways stop placing hosts here and mark its hosts `node_unavailable` until it is back. */
@@ -192,6 +214,23 @@ export class NodeRegistry {
 
   async find(name: string): Promise<NodeRow | undefined> {
     return this.nodes.findByName(name);
+  }
+
+  /**
+   * This node was removed by an administrator while it was silent and is back: it joins again as a new node
+   * (its former hosts were placed elsewhere; the reconcile stops what its engine still runs for them).
+   */
+  private async rejoin(): Promise<void> {
+    this.log.warn({ node: this.name }, 'this node was removed while it was silent; joining again');
+    await this.register();
+    await this.bus.emit({
+      type: 'node.rejoined',
+      level: 'warn',
+      message: `node ${this.name} was removed while it was silent and joined again; its former hosts stay where they were placed`,
+      actor: systemActor,
+      data: { node: this.name },
+    });
+    await this.options.onRejoin?.();
   }
 
   private async returnHosts(): Promise<void> {

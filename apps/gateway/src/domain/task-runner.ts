@@ -293,6 +293,30 @@ export class TaskRunner {
     return failed;
   }
 
+  /** Fails the unfinished tasks of a node removed for good (nothing will run them); answers how many. */
+  async failOfRemovedNode(node: string, actor: Actor): Promise<number> {
+    const message = `Node ${node} was removed before it finished this task`;
+    const failed = await this.tasks.failUnfinishedOfNode(node, {
+      status: 'failed',
+      error_code: 'node_removed',
+      error_message: message,
+      finished_at: nowIso(),
+    });
+    for (const row of failed)
+      await this.bus.emit({
+        type: `task.${row.kind as TaskKind}.failed`,
+        level: 'warn',
+        message: `${row.kind} task failed: ${message}`,
+        actor,
+        userId: row.user_id,
+        hostId: row.host_id,
+        taskId: row.id,
+        data: { code: 'node_removed' },
+        task: taskView(row),
+      });
+    return failed.length;
+  }
+
   private handlerOf(kind: TaskKind): TaskHandler {
     const handler = this.handlers.get(kind);
     if (!handler) throw new Error(`no handler for ${kind} tasks`);

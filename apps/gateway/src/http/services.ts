@@ -10,6 +10,7 @@ import type { EventsService } from '../domain/events-service.js';
 import type { HostLifecycle } from '../domain/host-lifecycle.js';
 import type { HostsService } from '../domain/hosts-service.js';
 import type { ImagesService } from '../domain/images-service.js';
+import type { NodeRemoval } from '../domain/node-removal.js';
 import type { SshKeysService } from '../domain/ssh-keys-service.js';
 import type { StatusService } from '../domain/status-service.js';
 import type { TasksService } from '../domain/tasks-service.js';
@@ -32,6 +33,7 @@ export interface HttpServices {
   images: ImagesService;
   events: EventsService;
   status: StatusService;
+  nodeRemoval: NodeRemoval;
   /** The hub, or with PostgreSQL the live feed that waits until it has read as far as a resuming client. */
   sse: Pick<SseHub, 'attach'>;
   desktop: DesktopControl;

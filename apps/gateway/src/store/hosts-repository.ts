@@ -121,6 +121,32 @@ export class HostsRepository {
     return rows.map((row) => row.id);
   }
 
+  /** The ids of the hosts placed on a node. */
+  async idsOnNode(node: string): Promise<string[]> {
+    const rows = await this.db.selectFrom('hosts').select('id').where('node', '=', node).execute();
+    return rows.map((row) => row.id);
+  }
+
+  /**
+   * Places a host of a removed node on another one, stopped, with the reason as its last error; false when it
+   * is no longer on that node.
+   */
+  async moveFromRemovedNode(
+    hostId: string,
+    from: string,
+    to: string,
+    reason: string,
+    at: string,
+  ): Promise<boolean> {
+    const result = await this.db
+      .updateTable('hosts')
+      .set({ node: to, status: 'stopped', status_before_node_loss: null, last_error: reason, updated_at: at })
+      .where('id', '=', hostId)
+      .where('node', '=', from)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) > 0;
+  }
+
   /** Gives the hosts of a returning node back the status they had; answers their ids. */
   async restoreFromNodeLoss(node: string, at: string): Promise<string[]> {
     const rows = await this.db

@@ -68,6 +68,16 @@ export class NodesRepository {
     return Number(result.numUpdatedRows) > 0;
   }
 
+  /** Deletes a node that is silent or stopped; false when it is heartbeating (it came back meanwhile). */
+  async removeSilent(name: string, aliveSince: string): Promise<boolean> {
+    const result = await this.db
+      .deleteFrom('nodes')
+      .where('name', '=', name)
+      .where((eb) => eb.or([eb('heartbeat_at', '<', aliveSince), eb('left_at', 'is not', null)]))
+      .executeTakeFirst();
+    return Number(result.numDeletedRows) > 0;
+  }
+
   findByName(name: string): Promise<NodeRow | undefined> {
     return this.db.selectFrom('nodes').selectAll().where('name', '=', name).executeTakeFirst();
   }

@@ -47,6 +47,17 @@ export class TasksRepository {
     return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(filter.limit).execute();
   }
 
+  /** Fails every unfinished task of a node (one removed for good); answers the rows as they now are. */
+  async failUnfinishedOfNode(node: string, patch: TaskPatch): Promise<TaskRow[]> {
+    return this.db
+      .updateTable('tasks')
+      .set(patch)
+      .where('node', '=', node)
+      .where('status', 'in', UNFINISHED)
+      .returningAll()
+      .execute();
+  }
+
   /** Tasks a node took and did not finish (tasks from before nodes existed count as its own). */
   listUnfinishedClaimed(node: string): Promise<TaskRow[]> {
     return this.db

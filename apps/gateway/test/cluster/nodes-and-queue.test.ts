@@ -272,4 +272,64 @@ describe('two nodes on one PostgreSQL database: placement, the task queue, a los
     assert.equal((await ended(stop.body.task_id)).status, 'succeeded');
     assert.equal(await engineB.state(host.id), 'stopped');
   });
+
+  it('removes a node gone for good: its hosts move to a live node, stopped, and start there; back, it stops its old workspace', async () => {
+    const host = await createHost('b');
+    await ended((await a.request('POST', `/v1/admin/hosts/${host.id}/start`)).body.task_id);
+    await b.close();
+    await until(
+      'the host to read node_unavailable',
+      async () => (await hostOf(host.id)).status === 'node_unavailable',
+    );
+
+    const live = await a.request('DELETE', '/v1/admin/nodes/a');
+    assert.equal(live.status, 409);
+    assert.equal(live.body.code, 'node_live');
+    assert.equal((await a.request('DELETE', '/v1/admin/nodes/nowhere')).status, 404);
+    const removed = await a.request('DELETE', '/v1/admin/nodes/b');
+    assert.equal(removed.status, 204, JSON.stringify(removed.body));
+
+    const names = (await a.request('GET', '/v1/admin/nodes')).body.nodes.map(
+      (node: { name: string }) => node.name,
+    );
+    assert.ok(names.includes('a') && !names.includes('b'), names.join(', '));
+    const moved = await hostOf(host.id);
+    assert.deepEqual([moved.node, moved.status], ['a', 'stopped']);
+    assert.match(
+      moved.last_error,
+      /^Its node b was removed; its workspace and home volume stayed on that machine/,
+    );
+    const [said] = (await a.request('GET', '/v1/admin/events?type=node.removed')).body.events;
+    assert.equal(said.data.node, 'b');
+    assert.ok(said.data.hosts >= 1);
+    assert.equal(said.actor.username, 'admin');
+    const movedEvents = (await a.request('GET', `/v1/admin/events?type=host.moved&host_id=${host.id}`)).body
+      .events;
+    assert.deepEqual(movedEvents[0].data, { from_node: 'b', to_node: 'a' });
+
+    const started = await a.request('POST', `/v1/admin/hosts/${host.id}/start`);
+    assert.equal((await ended(started.body.task_id)).status, 'succeeded');
+    assert.equal(await engineA.state(host.id), 'running', 'a new workspace on node a');
+
+    // The machine comes back under its old name, its engine still running the old workspace: it joins as a
+    // node again and stops that workspace, which is no longer its host's.
+    const survivor = engineB;
+    engineB = new MemoryRuntime();
+    engineB.hosts.set(host.id, survivor.hosts.get(host.id)!);
+    assert.equal(await engineB.state(host.id), 'running');
+    b = await startB(engineB);
+    assert.equal(await engineB.state(host.id), 'stopped');
+    assert.equal(await engineA.state(host.id), 'running', 'the host itself runs on');
+    const stale = (
+      await a.request('GET', `/v1/admin/events?type=host.stale_workspace_stopped&host_id=${host.id}`)
+    ).body.events;
+    assert.deepEqual(stale[0].data, { node: 'b', placed_on: 'a' });
+    const back = (await a.request('GET', '/v1/admin/nodes')).body.nodes;
+    assert.deepEqual(
+      back
+        .map((node: { name: string; hosts: number }) => [node.name, node.hosts])
+        .find(([name]: [string]) => name === 'b'),
+      ['b', 0],
+    );
+  });
 });

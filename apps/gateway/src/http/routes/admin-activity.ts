@@ -1,9 +1,12 @@
-import { DashboardStats, EventList, EventQuery, NodeList } from '@ccp/api';
+import { DashboardStats, EventList, EventQuery, NodeList, NodeName } from '@ccp/api';
+import Type from 'typebox';
+import { actorOf } from '../../domain/principal.js';
 import type { Api } from '../api.js';
-import { errorResponses } from '../schemas.js';
+import { principalOf } from '../plugins/authentication.js';
+import { errorResponses, NoContent } from '../schemas.js';
 import type { HttpServices } from '../services.js';
 
-export function registerAdminActivityRoutes(app: Api, { events, status }: HttpServices): void {
+export function registerAdminActivityRoutes(app: Api, { events, status, nodeRemoval }: HttpServices): void {
   app.get(
     '/events',
     {
@@ -39,5 +42,22 @@ export function registerAdminActivityRoutes(app: Api, { events, status }: HttpSe
       },
     },
     async () => ({ nodes: await status.nodes() }),
+  );
+
+  app.delete(
+    '/nodes/:name',
+    {
+      schema: {
+        tags: ['admin: events'],
+        summary:
+          'Remove a node that is gone for good: its hosts move to live nodes, stopped (their next start makes a new workspace there), its unfinished tasks fail; 409 node_live while it heartbeats',
+        params: Type.Object({ name: NodeName }),
+        response: { 204: NoContent, ...errorResponses(404, 409) },
+      },
+    },
+    async (request, reply) => {
+      await nodeRemoval.remove(request.params.name, actorOf(principalOf(request)));
+      return reply.status(204).send(null);
+    },
   );
 }
