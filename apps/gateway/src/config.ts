@@ -17,6 +17,9 @@ export interface Config {
   entryPort: number;
   /** A second port serving the dashboard (and the API it calls); 0 turns it off. */
   dashboardPort: number;
+  /** The SSH proxy's address (SSH_PROXY_HOST, HTTP_HOST when unset): users reach it directly, while the API
+   * may sit behind a reverse proxy on loopback. */
+  sshProxyHost: string;
   sshProxyPort: number;
   dataDir: string;
   database: DatabaseConfig;
@@ -206,6 +209,7 @@ export function loadConfig(env: Env): Config {
   const httpPort = port('HTTP_PORT', 8080, true); // 0 picks a free port (tests)
   const entryPort = port('ENTRY_PORT', 80, true);
   const dashboardPort = port('DASHBOARD_PORT', 0, true);
+  const sshProxyHost = env.SSH_PROXY_HOST || httpHost;
   const sshProxyPort = port('SSH_PROXY_PORT', 2222, true); // 0 picks a free port (tests)
   const dataDir = path.resolve(env.DATA_DIR || 'data');
 
@@ -280,6 +284,7 @@ export function loadConfig(env: Env): Config {
     httpPort,
     entryPort,
     dashboardPort,
+    sshProxyHost,
     sshProxyPort,
     dataDir,
     database: typeof database === 'string' ? { kind: 'sqlite', file: '' } : database,

@@ -208,7 +208,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       })
     : null;
   const ssh = new SshProxy({
-    host: config.httpHost,
+    host: config.sshProxyHost,
     port: config.sshProxyPort,
     dataDir: config.dataDir,
     access,

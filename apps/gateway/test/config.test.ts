@@ -13,6 +13,8 @@ describe('configuration', () => {
     assert.equal(config.httpPort, 8080);
     assert.equal(config.entryPort, 80);
     assert.equal(config.sshProxyPort, 2222);
+    assert.equal(config.sshProxyHost, '0.0.0.0');
+    assert.equal(loadConfig({ ADMIN_JWT_SECRET: secret, HTTP_HOST: '10.0.0.5' }).sshProxyHost, '10.0.0.5');
     assert.equal(config.adminUsername, 'admin');
     assert.equal(config.tokenTtlSeconds, 12 * 3600);
     assert.equal(config.logFormat, 'json');

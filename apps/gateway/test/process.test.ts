@@ -27,9 +27,9 @@ function run(
 }
 
 /** The identification line an SSH server sends first. */
-function sshGreeting(port: number): Promise<string> {
+function sshGreeting(port: number, host = '127.0.0.1'): Promise<string> {
   return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1');
+    const socket = net.connect(port, host);
     socket.setTimeout(5_000, () => socket.destroy(new Error('no SSH greeting')));
     socket.once('data', (chunk) => {
       socket.destroy();
@@ -98,6 +98,33 @@ describe('the gateway process (npm start)', {
       }
     });
   }
+
+  it('binds the SSH proxy to SSH_PROXY_HOST, the API staying on HTTP_HOST (behind a reverse proxy)', async () => {
+    const dir = workdir();
+    const [httpPort, sshPort] = [await freeLoopbackPort(), await freeLoopbackPort()];
+    const gateway = run(dir, {
+      ADMIN_JWT_SECRET: 'k'.repeat(48),
+      ADMIN_PASSWORD: 'first-admin-pass',
+      DATA_DIR: `${dir}/data`,
+      DOCKER_SOCKET: `${dir}/none.sock`,
+      ENTRY_PORT: '0',
+      HTTP_HOST: '127.0.0.1',
+      HTTP_PORT: String(httpPort),
+      SSH_PROXY_HOST: '127.0.0.2',
+      SSH_PROXY_PORT: String(sshPort),
+    });
+    try {
+      await waitHealthy(`http://127.0.0.1:${httpPort}`);
+      assert.match(await sshGreeting(sshPort, '127.0.0.2'), /^SSH-2\.0-/);
+      await assert.rejects(sshGreeting(sshPort, '127.0.0.1'), /ECONNREFUSED/);
+      await assert.rejects(
+        fetch(`http://127.0.0.2:${httpPort}/healthz`),
+        'the API is not on the SSH address',
+      );
+    } finally {
+      gateway.child.kill('SIGKILL');
+    }
+  });
 
   it('refuses to start without ADMIN_JWT_SECRET and says why', async () => {
     const dir = workdir();
