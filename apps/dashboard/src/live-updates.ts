@@ -29,6 +29,10 @@ function apply(client: QueryClient, message: SseMessage): void {
       void client.invalidateQueries({ queryKey: ['egress-ips'] });
       void client.invalidateQueries({ queryKey: ['stats'] });
       break;
+    case 'nodes':
+      void client.invalidateQueries({ queryKey: ['stats'] });
+      void client.invalidateQueries({ queryKey: ['nodes'] });
+      break;
     case 'image-status':
       // The payload is the list itself; re-reading it would check the images again and announce that too.
       if (message.payload) client.setQueryData(['images'], message.payload as ImageList);

@@ -378,4 +378,34 @@ describe('everyday use of the dashboard in Chromium', { skip, timeout: 300_000 }
       .waitFor();
     await page.context().close();
   });
+
+  it('removes a node gone for good from the overview: its host moves to the live node, stopped', async () => {
+    if (!far) await startFar();
+    const page = await pageAs('admin', ADMIN_PASSWORD, '/admin');
+    const nodes = page.getByTestId('nodes');
+    const row = (name: string) =>
+      nodes.getByRole('row').filter({ has: page.getByText(name, { exact: true }) });
+    await row('far').getByText('up', { exact: true }).waitFor();
+    assert.equal(
+      await row('far').getByRole('button', { name: 'Remove node' }).count(),
+      0,
+      'not while it is up',
+    );
+    const [farHost] = (
+      (await t.request('GET', '/v1/admin/hosts')).body.hosts as { id: string; node: string }[]
+    ).filter((host) => host.node === 'far');
+    assert.ok(farHost, 'the previous test left a host on far');
+    await far!.close();
+    far = undefined;
+    await row('far').getByText('unavailable', { exact: true }).waitFor({ timeout: 15_000 });
+    await row('far').getByRole('button', { name: 'Remove node' }).click();
+    const confirm = page.getByRole('alertdialog', { name: 'Remove node' });
+    await confirm.getByText(/Its 1 host\(s\) move to the live nodes, stopped/).waitFor();
+    await shot(page, 'admin-overview-remove-node');
+    await confirm.getByRole('button', { name: 'Remove node far' }).click();
+    await row('far').waitFor({ state: 'detached' });
+    const moved = (await t.request('GET', `/v1/admin/hosts/${farHost.id}`)).body;
+    assert.deepEqual([moved.node, moved.status], ['local', 'stopped']);
+    await page.context().close();
+  });
 });

@@ -262,6 +262,7 @@ export function createApiClient(options: ApiClientOptions = {}) {
       events: (query: S<typeof EventQuery> = {}) => get<S<typeof EventList>>('/v1/admin/events', query),
       stats: () => get<S<typeof DashboardStats>>('/v1/admin/dashboard/stats'),
       nodes: () => get<S<typeof NodeList>>('/v1/admin/nodes'),
+      removeNode: (name: string) => del(`/v1/admin/nodes/${id(name)}`),
       images: () => get<S<typeof ImageList>>('/v1/admin/images'),
       buildImages: (body: S<typeof BuildImagesRequest> = {}) =>
         post<S<typeof TaskAccepted>>('/v1/admin/images/build', body),

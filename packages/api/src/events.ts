@@ -46,7 +46,7 @@ export const EventList = Type.Object({
   offset: Type.Integer(),
 });
 
-export const ADMIN_TOPICS = ['hosts', 'tasks', 'image-status', 'egress-ips'] as const;
+export const ADMIN_TOPICS = ['hosts', 'tasks', 'image-status', 'egress-ips', 'nodes'] as const;
 export const USER_TOPICS = ['hosts', 'tasks'] as const;
 
 export const SseTopic = Type.Union([
@@ -54,6 +54,7 @@ export const SseTopic = Type.Union([
   Type.Literal('tasks'),
   Type.Literal('image-status'),
   Type.Literal('egress-ips'),
+  Type.Literal('nodes'),
 ]);
 export const SseAction = Type.Union([Type.Literal('create'), Type.Literal('update'), Type.Literal('delete')]);
 

@@ -18,6 +18,15 @@ const EGRESS_ACTIONS: Partial<Record<GatewayEvent['type'], SseMessage['action']>
   // A refused update changed nothing a dashboard shows: `egress_ip.update.refused` is not listed.
 };
 
+/** A node's state as the dashboard lists it changes with these (admin streams only). */
+const NODE_ACTIONS: Partial<Record<GatewayEvent['type'], SseMessage['action']>> = {
+  'node.joined': 'update',
+  'node.unavailable': 'update',
+  'node.returned': 'update',
+  'node.rejoined': 'update',
+  'node.removed': 'delete',
+};
+
 /**
  * What live clients see of an event, or null. Hosts and tasks are visible to their owner's stream as well as to
  * admins; egress IPs and images to admins only.
@@ -48,6 +57,10 @@ export function liveMessage(event: GatewayEvent): LiveMessage | null {
     const { task } = event;
     const action = event.type === 'task.queued' ? 'create' : 'update';
     return { message: { topic: 'tasks', action, id: task.id, payload: task }, ownerUserId: task.user_id };
+  }
+  const nodeAction = NODE_ACTIONS[event.type];
+  if (nodeAction && 'data' in event && 'node' in event.data) {
+    return { message: { topic: 'nodes', action: nodeAction, id: event.data.node }, ownerUserId: null };
   }
   if (event.type === 'image.checked') {
     return {

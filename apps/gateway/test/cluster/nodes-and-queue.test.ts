@@ -6,6 +6,7 @@ import { sweepExpiredUsers } from '../../src/domain/expiry-sweep.js';
 import { MemoryRuntime } from '../helpers/memory-runtime.js';
 import { until } from '../helpers/openssh.js';
 import { passingTester } from '../helpers/passing-tester.js';
+import { SseClient } from '../helpers/sse-client.js';
 import { createPostgresDatabase, startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
 
 /**
@@ -286,8 +287,11 @@ describe('two nodes on one PostgreSQL database: placement, the task queue, a los
     assert.equal(live.status, 409);
     assert.equal(live.body.code, 'node_live');
     assert.equal((await a.request('DELETE', '/v1/admin/nodes/nowhere')).status, 404);
+    const stream = await SseClient.open(`${a.url}/v1/admin/sse?topics=nodes&token=${a.adminToken}`);
     const removed = await a.request('DELETE', '/v1/admin/nodes/b');
     assert.equal(removed.status, 204, JSON.stringify(removed.body));
+    await stream.waitFor((c) => c.messages().some((m) => m.data.action === 'delete'));
+    assert.deepEqual(stream.messages().at(-1)?.data, { topic: 'nodes', action: 'delete', id: 'b' });
 
     const names = (await a.request('GET', '/v1/admin/nodes')).body.nodes.map(
       (node: { name: string }) => node.name,
@@ -318,6 +322,8 @@ describe('two nodes on one PostgreSQL database: placement, the task queue, a los
     engineB.hosts.set(host.id, survivor.hosts.get(host.id)!);
     assert.equal(await engineB.state(host.id), 'running');
     b = await startB(engineB);
+    await stream.waitFor((c) => c.messages().some((m) => m.data.action === 'update' && m.data.id === 'b'));
+    stream.close();
     assert.equal(await engineB.state(host.id), 'stopped');
     assert.equal(await engineA.state(host.id), 'running', 'the host itself runs on');
     const stale = (

@@ -29,7 +29,7 @@ class Stream extends EventEmitter {
   }
 }
 
-const ALL: ReadonlySet<SseTopic> = new Set(['hosts', 'tasks', 'image-status', 'egress-ips']);
+const ALL: ReadonlySet<SseTopic> = new Set(['hosts', 'tasks', 'image-status', 'egress-ips', 'nodes']);
 
 function setup() {
   const rows: { type: string; data: string }[] = [];

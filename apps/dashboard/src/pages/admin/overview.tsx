@@ -1,10 +1,18 @@
 import type { Node } from '@ccp/api';
-import { useMutation, useQuery } from '@tanstack/react-query';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link } from 'react-router';
 import { api } from '../../api';
 import { DataTable } from '../../components/data-table';
-import { ActionButton, ErrorText, Loading, Section, StatusBadge, TaskProgressBar } from '../../components/ui';
+import {
+  ActionButton,
+  ConfirmButton,
+  ErrorText,
+  Loading,
+  Section,
+  StatusBadge,
+  TaskProgressBar,
+} from '../../components/ui';
 import { memory, when, whenExact } from '../../format';
 import { useEgressIps, useStats, useTask } from '../../queries';
 
@@ -93,42 +101,71 @@ function Images() {
  * whether new hosts may go there (both images built). They come with the stats, so they follow the same events.
  */
 function Nodes({ nodes }: { nodes: Node[] }) {
+  const client = useQueryClient();
+  const remove = useMutation({
+    mutationFn: api.admin.removeNode,
+    onSuccess: () => {
+      void client.invalidateQueries({ queryKey: ['stats'] });
+      void client.invalidateQueries({ queryKey: ['nodes'] });
+      void client.invalidateQueries({ queryKey: ['hosts'] });
+    },
+  });
   return (
-    <DataTable
-      testId="nodes"
-      columns={['Node', 'State', 'Hosts', 'Running', 'Memory', 'CPUs', 'Images', 'Last heartbeat']}
-      rows={nodes.map((node) => ({ ...node, id: node.name }))}
-      row={(node) => (
-        <>
-          <td>
-            <strong>{node.name}</strong>
-            {node.internal_address ? <div className="hint">{node.internal_address}</div> : null}
-          </td>
-          <td>
-            <span
-              className={`badge node-${node.state}`}
-              title={
-                node.state === 'unavailable'
-                  ? 'No heartbeat within NODE_DEAD_SECONDS: its hosts are node unavailable until it returns'
-                  : undefined
-              }
-            >
-              {node.state}
-            </span>
-          </td>
-          <td>
-            {node.hosts} / {node.max_hosts}
-          </td>
-          <td>{node.running}</td>
-          <td>{memory(node.memory_mb)}</td>
-          <td>{node.cpus}</td>
-          <td>
-            <StatusBadge status={node.images_ready ? 'built' : 'missing'} />
-          </td>
-          <td title={node.heartbeat_at}>{whenExact(node.heartbeat_at)}</td>
-        </>
-      )}
-    />
+    <>
+      <DataTable
+        testId="nodes"
+        columns={['Node', 'State', 'Hosts', 'Running', 'Memory', 'CPUs', 'Images', 'Last heartbeat', '']}
+        rows={nodes.map((node) => ({ ...node, id: node.name }))}
+        row={(node) => (
+          <>
+            <td>
+              <strong>{node.name}</strong>
+              {node.internal_address ? <div className="hint">{node.internal_address}</div> : null}
+            </td>
+            <td>
+              <span
+                className={`badge node-${node.state}`}
+                title={
+                  node.state === 'unavailable'
+                    ? 'No heartbeat within NODE_DEAD_SECONDS: its hosts are node unavailable until it returns'
+                    : undefined
+                }
+              >
+                {node.state}
+              </span>
+            </td>
+            <td>
+              {node.hosts} / {node.max_hosts}
+            </td>
+            <td>{node.running}</td>
+            <td>{memory(node.memory_mb)}</td>
+            <td>{node.cpus}</td>
+            <td>
+              <StatusBadge status={node.images_ready ? 'built' : 'missing'} />
+            </td>
+            <td title={node.heartbeat_at}>{whenExact(node.heartbeat_at)}</td>
+            <td>
+              {node.state === 'unavailable' ? (
+                <ConfirmButton
+                  label="Remove node"
+                  confirmLabel={`Remove node ${node.name}`}
+                  pending={remove.isPending && remove.variables === node.name}
+                  onConfirm={() => remove.mutate(node.name)}
+                  question={
+                    <p>
+                      Remove node <strong>{node.name}</strong> for good? Its {node.hosts} host(s) move to the
+                      live nodes, stopped; each one&apos;s next start makes a new workspace there with an
+                      empty home, as the old one stays on that machine.
+                    </p>
+                  }
+                />
+              ) : null}
+            </td>
+          </>
+        )}
+      />
+      <ErrorText error={remove.error} />
+    </>
   );
 }
 
