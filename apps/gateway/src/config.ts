@@ -41,6 +41,8 @@ export interface Config {
   workspaceImageVariant: 'full' | 'test';
   /** Seconds between checks of the upstreams running hosts use (0 turns them off). */
   egressHealthSeconds: number;
+  /** How often this node's running hosts are compared with its engine (HOST_CHECK_SECONDS); 0 turns it off. */
+  hostCheckSeconds: number;
   /** A separate address serving GET /metrics without a token (METRICS_BIND); null: only admins on HTTP_PORT. */
   metricsBind: { host: string; port: number } | null;
   /** Addresses or CIDR ranges of reverse proxies whose X-Forwarded-For is believed (TRUST_PROXY); empty: none. */
@@ -304,6 +306,7 @@ export function loadConfig(env: Env): Config {
     egress,
     workspaceImageVariant: imageVariant,
     egressHealthSeconds: wholeNumber('EGRESS_HEALTH_SECONDS', 60),
+    hostCheckSeconds: wholeNumber('HOST_CHECK_SECONDS', 30),
     metricsBind: parseAddress('METRICS_BIND', env.METRICS_BIND, problems),
     trustProxy: parseTrustProxy(env.TRUST_PROXY, problems),
     folderMounts: {

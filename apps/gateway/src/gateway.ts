@@ -391,6 +391,8 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       );
       every(3600, 'event-retention', () => events.prune(config.eventRetentionDays));
       if (live) every(60, 'live-message-retention', () => live.prune());
+      if (config.hostCheckSeconds > 0)
+        every(config.hostCheckSeconds, 'host-check', () => lifecycle.checkRunning(nodes.name));
       if (config.egressHealthSeconds > 0) {
         let checking = false;
         every(config.egressHealthSeconds, 'egress-health', async () => {

@@ -51,6 +51,11 @@ export class HostLifecycle {
    * learns it at the next switch): what a failed switch goes back to.
    */
   private readonly current = new Map<string, UpstreamSpec>();
+  /** Running hosts whose workspace the last check found not running (checkRunning). */
+  private readonly notRunning = new Set<string>();
+  private checkingRunning = false;
+  /** Hosts whose workspace is being removed here (a delete runs no task). */
+  private readonly removing = new Set<string>();
 
   constructor(
     private readonly hosts: HostsRepository,
@@ -98,7 +103,12 @@ export class HostLifecycle {
     if (await this.tasks.isBusy(host.id))
       throw errors.conflict('host_busy', 'A task is running for this host; try again when it ends');
     if (this.isLocal(host)) {
-      await this.runtime.remove(host.id);
+      this.removing.add(host.id);
+      try {
+        await this.runtime.remove(host.id);
+      } finally {
+        this.removing.delete(host.id);
+      }
       return;
     }
     const { task_id } = await this.queue('remove', host, actor);
@@ -452,6 +462,51 @@ export class HostLifecycle {
         },
       );
     }
+  }
+
+  /**
+   * Compares this node's running hosts with its engine: one whose workspace is not running at two checks in a row
+   * (a container stopped or removed outside the gateway, or one the engine could not restart) is marked
+   * `failed`, so nobody is told it runs; a start makes it again. Hosts with a task are left to it.
+   */
+  async checkRunning(node: string): Promise<void> {
+    // A round slower than the interval is not run twice at once.
+    if (this.checkingRunning) return;
+    this.checkingRunning = true;
+    try {
+      await this.compareRunning(node);
+    } finally {
+      this.checkingRunning = false;
+    }
+  }
+
+  private async compareRunning(node: string): Promise<void> {
+    const seen = new Set<string>();
+    for (const host of await this.hosts.list({ node, statuses: ['running'] })) {
+      if (this.removing.has(host.id) || (await this.tasks.isBusy(host.id))) continue;
+      let state: Awaited<ReturnType<WorkspaceRuntime['state']>>;
+      try {
+        state = await this.runtime.state(host.id);
+      } catch {
+        // The engine itself is down: its health check says so, and nothing is judged meanwhile.
+        return;
+      }
+      if (state === 'running') continue;
+      seen.add(host.id);
+      if (!this.notRunning.has(host.id)) {
+        this.notRunning.add(host.id);
+        continue;
+      }
+      this.notRunning.delete(host.id);
+      await this.runtime.stop(host.id).catch(() => undefined);
+      await this.fail(
+        host.id,
+        'workspace_lost',
+        `its workspace was ${state} at two checks in a row while the host was running (stopped or removed outside the gateway); start it again`,
+        systemActor,
+      );
+    }
+    for (const hostId of this.notRunning) if (!seen.has(hostId)) this.notRunning.delete(hostId);
   }
 
   /**

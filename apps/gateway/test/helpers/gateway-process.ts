@@ -120,6 +120,7 @@ export async function labGatewayProcess(
       LOG_LEVEL: 'warn',
       WORKSPACE_IMAGE_VARIANT: 'test',
       EGRESS_HEALTH_SECONDS: '0',
+      HOST_CHECK_SECONDS: '0',
       ...env,
     },
     url,

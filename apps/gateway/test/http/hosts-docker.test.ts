@@ -30,7 +30,8 @@ for (const kind of DATABASES) {
     const created: string[] = [];
 
     before(async () => {
-      labGateway = await startLabGateway({}, kind);
+      // Running hosts are compared with the engine every second (one test stops a container behind its back).
+      labGateway = await startLabGateway({ HOST_CHECK_SECONDS: '1' }, kind);
       ({ t, lab, egressIpId } = labGateway);
     });
     after(async () => {
@@ -138,6 +139,44 @@ for (const kind of DATABASES) {
       assert.equal((await t.request('GET', `/v1/admin/hosts/${host.id}`)).body.status, 'stopped');
       const left = await labelled(host.id);
       assert.deepEqual([left.containers.length, left.volumes.length], [0, 0]);
+    });
+
+    it('marks a running host failed when its egress gateway is stopped behind its back, and starts it again', async () => {
+      const user = await t.createUser('hank');
+      const host = (
+        await t.request('POST', '/v1/admin/hosts', { body: { user_id: user.id, egress_ip_id: egressIpId } })
+      ).body;
+      created.push(host.id);
+      const started = (await t.request('POST', `/v1/admin/hosts/${host.id}/start`)).body.task_id;
+      assert.equal((await waitTask(started)).status, 'succeeded');
+      const [gateway] = (await labelled(host.id)).containers.filter(
+        (c) => c.Labels['cloud-cli-proxy.role'] === 'egress-gateway',
+      );
+      assert.ok(gateway, 'the host has an egress gateway container');
+      // `docker stop` is an operator's: the restart policy leaves the container stopped.
+      await docker.getContainer(gateway.Id).stop({ t: 1 });
+      const status = async () => (await t.request('GET', `/v1/admin/hosts/${host.id}`)).body;
+      for (let waited = 0; (await status()).status === 'running'; waited += 200) {
+        assert.ok(waited < 15_000, 'the host still reads running 15 s after its egress gateway stopped');
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      const failed = await status();
+      assert.equal(failed.status, 'failed');
+      assert.match(
+        failed.last_error,
+        /^workspace_lost: its workspace was (broken|stopped) at two checks in a row/,
+      );
+      const events = (await t.request('GET', `/v1/admin/events?type=host.failed&host_id=${host.id}`)).body
+        .events;
+      assert.equal(events[0].data.code, 'workspace_lost');
+      assert.equal(
+        (await labelled(host.id)).containers.filter((c) => c.State === 'running').length,
+        0,
+        'what was left of it is stopped',
+      );
+      const again = (await t.request('POST', `/v1/admin/hosts/${host.id}/start`)).body.task_id;
+      assert.equal((await waitTask(again)).status, 'succeeded');
+      assert.equal((await status()).status, 'running');
     });
 
     it("removes a deleted user's workspaces with their volumes", async () => {
