@@ -178,7 +178,8 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       internalAddress: config.node.internalAddress,
       // Called from the heartbeat, after `images` exists.
       imagesReady: () => images.ready,
-      onRejoin: () => lifecycle.reconcile(config.node.name),
+      // Not a full reconcile: the tasks it runs now are not interrupted.
+      onRejoin: () => lifecycle.stopMovedAway(config.node.name),
     },
     logger.child({ component: 'nodes' }),
   );

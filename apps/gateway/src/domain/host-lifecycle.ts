@@ -514,7 +514,7 @@ export class HostLifecycle {
    * while it was silent); their containers and home volumes are left as they are, for the operator to keep or
    * delete.
    */
-  private async stopMovedAway(node: string): Promise<void> {
+  async stopMovedAway(node: string): Promise<void> {
     let held: string[];
     try {
       held = await this.runtime.hostIds();

@@ -22,7 +22,7 @@ export interface NodeRegistryOptions {
   exclusiveDatabase: boolean;
   /** Whether this node's engine has both images (new hosts go to nodes that do). */
   imagesReady: () => boolean;
-  /** Runs after this node joined again once removed (the gateway reconciles its engine then). */
+  /** Runs after this node joined again once removed (the gateway stops its old workspaces of moved hosts). */
   onRejoin?: () => Promise<void>;
 }
 
@@ -218,7 +218,7 @@ export class NodeRegistry {
 
   /**
    * This node was removed by an administrator while it was silent and is back: it joins again as a new node
-   * (its former hosts were placed elsewhere; the reconcile stops what its engine still runs for them).
+   * (its former hosts were placed elsewhere; `onRejoin` stops what its engine still runs for them).
    */
   private async rejoin(): Promise<void> {
     this.log.warn({ node: this.name }, 'this node was removed while it was silent; joining again');

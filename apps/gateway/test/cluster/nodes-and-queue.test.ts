@@ -338,4 +338,27 @@ describe('two nodes on one PostgreSQL database: placement, the task queue, a los
       ['b', 0],
     );
   });
+
+  it('a node removed while only slow notices at its next heartbeat, joins again and stops its old workspace', async () => {
+    const host = await createHost('b');
+    await ended((await a.request('POST', `/v1/admin/hosts/${host.id}/start`)).body.task_id);
+    assert.equal(await engineB.state(host.id), 'running');
+    // What a removal at another gateway does while b's heartbeats stall (a stalled database): b's row goes, its
+    // host is placed on a.
+    const { hosts, nodes } = a.gateway.repositories;
+    assert.ok(
+      await hosts.moveFromRemovedNode(host.id, 'b', 'a', 'moved by the test', new Date().toISOString()),
+    );
+    assert.ok(await nodes.removeSilent('b', new Date(Date.now() + 60_000).toISOString()));
+
+    await until('b to join again', async () =>
+      ((await a.request('GET', '/v1/admin/nodes')).body.nodes as { name: string }[]).some(
+        (n) => n.name === 'b',
+      ),
+    );
+    await until('its old workspace to stop', async () => (await engineB.state(host.id)) === 'stopped');
+    const rejoined = (await a.request('GET', '/v1/admin/events?type=node.rejoined')).body.events;
+    assert.equal(rejoined[0].data.node, 'b');
+    assert.equal((await hostOf(host.id)).node, 'a', 'the host stays where it was placed');
+  });
 });
