@@ -8,6 +8,7 @@ import { FakeDesktop, openStream } from '../helpers/fake-desktop.js';
 import { freePort } from '../helpers/lab-gateway.js';
 import { MemoryRuntime } from '../helpers/memory-runtime.js';
 import { until } from '../helpers/openssh.js';
+import { execAndEnd } from '../helpers/ssh2-exec.js';
 import { createPostgresDatabase, startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
 
 /**
@@ -38,19 +39,7 @@ function sshRun(port: number, login: string, password: string, command: string):
       banner += text;
     });
     client.on('error', () => resolve(banner));
-    client.on('ready', () =>
-      client.exec(command, (error, stream) => {
-        if (error) return reject(error);
-        let out = '';
-        stream.on('data', (chunk: Buffer) => {
-          out += chunk.toString();
-        });
-        stream.on('close', () => {
-          client.end();
-          resolve(out);
-        });
-      }),
-    );
+    client.on('ready', () => execAndEnd(client, command).then(resolve, reject));
     client.connect({ host: '127.0.0.1', port, username: login, password, readyTimeout: 10_000 });
   });
 }

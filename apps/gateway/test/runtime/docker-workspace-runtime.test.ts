@@ -34,6 +34,7 @@ import {
 } from '../../src/runtime/workspace-runtime.js';
 import { buildTestImages, labEgressSettings } from '../helpers/lab-egress.js';
 import { KeyFactory } from '../helpers/ssh-keygen.js';
+import { execAndEnd } from '../helpers/ssh2-exec.js';
 
 const exec = promisify(execFile);
 
@@ -502,17 +503,7 @@ function sshLogin(
     let hostKey = '';
     client
       .on('ready', () => {
-        client.exec('id -un', (error, stream) => {
-          if (error) return reject(error);
-          let out = '';
-          stream.on('data', (chunk: Buffer) => {
-            out += chunk.toString();
-          });
-          stream.on('close', () => {
-            client.end();
-            resolve({ user: out.trim(), hostKey });
-          });
-        });
+        execAndEnd(client, 'id -un').then((out) => resolve({ user: out.trim(), hostKey }), reject);
       })
       .on('error', reject)
       .connect({
