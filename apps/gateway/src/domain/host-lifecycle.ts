@@ -23,7 +23,7 @@ import type { HostPatch, HostsRepository, HostWithOwner } from '../store/hosts-r
 import { nowIso } from './clock.js';
 import type { EgressIpsService, ReplacedUpstream } from './egress-ips-service.js';
 import { errors } from './errors.js';
-import { type AccessSettings, activeBinding, hostView, linuxUserFor } from './host-view.js';
+import { type AccessSettings, activeBinding, adminHostView, linuxUserFor } from './host-view.js';
 import type { QueuedTask, TaskRunner } from './task-runner.js';
 
 type StatusEventType = 'host.started' | 'host.stopped' | 'host.rebuilt' | 'host.reconciled' | 'host.failed';
@@ -587,12 +587,7 @@ export class HostLifecycle {
   ): Promise<void> {
     await this.hosts.update(host.id, { ...patch, updated_at: nowIso() });
     const row = (await this.hosts.findById(host.id))!;
-    const view = hostView(
-      row,
-      (await this.hosts.bindings([host.id])).get(host.id) ?? [],
-      this.access,
-      'admin',
-    );
+    const view = await adminHostView(this.hosts, row, this.access);
     if (event) {
       await this.bus.emit({ ...event, actor, userId: host.user_id, hostId: host.id, host: view });
     } else {

@@ -1,5 +1,5 @@
 import type { Host, HostStatus, SseMessage } from '@ccp/api';
-import type { BindingDetail, HostWithOwner } from '../store/hosts-repository.js';
+import type { BindingDetail, HostsRepository, HostWithOwner } from '../store/hosts-repository.js';
 import { vncBasePath, vncPagePath } from '../vnc/vnc-access.js';
 import { isoOut } from './clock.js';
 
@@ -39,6 +39,15 @@ export function userSseMessage(message: SseMessage, access: AccessSettings): Sse
   if (message.topic !== 'hosts' || message.payload === undefined) return message;
   const host = message.payload as Host;
   return { ...message, payload: { ...host, ...portalFields(access, 'user', host.id) } };
+}
+
+/** A host as an admin sees it in an event, its bindings read from the store. */
+export async function adminHostView(
+  hosts: Pick<HostsRepository, 'bindings'>,
+  row: HostWithOwner,
+  access: AccessSettings,
+): Promise<Host> {
+  return hostView(row, (await hosts.bindings([row.id])).get(row.id) ?? [], access, 'admin');
 }
 
 export function hostView(

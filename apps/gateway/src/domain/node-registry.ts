@@ -7,7 +7,7 @@ import type { HostsRepository } from '../store/hosts-repository.js';
 import type { NodeRow, NodesRepository, NodeWithLoad } from '../store/nodes-repository.js';
 import { isoOut, nowIso } from './clock.js';
 import { errors } from './errors.js';
-import { type AccessSettings, hostView } from './host-view.js';
+import { type AccessSettings, adminHostView } from './host-view.js';
 
 export interface NodeRegistryOptions {
   name: string;
@@ -252,12 +252,7 @@ export class NodeRegistry {
   ): Promise<void> {
     const host = await this.hosts.findById(hostId);
     if (!host) return;
-    const view = hostView(
-      host,
-      (await this.hosts.bindings([hostId])).get(hostId) ?? [],
-      this.access,
-      'admin',
-    );
+    const view = await adminHostView(this.hosts, host, this.access);
     await this.bus.emit({
       type,
       level: type === 'host.node_unavailable' ? 'error' : 'info',

@@ -2,7 +2,7 @@ import type { Actor } from '@ccp/api';
 import type { EventBus } from '../events/event-bus.js';
 import type { HostsRepository } from '../store/hosts-repository.js';
 import { nowIso } from './clock.js';
-import { type AccessSettings, hostView } from './host-view.js';
+import { type AccessSettings, adminHostView } from './host-view.js';
 import type { NodeRegistry } from './node-registry.js';
 import type { TaskRunner } from './task-runner.js';
 
@@ -42,7 +42,7 @@ export class NodeRemoval {
         userId: host.user_id,
         hostId,
         data: { from_node: name, to_node: to },
-        host: hostView(host, (await this.hosts.bindings([hostId])).get(hostId) ?? [], this.access, 'admin'),
+        host: await adminHostView(this.hosts, host, this.access),
       });
     }
     await this.bus.emit({
