@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { LabDescription } from '../../../../test/lab/lab.js';
 import { labEgressEnv } from './lab-egress.js';
@@ -128,3 +129,56 @@ export async function labGatewayProcess(
   );
   return { gateway, url, sshPort };
 }
+
+/**
+ * A started gateway process on SQLite in its own folder under `work`, pointed at the lab, with an admin token,
+ * one user (login password `password`) and a host of theirs bound to the lab's first exit (not started).
+ */
+export async function startLabGatewayProcessWithHost(
+  lab: LabDescription,
+  work: string,
+  name: string,
+  env: Record<string, string> = {},
+) {
+  const dataDir = path.join(work, name);
+  mkdirSync(dataDir);
+  const { gateway, url, sshPort } = await labGatewayProcess(lab, dataDir, env);
+  await gateway.start();
+  const token = (
+    await api(url, null, 'POST', '/v1/auth/login', { username: 'admin', password: ADMIN_PASSWORD })
+  ).body.token as string;
+  const exit = lab.exits[0]!;
+  const egress = await api(url, token, 'POST', '/v1/admin/egress-ips', {
+    label: 'lab vmess',
+    ip_address: exit.address,
+    proxy_config: exit.variants['vmess-tcp'].proxyConfig,
+  });
+  const username = `${name}${randomBytes(2).toString('hex')}`;
+  const password = 'a-long-enough-password';
+  const user = await api(url, token, 'POST', '/v1/admin/users', { username, password });
+  const host = await api(url, token, 'POST', '/v1/admin/hosts', {
+    user_id: user.body.id,
+    egress_ip_id: egress.body.id,
+  });
+  if (host.status !== 201) throw new Error(`creating the host failed: ${JSON.stringify(host.body)}`);
+  return {
+    gateway,
+    url,
+    sshPort,
+    token,
+    user: { id: user.body.id as string, username, password },
+    hostId: host.body.id as string,
+    shortId: host.body.short_id as string,
+  };
+}
+
+/** Waits (up to 5 minutes) for a task to succeed or fail; the task as the admin API shows it. */
+export const waitForTask = (url: string, token: string, taskId: string) =>
+  eventually(
+    'the task to finish',
+    async () => {
+      const task = (await api(url, token, 'GET', `/v1/admin/tasks/${taskId}`)).body;
+      return task.status === 'succeeded' || task.status === 'failed' ? task : undefined;
+    },
+    300_000,
+  );

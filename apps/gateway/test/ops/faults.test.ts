@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -11,10 +10,16 @@ import Docker from 'dockerode';
 import { ensureLab, type LabDescription } from '../../../../test/lab/lab.js';
 import { needs } from '../../../../test/support/needs.js';
 import { HOST_LABEL } from '../../src/runtime/container-specs.js';
-import { api, eventually, labGatewayProcess, REPO_ROOT } from '../helpers/gateway-process.js';
+import {
+  api,
+  eventually,
+  REPO_ROOT,
+  startLabGatewayProcessWithHost,
+  waitForTask,
+} from '../helpers/gateway-process.js';
 import { buildTestImages } from '../helpers/lab-egress.js';
 import { removeHostResources } from '../helpers/lab-gateway.js';
-import { ADMIN_PASSWORD, startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
+import { startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
 
 const exec = promisify(execFile);
 const root = REPO_ROOT;
@@ -37,43 +42,11 @@ describe('faults the gateway survives', { skip: needs('lab', 'docker'), timeout:
     rmSync(work, { recursive: true, force: true });
   });
 
-  /** A gateway process on SQLite in its own data directory, with an admin token, a user and a bound host. */
-  async function gatewayWithHost(name: string) {
-    const dataDir = path.join(work, name);
-    mkdirSync(dataDir);
-    const { gateway, url } = await labGatewayProcess(lab, dataDir);
-    await gateway.start();
-    const token = (
-      await api(url, null, 'POST', '/v1/auth/login', { username: 'admin', password: ADMIN_PASSWORD })
-    ).body.token as string;
-    const exit = lab.exits[0]!;
-    const egress = await api(url, token, 'POST', '/v1/admin/egress-ips', {
-      label: 'lab vmess',
-      ip_address: exit.address,
-      proxy_config: exit.variants['vmess-tcp'].proxyConfig,
-    });
-    const user = await api(url, token, 'POST', '/v1/admin/users', {
-      username: `${name}${randomBytes(2).toString('hex')}`,
-      password: 'a-long-enough-password',
-    });
-    const host = await api(url, token, 'POST', '/v1/admin/hosts', {
-      user_id: user.body.id,
-      egress_ip_id: egress.body.id,
-    });
-    assert.equal(host.status, 201, JSON.stringify(host.body));
-    hostIds.push(host.body.id);
-    return { gateway, url, token, hostId: host.body.id as string };
-  }
-
-  const waitForTask = (url: string, token: string, taskId: string) =>
-    eventually(
-      'the task to finish',
-      async () => {
-        const task = (await api(url, token, 'GET', `/v1/admin/tasks/${taskId}`)).body;
-        return task.status === 'succeeded' || task.status === 'failed' ? task : undefined;
-      },
-      300_000,
-    );
+  const gatewayWithHost = async (name: string) => {
+    const started = await startLabGatewayProcessWithHost(lab, work, name);
+    hostIds.push(started.hostId);
+    return started;
+  };
 
   it('kill -9 during a start: the task fails as interrupted, the host is reconciled, no duplicates', async () => {
     const { gateway, url, token, hostId } = await gatewayWithHost('kill');
