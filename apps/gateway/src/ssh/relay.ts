@@ -82,6 +82,7 @@ export function relaySession(
     // which OpenSSH does straight after the command when its stdin is empty. Input waits in the channel.
     const client = accept();
     if (!client) return;
+    client.on('error', ignore);
     let clientClosed = false;
     client.once('close', () => {
       clientClosed = true;
@@ -144,7 +145,7 @@ function joinSession(client: ServerChannel, workspace: ClientChannel, traffic: T
   workspace.once('end', done);
   workspace.stderr.once('end', done);
   workspace.once('close', done);
-  client.on('close', () => workspace.close()).on('error', ignore);
+  client.on('close', () => workspace.close());
   workspace.on('error', ignore);
 }
 

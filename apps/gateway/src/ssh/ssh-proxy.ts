@@ -25,6 +25,7 @@ import { FOLDER_MOUNT_SUBSYSTEM, type FolderMounts } from './folder-mounts.js';
 import { loadOrCreateHostKey } from './host-key.js';
 import { relayLocalForwards, relayRemoteForwards, relaySession, type Traffic } from './relay.js';
 import { destroyConnection, openAgentChannel, sendAuthBanner } from './ssh2-internals.js';
+import { WorkspaceLoginQueue } from './workspace-login-queue.js';
 
 export interface SshProxyOptions {
   host: string;
@@ -65,6 +66,8 @@ const DEFAULT_TIMING: SshProxyTiming = {
 };
 
 const METHODS: ('password' | 'publickey')[] = ['publickey', 'password'];
+/** Logins to one workspace under way at once; its sshd drops what is past 10 (MaxStartups). */
+const WORKSPACE_LOGINS_PER_HOST = 6;
 /** How long a client told to disconnect has to close its side before the gateway drops the connection. */
 const DISCONNECT_GRACE_MS = 2000;
 
@@ -109,6 +112,7 @@ export class SshProxy {
   private readonly server: Server;
   private readonly live = new Map<string, LiveSession>();
   private readonly pending = new Set<Connection>();
+  private readonly workspaceLogins = new WorkspaceLoginQueue(WORKSPACE_LOGINS_PER_HOST);
   private readonly events: BackgroundEvents;
   private readonly timing: SshProxyTiming;
   private recheck: NodeJS.Timeout | null = null;
@@ -273,6 +277,20 @@ export class SshProxy {
     if (!found.ok) return refuse(found.reason, found.message, found.host);
     const { host } = found;
     const gatewayKey = access.workspaceKeyFor(host);
+    // The dial counts too: the workspace's sshd counts a connection from its accept until the login is done.
+    return this.workspaceLogins.run(host.id, () =>
+      this.loginToWorkspace(user, host, gatewayKey, connection, refuse),
+    );
+  }
+
+  /** Opens the host's workspace and logs in there with the gateway's key for this user's session. */
+  private async loginToWorkspace(
+    user: UserRow,
+    host: HostWithOwner,
+    gatewayKey: string | null,
+    connection: Connection,
+    refuse: (reason: string, text: string, host?: HostWithOwner) => Promise<never>,
+  ): Promise<Admitted> {
     let sock: Duplex | null = null;
     if (host.status === 'running' && gatewayKey) {
       try {
@@ -333,14 +351,20 @@ export class SshProxy {
   ): Promise<Client> {
     const upstream = new ssh2.Client();
     return new Promise((resolve, reject) => {
+      let ready = false;
+      // Heard for the client's whole life: a failed login can report more than one error (the socket's, then
+      // "Connection lost before handshake"), and one with no listener would end the gateway for everyone.
+      upstream.on('error', (error: Error) => {
+        if (ready) this.options.log.debug({ err: error }, 'workspace SSH connection error');
+        else {
+          upstream.end();
+          reject(error);
+        }
+      });
       upstream.once('ready', () => {
-        upstream.off('error', reject);
-        upstream.on('error', (error: Error) =>
-          this.options.log.debug({ err: error }, 'workspace SSH connection error'),
-        );
+        ready = true;
         resolve(upstream);
       });
-      upstream.once('error', reject);
       upstream.connect({
         sock,
         username: linuxUser,
