@@ -117,11 +117,15 @@ export class HostDialer {
         );
       };
       socket.setTimeout(this.connectTimeoutMs, () => fail(new Error('no answer in time')));
-      socket.once('error', fail);
+      let connected = false;
+      // One listener for the socket's whole life: before the connect a failure is the dial's, after it
+      // whoever takes the stream hears it as its close.
+      socket.on('error', (error) => {
+        if (!connected) fail(error);
+      });
       socket.once('connect', () => {
+        connected = true;
         socket.setTimeout(0);
-        socket.off('error', fail);
-        socket.on('error', () => {}); // heard by whoever takes the stream, as its close
         socket.setNoDelay(true);
         resolve(socket);
       });

@@ -99,12 +99,15 @@ export class NodeChannelClient {
         () => fail(new Error('no handshake in time')),
         this.options.connectTimeoutMs ?? 5_000,
       );
-      socket.once('error', fail);
+      let connected = false;
+      // One listener for the socket's whole life: before the handshake a failure is the dial's, after it whoever
+      // takes the stream hears it as its close (unheard, an error would end the process).
+      socket.on('error', (error) => {
+        if (!connected) fail(error);
+      });
       socket.once('secureConnect', () => {
+        connected = true;
         clearTimeout(timer);
-        socket.off('error', fail);
-        // Whoever takes the stream hears a failure as its close; unheard, an error would end the process.
-        socket.on('error', () => {});
         // Keystrokes and small round trips: no Nagle; a dead peer is noticed without traffic.
         socket.setNoDelay(true);
         socket.setKeepAlive(true, 15_000);

@@ -62,7 +62,7 @@ function dialUpstream(address: string, port: number, timeoutMs: number): Promise
     };
     const timer = setTimeout(() => done('timeout'), Math.max(0, timeoutMs));
     socket.once('connect', () => done('open'));
-    socket.once('error', (error: NodeJS.ErrnoException) =>
+    socket.on('error', (error: NodeJS.ErrnoException) =>
       done(error.code === 'ECONNREFUSED' ? 'refused' : 'unreachable'),
     );
   });
@@ -332,6 +332,8 @@ export class TunnelEgressTester implements EgressTester {
         agent: false,
       });
       connect.on('connect', (response, socket) => {
+        // The request lets go of the socket it hands over; its failures reach `request` below, through TLS.
+        socket.on('error', () => {});
         if (response.statusCode !== 200) {
           socket.destroy();
           finish(new CheckFailure(`the tunnel could not reach ${url.host} (HTTP ${response.statusCode})`));

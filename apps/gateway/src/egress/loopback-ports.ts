@@ -20,7 +20,7 @@ export function acceptsConnections(port: number, host = '127.0.0.1'): Promise<bo
       socket.destroy();
       resolve(true);
     });
-    socket.once('error', () => resolve(false));
+    socket.on('error', () => resolve(false));
   });
 }
 

@@ -39,7 +39,7 @@ export function buildImages(
         reporting = reporting.then(() => progress(percent, step)).catch(() => {});
       }
     });
-    child.once('error', (error) =>
+    child.on('error', (error) =>
       reject(new RuntimeError('image_build_failed', `image/build.sh did not start: ${error.message}`)),
     );
     child.once('close', (code) => {

@@ -263,6 +263,10 @@ export class FolderMounts {
     child.stderr.on('data', (chunk: Buffer) => {
       stderr = (stderr + chunk.toString('utf8')).slice(-2000);
     });
+    // A spawn that fails (EAGAIN under load) is an error event: heard, it is this mount's failure, not the process's.
+    child.on('error', (error) => {
+      stderr = `${stderr}could not run sshfs: ${error.message}\n`.slice(-2000);
+    });
     const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
     const mount: LiveMount = { key, mountPoint, child, closed };
     this.live.set(key, mount);
