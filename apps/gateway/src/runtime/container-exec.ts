@@ -2,8 +2,14 @@ import type Docker from 'dockerode';
 import { cappedOutput, EXEC_OUTPUT_CAP } from './capped-output.js';
 import { type ExecResult, RuntimeError } from './workspace-runtime.js';
 
+/** Who runs the command (root unless said), and what it finds in its environment besides the image's. */
+export interface ExecAs {
+  user?: string;
+  env?: string[];
+}
+
 /**
- * Runs a command as root in a container and collects its output, each stream capped: past the cap it stops
+ * Runs a command in a container and collects its output, each stream capped: past the cap it stops
  * reading rather than drain, since a command that prints without end would otherwise be read at full speed
  * until the timeout, for every call in parallel.
  */
@@ -12,10 +18,12 @@ export async function execCapped(
   containerId: string,
   command: string[],
   timeoutMs: number,
+  as: ExecAs = {},
 ): Promise<ExecResult> {
   const exec = await docker.getContainer(containerId).exec({
     Cmd: command,
-    User: 'root',
+    User: as.user ?? 'root',
+    ...(as.env ? { Env: as.env } : {}),
     AttachStdout: true,
     AttachStderr: true,
   });

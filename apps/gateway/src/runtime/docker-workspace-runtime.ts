@@ -32,6 +32,7 @@ import { imageStatuses, type RuntimeImages, requireImages, workspaceVariant } fr
 import { linkWorkspace, unlinkWorkspace, workspaceLinked } from './netns.js';
 import { verifyEgressPath } from './path-check.js';
 import { delay, sshBanner, tunnelReady, v2rayPid } from './readiness.js';
+import { verifyAsWorkspaceUser } from './user-path-check.js';
 import {
   type ExecResult,
   type ImageStatus,
@@ -93,11 +94,14 @@ interface ContainerFacts {
   pid: number;
   uplinkAddress: string | null;
   labels: Record<string, string>;
+  /** A workspace's Linux user (its WORKSPACE_USER), null for other containers. */
+  user: string | null;
   /** The image name it was created from (tags carry the recipe's hash). */
   image: string;
 }
 
 const LINUX_USER = /^[a-z_][a-z0-9_-]{0,31}$/;
+const WORKSPACE_USER_ENV = 'WORKSPACE_USER=';
 
 /**
  * Workspaces on Docker, design (c) of spike-egress.md §12. Per host:
@@ -253,6 +257,7 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
             this.plan,
             this.checkOptions(),
           );
+          if (workspace.user) await this.verifyAsUser(workspace.id, workspace.user, target.exitIp);
         };
         try {
           await apply(upstream);
@@ -388,6 +393,8 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
       await step(90, 'waiting for sshd');
       const endpoints = endpointsAt(gateway.uplinkAddress);
       await this.waitForSsh(endpoints.ssh.host, workspace.id, signal);
+      await step(95, `checking as ${spec.linuxUser} that names resolve and the exit answers`);
+      await this.verifyAsUser(workspace.id, spec.linuxUser, upstream.exitIp);
       await progress(100, `running through ${upstream.label}, verified in ${Date.now() - began} ms`);
       return endpoints;
     } catch (error) {
@@ -457,7 +464,9 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
         image: this.options.images.egressGateway,
         owner: this.owner,
         configDir: this.provisioning.gatewayDir(hostId),
-        caFile: this.options.egress.caFile ?? undefined,
+        caFile: this.options.egress.caFile
+          ? await this.provisioning.ensureCaCopy(this.options.egress.caFile)
+          : undefined,
         limits: this.options.gatewayLimits ?? { memoryMb: 256, pids: 128 },
       }),
     );
@@ -567,6 +576,10 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
         pid: info.State.Pid,
         uplinkAddress: info.NetworkSettings.Networks[UPLINK_NETWORK]?.IPAddress || null,
         labels: info.Config.Labels ?? {},
+        user:
+          (info.Config.Env ?? [])
+            .find((entry) => entry.startsWith(WORKSPACE_USER_ENV))
+            ?.slice(WORKSPACE_USER_ENV.length) ?? null,
         image: info.Config.Image,
       };
     } catch (error) {
@@ -583,6 +596,17 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
 
   buildImages(rebuild: boolean, progress: ProgressReporter): Promise<void> {
     return buildImages(workspaceVariant(this.options.images), rebuild, progress);
+  }
+
+  /** The path as the workspace's user sees it (user-path-check.ts), after the one checked as root. */
+  private verifyAsUser(workspaceId: string, linuxUser: string, exitIp: string): Promise<void> {
+    return verifyAsWorkspaceUser(
+      (command, timeoutMs, as) => execCapped(this.docker, workspaceId, command, timeoutMs, as),
+      linuxUser,
+      this.plan,
+      exitIp,
+      this.timeouts.httpMs,
+    );
   }
 
   private checkOptions() {

@@ -1,5 +1,4 @@
 import { readFileSync } from 'node:fs';
-import { chmod, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 
 /** Where a workspace sees the folder mounts the gateway makes for it (read-only; sub-mounts propagate in). */
@@ -59,14 +58,4 @@ export function propagatesToContainers(dir: string, mounts = readMountInfo()): b
     .filter((mount) => within(path.resolve(dir), mount.mountPoint))
     .sort((a, b) => b.mountPoint.length - a.mountPoint.length)[0];
   return holder?.tags.some((tag) => tag.startsWith('shared:')) ?? false;
-}
-
-/**
- * Makes `dir` and its missing parents traversable by everyone (the unprivileged sshfs user walks the path),
- * whatever the gateway's umask.
- */
-export async function makeTraversableDir(dir: string): Promise<void> {
-  const first = await mkdir(dir, { recursive: true });
-  if (!first) return;
-  for (let level = dir; within(level, first); level = path.dirname(level)) await chmod(level, 0o755);
 }

@@ -1,4 +1,4 @@
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import type Docker from 'dockerode';
@@ -15,7 +15,8 @@ import {
 } from './container-specs.js';
 import { renderEgressGatewayFiles, WORKSPACE_LINK } from './egress-gateway-files.js';
 import { statusCode } from './engine-errors.js';
-import { makeTraversableDir, propagatesToContainers } from './folder-mount-points.js';
+import { propagatesToContainers } from './folder-mount-points.js';
+import { makeTraversableDir, writeReadableFile } from './handed-over-files.js';
 import { RuntimeError, type UpstreamSpec } from './workspace-runtime.js';
 
 export interface HostProvisioningOptions {
@@ -137,11 +138,22 @@ export class HostProvisioning {
     const file = path.join(runtimeDir, 'workspace-resolv.conf');
     const text = `nameserver ${WORKSPACE_LINK.gatewayAddress}\noptions timeout:2 attempts:2\n`;
     const current = await readFile(file, 'utf8').catch(() => null);
-    if (current !== text) {
-      await mkdir(runtimeDir, { recursive: true, mode: 0o755 });
-      // Written in place, not renamed: running workspaces bind-mount this very inode.
-      await writeFile(file, text, { mode: 0o644 });
-    }
+    await makeTraversableDir(runtimeDir);
+    // Written in place, not renamed: running workspaces bind-mount this very inode. The mode is set every time:
+    // a file written by an older gateway under a strict umask is mended too.
+    if (current !== text) await writeReadableFile(file, text);
+    else await chmod(file, 0o644);
+    return file;
+  }
+
+  /**
+   * The egress TLS CA (EGRESS_TLS_CA_FILE) as the egress gateways mount it: a copy readable by their
+   * unprivileged v2ray, whatever the mode of the operator's file (a CA certificate is public).
+   */
+  async ensureCaCopy(caFile: string): Promise<string> {
+    const file = path.join(this.options.runtimeDir, 'egress-ca.pem');
+    await makeTraversableDir(this.options.runtimeDir);
+    await writeReadableFile(file, await readFile(caFile, 'utf8'));
     return file;
   }
 
