@@ -1,162 +1,217 @@
 /**
- * The README's quickstart, as a newcomer runs it: `deploy/setup.sh --demo` writes the settings (here without
- * installing or building: the suite did that), the gateway starts from them, the README's block runs as it is,
- * and the SSH session it ends in sees the lab's exit. Uses the README's own ports (8080, 2222).
+ * A newcomer's first hour, literally: a fresh clone, the README's first command as written (a background root
+ * shell with Debian's default umask and no terminal), the README's quickstart block as written, then an SSH
+ * session as the workspace's user that resolves a name and sees the lab's exit. Then the same gateway started
+ * the way the shipped systemd unit starts it (its Environment, UMask, WorkingDirectory and ExecStart).
+ * Uses the full image and the README's own ports (8080, 2222), as users get them.
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { parse as parseDotenv } from 'dotenv';
-import { ensureLab, type LabDescription } from '../../../../test/lab/lab.js';
+import { type LabDescription, readLab } from '../../../../test/lab/lab.js';
 import { needs } from '../../../../test/support/needs.js';
-import { HOST_LABEL } from '../../src/runtime/container-specs.js';
-import { buildTestImages } from '../helpers/lab-egress.js';
+import { eventually, REPO_ROOT } from '../helpers/gateway-process.js';
+import { removeHostResources } from '../helpers/lab-gateway.js';
 
 const exec = promisify(execFile);
-const root = path.resolve(import.meta.dirname, '../../../..');
-const main = path.join(root, 'apps/gateway/dist/main.js');
+const API = 'http://localhost:8080';
+/** What systemd gives a system service that sets no PATH of its own. */
+const SYSTEMD_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+const UNIT = 'deploy/cloud-cli-proxy.service';
 
-/** The shell block under `<!-- quickstart -->` in README.md. */
-function quickstart(): string {
-  const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
+/** The README's first command: the first line of its first shell block, without the comment. */
+function readmeFirstCommand(readme: string): string {
+  const block = /```sh\n([\s\S]*?)\n```/.exec(readme);
+  assert.ok(block, 'README.md has a shell block');
+  const line = block[1]!.split('\n')[0]!.replace(/\s+#.*$/, '');
+  assert.match(line, /^bash deploy\/setup\.sh --demo$/, 'the first command is the demo set-up');
+  return line;
+}
+
+/** The shell block under `<!-- quickstart -->`, up to its final `ssh` (interactive: done below instead). */
+function quickstartUpToSsh(readme: string): string {
   const match = /<!-- quickstart -->\n```sh\n([\s\S]*?)\n```/.exec(readme);
   assert.ok(match, 'README.md has a quickstart block');
-  return match[1]!;
+  const lines = match[1]!.split('\n');
+  const ssh = lines.findIndex((line) => line.startsWith('ssh '));
+  assert.ok(ssh > 0, 'the quickstart ends with ssh');
+  return lines.slice(0, ssh).join('\n');
 }
 
-async function waitHealthy(url: string, child: ChildProcess, output: () => string): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`the gateway exited:\n${output()}`);
-    try {
-      if ((await fetch(`${url}/healthz`)).status < 500) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 200));
+/** The unit's `Key=value` lines, each key's values in order. */
+function unitSettings(text: string): Map<string, string[]> {
+  const settings = new Map<string, string[]>();
+  for (const line of text.split('\n')) {
+    const match = /^([A-Za-z]+)=(.*)$/.exec(line.trim());
+    if (match) settings.set(match[1]!, [...(settings.get(match[1]!) ?? []), match[2]!]);
   }
-  throw new Error(`the gateway did not answer:\n${output()}`);
+  return settings;
 }
 
-describe("the README's quickstart with --demo", { skip: needs('lab', 'docker'), timeout: 600_000 }, () => {
-  let dir: string;
+describe("the README's first hour, on a fresh clone", {
+  skip: needs('lab', 'docker'),
+  timeout: 50 * 60_000,
+}, () => {
+  const work = mkdtempSync(path.join(tmpdir(), 'ccp-first-hour-'));
+  const clone = path.join(work, 'cloud-cli-proxy');
+  const hostIds: string[] = [];
+  let gateway: ChildProcess | null = null;
+  let logFile = '';
   let lab: LabDescription;
-  let gateway: ChildProcess | undefined;
-  let output = '';
-  let hostId: string | undefined;
 
   before(async () => {
-    await buildTestImages();
-    lab = await ensureLab();
-    if (!lab.public) return;
-    dir = mkdtempSync(path.join(tmpdir(), 'ccp-quickstart-'));
-    const setup = spawnSync(
-      'bash',
-      [path.join(root, 'deploy/setup.sh'), '--demo', '--config-only', '--image-variant', 'test'],
-      {
-        cwd: root,
-        env: {
-          PATH: process.env.PATH ?? '',
-          HOME: process.env.HOME ?? '/root',
-          ENV_FILE: path.join(dir, '.env'),
-          DATA_DIR: path.join(dir, 'data'),
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-        encoding: 'utf8',
-      },
-    );
-    assert.equal(setup.status, 0, `${setup.stdout}\n${setup.stderr}`);
-    assert.match(setup.stdout, /Demo: +the README's quickstart runs as written/);
-    const env = parseDotenv(readFileSync(path.join(dir, '.env')));
-    assert.equal(
-      Object.keys(env).some((name) => name.startsWith('EGRESS_PROBE_')),
-      false,
-      'the demo verifies the way a fresh install does: no probe of its own',
-    );
-    assert.ok(env.PUBLIC_HOST, 'set-up chose a public host');
-
-    gateway = spawn(process.execPath, [main], {
-      cwd: dir,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', EGRESS_HEALTH_SECONDS: '0' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    gateway.stdout!.on('data', (chunk) => (output += chunk));
-    gateway.stderr!.on('data', (chunk) => (output += chunk));
-    await waitHealthy('http://localhost:8080', gateway, () => output);
-    assert.match(output, /egress verification: public endpoints/);
+    // The commit under test, as a newcomer gets it: nothing built, installed or generated.
+    await exec('git', ['clone', '--quiet', REPO_ROOT, clone]);
   });
 
   after(async () => {
-    if (gateway && gateway.exitCode === null) {
-      const exited = new Promise((resolve) => gateway!.once('exit', resolve));
-      gateway.kill('SIGTERM');
-      await exited;
-    }
-    // Whatever the quickstart's host left if the test failed before removing it.
-    if (hostId && dir) {
-      const label = `label=${HOST_LABEL}=${hostId}`;
-      const { stdout } = await exec('docker', ['ps', '-aq', '--filter', label]);
-      for (const id of stdout.split('\n').filter(Boolean))
-        await exec('docker', ['rm', '-f', '-v', id]).catch(() => undefined);
-      const volumes = await exec('docker', ['volume', 'ls', '-q', '--filter', label]);
-      for (const name of volumes.stdout.split('\n').filter(Boolean))
-        await exec('docker', ['volume', 'rm', name]).catch(() => undefined);
-    }
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await stopGateway();
+    await removeHostResources(hostIds);
+    rmSync(work, { recursive: true, force: true });
   });
 
-  it('ends in a running, verified host and an SSH session whose exit is the lab exit', async (t) => {
-    if (!lab.public) return t.skip('the running lab has no public stand-ins (lab.sh up builds them)');
-    const lines = quickstart().split('\n');
-    const sshLine = lines.findIndex((line) => line.startsWith('ssh '));
-    assert.ok(sshLine > 0, 'the quickstart ends with ssh');
-    const script = [
-      ...lines.slice(0, sshLine),
-      'printf "\\nQUICKSTART %s %s %s %s\\n" "$SSH_USER" "$SSH_PASS" "$HOST_ID" "$TOKEN"',
-    ].join('\n');
+  const log = () => readFileSync(logFile, 'utf8');
+  const tail = () => log().split('\n').slice(-60).join('\n');
+
+  /** Starts `argv` in its own process group (so it can be stopped whole), output to a log file. */
+  function startInBackground(name: string, argv: string[], cwd: string, env: Record<string, string>) {
+    logFile = path.join(work, `${name}.log`);
+    const out = openSync(logFile, 'a');
+    const child = spawn(argv[0]!, argv.slice(1), { cwd, env, detached: true, stdio: ['ignore', out, out] });
+    closeSync(out);
+    gateway = child;
+    return child;
+  }
+
+  async function stopGateway(): Promise<void> {
+    const child = gateway;
+    gateway = null;
+    if (!child?.pid || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    process.kill(-child.pid, 'SIGTERM');
+    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 30_000))]);
+    if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid, 'SIGKILL');
+  }
+
+  /** Waits for the API, printing the newest progress line of the log now and then (set-up takes minutes). */
+  async function waitForGateway(child: ChildProcess, minutes: number): Promise<void> {
+    let shown = '';
+    const progress = setInterval(() => {
+      const line = log()
+        .split('\n')
+        .filter((entry) => entry.startsWith('==>'))
+        .at(-1);
+      if (!line || line === shown) return;
+      shown = line;
+      console.log(`# ${line}`);
+    }, 20_000);
+    try {
+      await eventually(
+        'the gateway to answer on :8080',
+        async () => {
+          if (child.exitCode !== null) throw new Error('exited');
+          return (await fetch(`${API}/healthz`)).status < 500;
+        },
+        minutes * 60_000,
+      ).catch((error: Error) => {
+        throw new Error(`${error.message}; exit ${child.exitCode}; its output ends:\n${tail()}`);
+      });
+    } finally {
+      clearInterval(progress);
+    }
+  }
+
+  /** The quickstart as written, in the clone; then SSH as the host's user: who, a lookup, the exit. */
+  async function quickstartAndSsh(): Promise<void> {
+    const readme = readFileSync(path.join(clone, 'README.md'), 'utf8');
+    const script = `${quickstartUpToSsh(readme)}\nprintf '\\nQUICKSTART %s %s\\n' "$SSH_USER" "$HOST_ID"`;
     const run = spawnSync('bash', ['-euo', 'pipefail', '-c', script], {
-      cwd: dir,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root' },
+      cwd: clone,
+      env: { PATH: process.env.PATH ?? '', HOME: '/root' },
       encoding: 'utf8',
       timeout: 300_000,
     });
-    assert.equal(run.status, 0, `${run.stdout}\n${run.stderr}\n--- gateway:\n${output}`);
+    const [, sshUser, hostId] = /QUICKSTART (\S+) (\S+)/.exec(run.stdout) ?? [];
+    if (hostId) hostIds.push(hostId);
+    assert.equal(run.status, 0, `${run.stdout}\n${run.stderr}\n--- gateway:\n${tail()}`);
     assert.match(run.stdout, /"ok": true/, 'the egress test passed');
-    assert.match(run.stdout, /"status": "running"/, `${run.stdout}\n--- gateway:\n${output}`);
-    const [, sshUser, sshPass, id, token] = /QUICKSTART (\S+) (\S+) (\S+) (\S+)/.exec(run.stdout) ?? [];
-    assert.ok(sshUser && sshPass && id && token);
-    hostId = id;
+    assert.match(run.stdout, /"status": "running"/, `${run.stdout}\n--- gateway:\n${tail()}`);
+    assert.ok(sshUser);
 
+    lab = (await readLab())!;
+    const web = lab.public!.web.name;
     const ssh = await exec(
       'sshpass',
       [
         '-e',
         'ssh',
-        '-p',
-        '2222',
-        '-o',
-        'StrictHostKeyChecking=no',
-        '-o',
-        'UserKnownHostsFile=/dev/null',
-        '-o',
-        'PubkeyAuthentication=no',
-        '-o',
-        'LogLevel=ERROR',
+        ...['-p', '2222', '-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null'],
+        ...['-o', 'PubkeyAuthentication=no', '-o', 'LogLevel=ERROR'],
         `${sshUser}@localhost`,
-        `curl -fsS --max-time 20 http://${lab.public.web.name}/ip`,
+        `id -un; getent hosts ${web} >/dev/null && echo resolved; curl -fsS --max-time 20 http://${web}/ip`,
       ],
-      { env: { PATH: process.env.PATH ?? '', SSHPASS: sshPass }, timeout: 60_000 },
+      // The user's login password, as the quickstart's last line says.
+      { env: { PATH: process.env.PATH ?? '', SSHPASS: 'a-long-password' }, timeout: 60_000 },
+    ).catch((error: { stdout?: string; stderr?: string }) => error);
+    assert.deepEqual(
+      `${ssh.stdout}`.trim().split('\n'),
+      ['alice', 'resolved', lab.exits[0]!.address],
+      `as the workspace's user: ${ssh.stdout}\n${ssh.stderr}`,
     );
-    assert.equal(ssh.stdout.trim(), lab.exits[0]!.address);
+  }
 
-    const removed = await fetch(`http://localhost:8080/v1/admin/hosts/${hostId}`, {
-      method: 'DELETE',
-      headers: { authorization: `Bearer ${token}` },
+  it('`bash deploy/setup.sh --demo` in a background root shell, then the quickstart: the user resolves names and sees the exit', async () => {
+    const command = readmeFirstCommand(readFileSync(path.join(clone, 'README.md'), 'utf8'));
+    // A root login shell on Debian: umask 022, its own PATH and HOME, no terminal.
+    const child = startInBackground('setup', ['sh', '-c', `umask 022; ${command}`], clone, {
+      PATH: SYSTEMD_PATH,
+      HOME: '/root',
+      USER: 'root',
+      SHELL: '/bin/bash',
     });
-    assert.ok(removed.status < 300, `DELETE answered ${removed.status}`);
+    await waitForGateway(child, 40);
+    const env = parseDotenv(readFileSync(path.join(clone, '.env')));
+    assert.equal(
+      Object.keys(env).some((name) => name.startsWith('EGRESS_PROBE_')),
+      false,
+      'the demo verifies the way a fresh install does: no probe of its own',
+    );
+    assert.match(log(), /Demo: +the README's quickstart runs as written/);
+    await quickstartAndSsh();
+  });
+
+  it('the gateway started as the systemd unit starts it passes the same checks', async () => {
+    await stopGateway();
+    // A new database, so the quickstart runs as written once more (its user and host are new again).
+    await removeHostResources(hostIds);
+    const env = parseDotenv(readFileSync(path.join(clone, '.env')));
+    rmSync(env.DATA_DIR!, { recursive: true, force: true });
+
+    const unit = unitSettings(readFileSync(path.join(clone, UNIT), 'utf8'));
+    const [workingDirectory] = unit.get('WorkingDirectory') ?? [];
+    const [umask] = unit.get('UMask') ?? [];
+    const [execStart] = unit.get('ExecStart') ?? [];
+    assert.ok(workingDirectory && umask && execStart, `${UNIT} names its directory, umask and command`);
+    const serviceEnv: Record<string, string> = { PATH: SYSTEMD_PATH };
+    for (const line of unit.get('Environment') ?? [])
+      for (const pair of line.split(/\s+/)) {
+        const at = pair.indexOf('=');
+        serviceEnv[pair.slice(0, at)] = pair.slice(at + 1);
+      }
+    // The unit says to adjust WorkingDirectory to where the repository is: here, the clone.
+    const cwd = workingDirectory.replace('/opt/cloud-cli-proxy', clone);
+    const child = startInBackground(
+      'systemd',
+      ['sh', '-c', 'umask "$0" && exec "$@"', umask, ...execStart.split(/\s+/)],
+      cwd,
+      serviceEnv,
+    );
+    await waitForGateway(child, 2);
+    await quickstartAndSsh();
   });
 });
