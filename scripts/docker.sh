@@ -11,7 +11,9 @@ ensure() {
     systemctl start docker
   else
     say "starting dockerd (log: /var/log/ccp-dockerd.log)"
-    nohup dockerd >/var/log/ccp-dockerd.log 2>&1 &
+    # A session of its own: Ctrl-C on whoever started it (setup.sh runs the gateway in the foreground) or the end
+    # of its process group must not take the engine, and every workspace, down with it.
+    setsid dockerd </dev/null >/var/log/ccp-dockerd.log 2>&1 &
   fi
   for _ in $(seq 1 60); do
     docker info >/dev/null 2>&1 && return 0
