@@ -27,6 +27,31 @@ export const POSTGRES_ADMIN_URL =
 
 export const ADMIN_PASSWORD = 'admin-password-for-tests';
 
+/** A route the gateway registered: its method and its URL pattern in Fastify's syntax (`/v1/admin/hosts/:hostID`). */
+export interface RegisteredRoute {
+  method: string;
+  url: string;
+}
+
+/**
+ * Every route and method in Fastify's printed radix tree ("├── users (POST, GET, HEAD)" under "└── dmin/", ...).
+ * The tree with common prefixes is the router's own; the one without them drops static parts before a wildcard.
+ */
+export function registeredRoutes(app: Gateway['http']): RegisteredRoute[] {
+  const routes: RegisteredRoute[] = [];
+  const prefixes: string[] = [];
+  for (const line of app.printRoutes().split('\n')) {
+    const match = /^((?:[│ ] {3})*)[├└]── (.+?)(?: \(([A-Z, ]+)\))?$/.exec(line);
+    if (!match) continue;
+    const depth = match[1]!.length / 4;
+    const url = (prefixes[depth - 1] ?? '') + match[2]!;
+    prefixes[depth] = url;
+    prefixes.length = depth + 1;
+    for (const method of match[3]?.split(', ') ?? []) routes.push({ method, url });
+  }
+  return routes;
+}
+
 export interface TestGateway {
   gateway: Gateway;
   kind: DatabaseKind;

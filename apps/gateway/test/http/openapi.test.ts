@@ -3,25 +3,9 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { renderMarkdown } from '../../../../scripts/generate-api-docs.js';
-import { startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
+import { registeredRoutes, startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
 
 const root = path.resolve(import.meta.dirname, '../../../..');
-
-/** Every route and method in Fastify's printed route tree ("├── /v1/admin/users (POST, GET, HEAD)", nested). */
-function registeredRoutes(tree: string): { method: string; route: string }[] {
-  const routes: { method: string; route: string }[] = [];
-  const prefixes: string[] = [];
-  for (const line of tree.split('\n')) {
-    const match = /^((?:[│ ] {3})*)[├└]── (.+?)(?: \(([A-Z, ]+)\))?$/.exec(line);
-    if (!match) continue;
-    const depth = match[1]!.length / 4;
-    const route = (prefixes[depth - 1] ?? '') + match[2]!;
-    prefixes[depth] = route;
-    prefixes.length = depth + 1;
-    for (const method of match[3]?.split(', ') ?? []) routes.push({ method, route });
-  }
-  return routes;
-}
 
 describe('OpenAPI document and generated API reference', () => {
   let t: TestGateway;
@@ -39,10 +23,10 @@ describe('OpenAPI document and generated API reference', () => {
       ),
     );
     const registered = new Set(
-      registeredRoutes(t.gateway.http.printRoutes({ commonPrefix: false }))
+      registeredRoutes(t.gateway.http)
         // HEAD comes with every GET by itself.
         .filter(({ method }) => method !== 'HEAD')
-        .map(({ method, route }) => `${method} ${route.replace(/:(\w+)/g, '{$1}')}`),
+        .map(({ method, url }) => `${method} ${url.replace(/:(\w+)/g, '{$1}')}`),
     );
     // Left out on purpose: the document itself, Prometheus' endpoint, the dashboard's pages (when built) and the
     // desktop's web client (files and a WebSocket relayed from the workspace, not an API).
@@ -52,11 +36,8 @@ describe('OpenAPI document and generated API reference', () => {
       /^GET \/\*$/,
       // The built dashboard's files, one route each (@fastify/static).
       /^GET \/(index\.html|assets\/.+)?$/,
-      // Printed as "{hostID}*": Fastify's tree shows a wildcard under its last parameter.
-      /^GET \/v1\/(admin|user)\/hosts\/\{hostID\}.*\*$/,
+      /^GET \/v1\/(admin|user)\/hosts\/\{hostID\}\/vnc\/\*$/,
     ];
-    for (const portal of ['admin', 'user'])
-      assert.ok(t.gateway.http.hasRoute({ method: 'GET', url: `/v1/${portal}/hosts/:hostID/vnc/*` }));
     const undocumented = [...registered].filter(
       (route) => !documented.has(route) && !hidden.some((pattern) => pattern.test(route)),
     );
