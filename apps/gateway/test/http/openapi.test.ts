@@ -48,6 +48,58 @@ describe('OpenAPI document and generated API reference', () => {
     assert.deepEqual(response.body.paths['/v1/admin/users'].get.security, [{ bearer: [] }]);
   });
 
+  it('names, summarises and groups every operation, and marks exactly the public ones as needing no token', async () => {
+    const doc = (await t.request('GET', '/v1/openapi.json', { token: null })).body;
+    const declared = new Map<string, string>(
+      doc.tags.map((tag: { name: string; description: string }) => [tag.name, tag.description]),
+    );
+    for (const [name, description] of declared) assert.ok(description, `tag ${name} has no description`);
+    const operations = Object.entries(
+      doc.paths as Record<
+        string,
+        Record<string, { operationId: string; summary: string; tags: string[] } & object>
+      >,
+    ).flatMap(([route, methods]) =>
+      Object.entries(methods).map(([method, op]) => ({ route, method, ...op })),
+    );
+    const ids = operations.map((op) => op.operationId);
+    assert.deepEqual(
+      ids.filter((id, i) => !/^[a-z][a-zA-Z0-9]*$/.test(id ?? '') || ids.indexOf(id) !== i),
+      [],
+      'operationIds missing, not camelCase or not unique',
+    );
+    for (const op of operations) {
+      const name = `${op.method.toUpperCase()} ${op.route}`;
+      assert.ok(op.summary, `${name} has no summary`);
+      assert.ok(op.tags.length > 0 && op.tags.every((tag) => declared.has(tag)), `${name}: tags ${op.tags}`);
+      // What the document says of a token, checked against what the route does without one.
+      const url = op.route.replace(/\{\w+\}/g, '00000000-0000-4000-8000-000000000000');
+      const { status } = await t.request(op.method.toUpperCase(), url, { token: null });
+      const security = (op as { security?: unknown }).security;
+      if (status === 401) assert.deepEqual(security, [{ bearer: [] }], `${name} needs a token`);
+      else assert.deepEqual(security, [], `${name} answers ${status} without a token: it is public`);
+    }
+    assert.deepEqual(
+      operations
+        .filter((op) => (op as { security?: unknown[] }).security?.length === 0)
+        .map((op) => op.route),
+      [
+        '/healthz',
+        '/v1/auth/login',
+        '/v1/admin/login',
+        '/entry/{shortId}',
+        '/v1/entry/{shortId}/auth',
+        '/v1/bootstrap/script',
+        '/v1/bootstrap/sessions',
+        '/v1/bootstrap/tasks/{taskID}',
+        '/v1/bootstrap/tasks/{taskID}/handoff',
+        '/v1/cli/ccp.mjs',
+        '/v1/cli/ccp.mjs.sha256',
+        '/v1/cli/install',
+      ],
+    );
+  });
+
   it('matches the committed docs (run npm run docs:api after changing a schema)', async () => {
     const served = (await t.request('GET', '/v1/openapi.json', { token: null })).body;
     const committed = JSON.parse(readFileSync(path.join(root, 'docs/api/openapi.json'), 'utf8'));
