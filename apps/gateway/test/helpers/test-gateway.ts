@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -83,6 +83,23 @@ export interface TestGateway {
    * `start` is false; the created host as the API answered. */
   createHost(userId: string, egressIpId: string, options?: { node?: string; start?: boolean }): Promise<any>;
   close(): Promise<void>;
+}
+
+/** The environment of a tool run on the API document: whatever it would fetch goes to a closed loopback port. */
+export const OFFLINE_TOOL_ENV: NodeJS.ProcessEnv = {
+  ...process.env,
+  HTTP_PROXY: 'http://127.0.0.1:9',
+  HTTPS_PROXY: 'http://127.0.0.1:9',
+  NO_PROXY: '',
+};
+
+/** The API document the gateway serves (`GET /v1/openapi.json`), written to `dir` for tools that read a file. */
+export async function writeServedOpenApi(t: TestGateway, dir: string): Promise<string> {
+  const response = await t.request('GET', '/v1/openapi.json', { token: null });
+  if (response.status !== 200) throw new Error(`GET /v1/openapi.json: ${response.status}`);
+  const file = path.join(dir, 'openapi.json');
+  writeFileSync(file, JSON.stringify(response.body, null, 2));
+  return file;
 }
 
 export async function createPostgresDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
