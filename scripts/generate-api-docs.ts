@@ -25,8 +25,11 @@ interface Schema {
   default?: unknown;
 }
 interface Operation {
+  operationId?: string;
   summary?: string;
   tags?: string[];
+  deprecated?: boolean;
+  security?: Record<string, string[]>[];
   parameters?: { name: string; in: string; required?: boolean; schema?: Schema }[];
   requestBody?: { content: Record<string, { schema: Schema }> };
   responses?: Record<string, { description?: string; content?: Record<string, { schema: Schema }> }>;
@@ -34,7 +37,11 @@ interface Operation {
 type Document = {
   paths: Record<string, Record<string, Operation>>;
   info: { title: string; version: string };
+  tags?: { name: string; description?: string }[];
 };
+
+/** Fields that take one of several object forms (`proxy_config`): listed once, after the routes. */
+type Variants = Map<string, Schema[]>;
 
 function typeOf(schema: Schema): string {
   if (schema.const !== undefined) return JSON.stringify(schema.const);
@@ -88,7 +95,7 @@ function objectOf(schema: Schema): Schema | null {
 }
 
 /** One row per field of a response, nested objects and arrays of objects as `parent.field` and `list[].field`. */
-function responseRows(schema: Schema, prefix: string): string[] {
+function responseRows(schema: Schema, prefix: string, variants: Variants): string[] {
   const object = objectOf(schema);
   if (!object) return [];
   return Object.entries(object.properties ?? {}).flatMap(([name, field]) => {
@@ -96,12 +103,13 @@ function responseRows(schema: Schema, prefix: string): string[] {
     const always = object.required?.includes(name) ? 'yes' : 'no';
     const nested =
       field.type === 'array' && field.items
-        ? responseRows(field.items, `${path}[].`)
-        : responseRows(field, `${path}.`);
-    const forms = (field.anyOf ?? []).filter((branch) => branch.properties || branch.allOf).length;
+        ? responseRows(field.items, `${path}[].`, variants)
+        : responseRows(field, `${path}.`, variants);
+    const forms = (field.anyOf ?? []).filter((branch) => branch.properties || branch.allOf);
+    if (forms.length > 1) variants.set(name, forms);
     const type =
-      forms > 1
-        ? `object (one of ${forms} forms)`
+      forms.length > 1
+        ? `object (one of ${forms.length} [forms](#forms-of-${name}))`
         : nested.length > 0 && field.type === 'array'
           ? 'object[]'
           : typeOf(field).replace(/^any\b/, 'object');
@@ -110,11 +118,43 @@ function responseRows(schema: Schema, prefix: string): string[] {
 }
 
 /** The body of a successful response: its fields, or its type when it is not an object. */
-function responseShape(status: string, media: string, schema: Schema): string[] {
+function responseShape(status: string, media: string, schema: Schema, variants: Variants): string[] {
   const title = `Response \`${status}\`${media === 'application/json' ? '' : ` (${media})`}:`;
-  const rows = responseRows(schema, '');
+  const rows = responseRows(schema, '', variants);
   if (rows.length === 0) return [`${title} ${typeOf(schema)}`, ''];
   return [title, '', '| Field | Type | Always | Notes |', '|---|---|---|---|', ...rows, ''];
+}
+
+/** Who may call an operation, as its security says. */
+function access(route: string, op: Operation): string {
+  if (op.security?.length === 0) return 'no token';
+  if (route.startsWith('/v1/admin/')) return 'admin token';
+  return route.startsWith('/v1/user/') ? 'user token' : 'bearer token';
+}
+
+/** The one value a field may take (`const`, or an enum of one), if it has one. */
+const constantOf = (field: Schema | undefined): unknown =>
+  field?.const ?? (field?.enum?.length === 1 ? field.enum[0] : undefined);
+
+/** Each form of a field with several, as a field table headed by the constant that tells it apart. */
+function variantSections(variants: Variants): string[] {
+  return [...variants].flatMap(([name, forms]) => {
+    const key = Object.keys(forms[0]?.properties ?? {}).find((field) =>
+      forms.every((form) => constantOf(form.properties?.[field]) !== undefined),
+    );
+    return [
+      `## Forms of \`${name}\``,
+      '',
+      key ? `One of these objects, told apart by \`${key}\`.` : 'One of these objects.',
+      '',
+      ...forms.flatMap((form, i) => {
+        const heading = key
+          ? `\`${key}\`: ${JSON.stringify(constantOf(form.properties?.[key]))}`
+          : `Form ${i + 1}`;
+        return [`### ${heading}`, '', fieldTable(objectOf(form) ?? form)];
+      }),
+    ];
+  });
 }
 
 export function renderMarkdown(doc: Document): string {
@@ -126,14 +166,24 @@ export function renderMarkdown(doc: Document): string {
     '',
     'Conventions: JSON bodies; errors are `{"error": "...", "code": "snake_case", "details"?: [{field, message}]}`;',
     'timestamps are RFC 3339 UTC; `/v1/admin/*` needs an admin token and `/v1/user/*` a user token',
-    '(`Authorization: Bearer <token>`).',
+    '(`Authorization: Bearer <token>`); routes marked "no token" need none. Each route names its `operationId`,',
+    'the method name a client generated from the document gives it.',
     '',
   ];
-  const byTag = new Map<string, string[]>();
+  const variants: Variants = new Map();
+  const byTag = new Map<string, string[]>((doc.tags ?? []).map((tag) => [tag.name, []]));
   for (const [route, methods] of Object.entries(doc.paths)) {
     for (const [method, op] of Object.entries(methods)) {
       const tag = op.tags?.[0] ?? 'other';
-      const section: string[] = [`### ${method.toUpperCase()} \`${route}\``, '', op.summary ?? '', ''];
+      const about = [`\`${op.operationId}\``, access(route, op), ...(op.deprecated ? ['deprecated'] : [])];
+      const section: string[] = [
+        `### ${method.toUpperCase()} \`${route}\``,
+        '',
+        op.summary ?? '',
+        '',
+        about.join(' · '),
+        '',
+      ];
       const params = op.parameters ?? [];
       if (params.length > 0) {
         section.push('| Parameter | In | Type | Required | Rules |', '|---|---|---|---|---|');
@@ -152,12 +202,15 @@ export function renderMarkdown(doc: Document): string {
       for (const status of statuses.filter((s) => s.startsWith('2'))) {
         const content = op.responses?.[status]?.content ?? {};
         const [media, shape] = Object.entries(content)[0] ?? [];
-        if (media && shape) section.push(...responseShape(status, media, shape.schema));
+        if (media && shape) section.push(...responseShape(status, media, shape.schema, variants));
       }
       byTag.set(tag, [...(byTag.get(tag) ?? []), ...section]);
     }
   }
-  for (const [tag, section] of byTag) lines.push(`## ${tag}`, '', ...section);
+  const descriptions = new Map((doc.tags ?? []).map((tag) => [tag.name, tag.description ?? '']));
+  for (const [tag, section] of byTag)
+    lines.push(`## ${tag}`, '', descriptions.get(tag) ?? '', '', ...section);
+  lines.push(...variantSections(variants));
   return `${lines
     .join('\n')
     .replace(/\n{3,}/g, '\n\n')

@@ -190,7 +190,9 @@ const ProxyConfigInput = Type.Object(
   { type: Type.String({ description: `One of ${PROXY_TYPES.join(', ')}` }) },
   {
     additionalProperties: true,
-    description: 'sing-box outbound object; see ProxyConfig for the fields per type',
+    description:
+      "sing-box outbound object: `type` and that type's fields, one form per type as an egress IP's " +
+      '`proxy_config` in the responses shows them (docs/api-reference.md: "Forms of `proxy_config`")',
   },
 );
 

@@ -66,6 +66,13 @@ export const SseMessage = Type.Object({
   payload: Type.Optional(Type.Unknown()),
 });
 
+/** `GET /v1/{admin,user}/sse`: the stream itself, as the API document describes it. */
+export const SseStream = Type.String({
+  description:
+    'text/event-stream: `event: message` frames whose `data` is an SseMessage {topic, action, id?, payload?} ' +
+    'and whose `id` a client sends back as Last-Event-ID to resume',
+});
+
 export const SseQuery = Type.Object({
   topics: Type.Optional(
     Type.String({ description: 'Comma-separated topics; all readable topics when absent' }),

@@ -4,6 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifySchema, type FastifyServerOptions, type RouteOptions } from 'fastify';
 import type { Logger } from 'pino';
 import type { Api } from './api.js';
+import { API_TAGS } from './api-tags.js';
 import { requireRole } from './plugins/authentication.js';
 import { registerDashboard } from './plugins/dashboard.js';
 import { registerErrorHandling } from './plugins/error-handler.js';
@@ -24,6 +25,11 @@ import { errorResponses } from './schemas.js';
 import type { HttpServices } from './services.js';
 
 export const API_VERSION = '0.1.0';
+
+/** Marks a public route in the OpenAPI document: it needs no token. */
+function documentNoAuth(route: RouteOptions): void {
+  route.schema = { ...(route.schema ?? {}), security: [] } as FastifySchema;
+}
 
 /** Marks a protected route in the OpenAPI document: bearer token, and the 401/403 answers it can give. */
 function documentBearerAuth(route: RouteOptions): void {
@@ -86,14 +92,21 @@ export async function buildHttpApp(
           'Control plane for remote workspaces whose traffic leaves only through an assigned egress IP. ' +
           'Errors are always `{error, code, details?}`; timestamps are RFC 3339 UTC.',
       },
+      // The gateway that serves this document: clients resolve paths against its address.
+      servers: [{ url: '/', description: 'the gateway serving this document' }],
+      tags: API_TAGS.map((tag) => ({ ...tag })),
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
     },
     hideUntagged: true,
   });
 
-  registerPublicRoutes(app, services);
-  registerAccessRoutes(app, services);
-  registerCliDownloadRoutes(app, services);
+  await app.register(async (scope) => {
+    const open = scope as unknown as Api;
+    open.addHook('onRoute', documentNoAuth);
+    registerPublicRoutes(open, services);
+    registerAccessRoutes(open, services);
+    registerCliDownloadRoutes(open, services);
+  });
   app.get('/v1/openapi.json', { schema: { hide: true } }, () => app.swagger());
 
   await app.register(

@@ -1,10 +1,15 @@
 import { ErrorBody } from '@ccp/api';
 import type { FastifyRequest } from 'fastify';
-import Type from 'typebox';
+import Type, { type TSchema } from 'typebox';
 
 /** Error responses to list in a route's schema, so they are serialised and documented the same way. */
 export function errorResponses(...statuses: number[]) {
   return Object.fromEntries(statuses.map((status) => [status, ErrorBody]));
+}
+
+/** A successful response that is not JSON, under its own media type in the API document. */
+export function textResponse(mediaType: string, description: string, schema: TSchema) {
+  return { description, content: { [mediaType]: { schema } } };
 }
 
 export const UserIdParams = Type.Object({ userID: Type.String({ format: 'uuid' }) });

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -26,6 +26,31 @@ export const POSTGRES_ADMIN_URL =
   process.env.TEST_POSTGRES_URL ?? 'postgres://ccp_test:ccp_test@127.0.0.1:5432/postgres';
 
 export const ADMIN_PASSWORD = 'admin-password-for-tests';
+
+/** A route the gateway registered: its method and its URL pattern in Fastify's syntax (`/v1/admin/hosts/:hostID`). */
+export interface RegisteredRoute {
+  method: string;
+  url: string;
+}
+
+/**
+ * Every route and method in Fastify's printed radix tree ("├── users (POST, GET, HEAD)" under "└── dmin/", ...).
+ * The tree with common prefixes is the router's own; the one without them drops static parts before a wildcard.
+ */
+export function registeredRoutes(app: Gateway['http']): RegisteredRoute[] {
+  const routes: RegisteredRoute[] = [];
+  const prefixes: string[] = [];
+  for (const line of app.printRoutes().split('\n')) {
+    const match = /^((?:[│ ] {3})*)[├└]── (.+?)(?: \(([A-Z, ]+)\))?$/.exec(line);
+    if (!match) continue;
+    const depth = match[1]!.length / 4;
+    const url = (prefixes[depth - 1] ?? '') + match[2]!;
+    prefixes[depth] = url;
+    prefixes.length = depth + 1;
+    for (const method of match[3]?.split(', ') ?? []) routes.push({ method, url });
+  }
+  return routes;
+}
 
 export interface TestGateway {
   gateway: Gateway;
@@ -58,6 +83,23 @@ export interface TestGateway {
    * `start` is false; the created host as the API answered. */
   createHost(userId: string, egressIpId: string, options?: { node?: string; start?: boolean }): Promise<any>;
   close(): Promise<void>;
+}
+
+/** The environment of a tool run on the API document: whatever it would fetch goes to a closed loopback port. */
+export const OFFLINE_TOOL_ENV: NodeJS.ProcessEnv = {
+  ...process.env,
+  HTTP_PROXY: 'http://127.0.0.1:9',
+  HTTPS_PROXY: 'http://127.0.0.1:9',
+  NO_PROXY: '',
+};
+
+/** The API document the gateway serves (`GET /v1/openapi.json`), written to `dir` for tools that read a file. */
+export async function writeServedOpenApi(t: TestGateway, dir: string): Promise<string> {
+  const response = await t.request('GET', '/v1/openapi.json', { token: null });
+  if (response.status !== 200) throw new Error(`GET /v1/openapi.json: ${response.status}`);
+  const file = path.join(dir, 'openapi.json');
+  writeFileSync(file, JSON.stringify(response.body, null, 2));
+  return file;
 }
 
 export async function createPostgresDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {

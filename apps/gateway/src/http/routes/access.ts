@@ -11,11 +11,14 @@ import {
 } from '@ccp/api';
 import Type from 'typebox';
 import type { Api } from '../api.js';
-import { errorResponses } from '../schemas.js';
+import type { ApiTag } from '../api-tags.js';
+import { errorResponses, textResponse } from '../schemas.js';
 import type { HttpServices } from '../services.js';
 
+const tags: ApiTag[] = ['access'];
 const ShellScript = Type.String({ description: 'a POSIX sh script, to be piped to `sh`' });
 const SCRIPT_TYPE = 'text/x-shellscript; charset=utf-8';
+const script = (description: string) => textResponse('text/x-shellscript', description, ShellScript);
 
 /** `GET /entry/{shortId}`: served on the API port and on ENTRY_PORT. */
 export function registerEntryScriptRoute(app: Api, { entry, scripts }: HttpServices): void {
@@ -23,11 +26,12 @@ export function registerEntryScriptRoute(app: Api, { entry, scripts }: HttpServi
     '/entry/:shortId',
     {
       schema: {
-        tags: ['access'],
+        tags,
+        operationId: 'getEntryScript',
         summary:
           "The entry script of a host: asks for the owner's password, starts the host if needed, connects",
         params: ShortIdParams,
-        response: { 200: ShellScript, ...errorResponses(404) },
+        response: { 200: script('The entry script'), ...errorResponses(404) },
       },
     },
     async (request, reply) => {
@@ -45,7 +49,8 @@ export function registerAccessRoutes(app: Api, services: HttpServices): void {
     '/v1/entry/:shortId/auth',
     {
       schema: {
-        tags: ['access'],
+        tags,
+        operationId: 'authenticateEntry',
         summary: "Entry authentication with the host owner's password: SSH parameters, or a start under way",
         params: ShortIdParams,
         body: EntryAuthRequest,
@@ -63,9 +68,10 @@ export function registerAccessRoutes(app: Api, services: HttpServices): void {
     '/v1/bootstrap/script',
     {
       schema: {
-        tags: ['access'],
+        tags,
+        operationId: 'getBootstrapScript',
         summary: 'The bootstrap script: asks for username and password, starts the host, connects',
-        response: { 200: ShellScript },
+        response: { 200: script('The bootstrap script') },
       },
     },
     async (_request, reply) =>
@@ -76,7 +82,8 @@ export function registerAccessRoutes(app: Api, services: HttpServices): void {
     '/v1/bootstrap/sessions',
     {
       schema: {
-        tags: ['access'],
+        tags,
+        operationId: 'createBootstrapSession',
         summary: 'Begin a bootstrap session: starts the user’s host (or succeeds at once when it runs)',
         body: BootstrapSessionRequest,
         response: { 202: TaskAccepted, ...errorResponses(400, 401, 403, 404, 409, 429) },
@@ -89,7 +96,8 @@ export function registerAccessRoutes(app: Api, services: HttpServices): void {
     '/v1/bootstrap/tasks/:taskID',
     {
       schema: {
-        tags: ['access'],
+        tags,
+        operationId: 'getBootstrapTask',
         summary: 'Status of a bootstrap task',
         params: TaskIdParams,
         response: { 200: BootstrapTask, ...errorResponses(404) },
@@ -102,7 +110,8 @@ export function registerAccessRoutes(app: Api, services: HttpServices): void {
     '/v1/bootstrap/tasks/:taskID/handoff',
     {
       schema: {
-        tags: ['access'],
+        tags,
+        operationId: 'getBootstrapHandoff',
         summary: 'SSH parameters with a one-time ticket (2 minutes) once the bootstrap task has succeeded',
         params: TaskIdParams,
         response: { 200: BootstrapHandoff, ...errorResponses(403, 404, 409) },

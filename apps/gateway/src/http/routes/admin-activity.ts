@@ -2,6 +2,7 @@ import { DashboardStats, EventList, EventQuery, NodeList, NodeName } from '@ccp/
 import Type from 'typebox';
 import { actorOf } from '../../domain/principal.js';
 import type { Api } from '../api.js';
+import type { ApiTag } from '../api-tags.js';
 import { principalOf } from '../plugins/authentication.js';
 import { errorResponses, NoContent } from '../schemas.js';
 import type { HttpServices } from '../services.js';
@@ -11,7 +12,8 @@ export function registerAdminActivityRoutes(app: Api, { events, status, nodeRemo
     '/events',
     {
       schema: {
-        tags: ['admin: events'],
+        tags: ['admin: events'] satisfies ApiTag[],
+        operationId: 'listEvents',
         summary: 'The event log, newest first; filters combine',
         querystring: EventQuery,
         response: { 200: EventList, ...errorResponses(400) },
@@ -24,7 +26,8 @@ export function registerAdminActivityRoutes(app: Api, { events, status, nodeRemo
     '/dashboard/stats',
     {
       schema: {
-        tags: ['admin: events'],
+        tags: ['admin: events'] satisfies ApiTag[],
+        operationId: 'getDashboardStats',
         summary: 'Counts for the dashboard',
         response: { 200: DashboardStats },
       },
@@ -36,7 +39,8 @@ export function registerAdminActivityRoutes(app: Api, { events, status, nodeRemo
     '/nodes',
     {
       schema: {
-        tags: ['admin: events'],
+        tags: ['admin: nodes'] satisfies ApiTag[],
+        operationId: 'listNodes',
         summary: 'The gateways sharing the database: their state, capacity and hosts',
         response: { 200: NodeList },
       },
@@ -48,7 +52,8 @@ export function registerAdminActivityRoutes(app: Api, { events, status, nodeRemo
     '/nodes/:name',
     {
       schema: {
-        tags: ['admin: events'],
+        tags: ['admin: nodes'] satisfies ApiTag[],
+        operationId: 'removeNode',
         summary:
           'Remove a node that is gone for good: its hosts move to live nodes, stopped (their next start makes a new workspace there), its unfinished tasks fail; 409 node_live while it heartbeats',
         params: Type.Object({ name: NodeName }),

@@ -9,11 +9,12 @@ import {
 import Type from 'typebox';
 import { actorOf } from '../../domain/principal.js';
 import type { Api } from '../api.js';
+import type { ApiTag } from '../api-tags.js';
 import { principalOf } from '../plugins/authentication.js';
 import { errorResponses, NoContent } from '../schemas.js';
 import type { HttpServices } from '../services.js';
 
-const tags = ['admin: egress IPs'];
+const tags: ApiTag[] = ['admin: egress IPs'];
 const Params = Type.Object({ ipID: Type.String({ format: 'uuid' }) });
 
 export function registerAdminEgressRoutes(app: Api, { egressIps }: HttpServices): void {
@@ -22,6 +23,7 @@ export function registerAdminEgressRoutes(app: Api, { egressIps }: HttpServices)
     {
       schema: {
         tags,
+        operationId: 'createEgressIp',
         summary: 'Register an egress IP (an upstream proxy); proxy_config is validated per type',
         body: CreateEgressIpRequest,
         response: { 201: EgressIp, ...errorResponses(400) },
@@ -33,7 +35,14 @@ export function registerAdminEgressRoutes(app: Api, { egressIps }: HttpServices)
 
   app.get(
     '/egress-ips',
-    { schema: { tags, summary: 'List egress IPs (secrets masked)', response: { 200: EgressIpList } } },
+    {
+      schema: {
+        tags,
+        operationId: 'listEgressIps',
+        summary: 'List egress IPs (secrets masked)',
+        response: { 200: EgressIpList },
+      },
+    },
     async () => ({ egress_ips: await egressIps.list() }),
   );
 
@@ -42,6 +51,7 @@ export function registerAdminEgressRoutes(app: Api, { egressIps }: HttpServices)
     {
       schema: {
         tags,
+        operationId: 'getEgressIp',
         summary: 'Get an egress IP',
         params: Params,
         response: { 200: EgressIp, ...errorResponses(404) },
@@ -55,6 +65,7 @@ export function registerAdminEgressRoutes(app: Api, { egressIps }: HttpServices)
     {
       schema: {
         tags,
+        operationId: 'updateEgressIp',
         summary:
           'Update an egress IP: each given field replaces the stored one; a secret sent as "********" is kept ' +
           'while type, server and server_port stay as stored (with any of them changed, send the secret again). ' +
@@ -74,6 +85,7 @@ export function registerAdminEgressRoutes(app: Api, { egressIps }: HttpServices)
     {
       schema: {
         tags,
+        operationId: 'deleteEgressIp',
         summary: 'Delete an egress IP; 409 egress_ip_bound (with host_ids) while hosts are bound to it',
         params: Params,
         response: { 204: NoContent, ...errorResponses(404, 409) },
@@ -90,6 +102,7 @@ export function registerAdminEgressRoutes(app: Api, { egressIps }: HttpServices)
     {
       schema: {
         tags,
+        operationId: 'testEgressIp',
         summary: 'Test the upstream: connectivity, exit IP match and DNS leak; ends within 30 seconds',
         params: Params,
         response: { 200: EgressTestResult, ...errorResponses(404) },

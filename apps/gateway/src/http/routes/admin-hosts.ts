@@ -15,6 +15,7 @@ import {
 import Type from 'typebox';
 import { actorOf } from '../../domain/principal.js';
 import type { Api } from '../api.js';
+import type { ApiTag } from '../api-tags.js';
 import { principalOf } from '../plugins/authentication.js';
 import { bodyOptional, errorResponses, NoContent } from '../schemas.js';
 import type { HttpServices } from '../services.js';
@@ -25,12 +26,13 @@ const BindingParams = Type.Object({ bindingID: Type.String({ format: 'uuid' }) }
 const TaskParams = Type.Object({ taskID: Type.String({ format: 'uuid' }) });
 
 export function registerAdminHostRoutes(app: Api, { hosts, lifecycle, tasks, images }: HttpServices): void {
-  const tags = ['admin: hosts'];
+  const tags: ApiTag[] = ['admin: hosts'];
   app.post(
     '/hosts',
     {
       schema: {
         tags,
+        operationId: 'createHost',
         summary:
           "Create a host for a user (optionally bound to an egress IP, optionally pinned to a node); returns the owner's SSH details",
         body: CreateHostRequest,
@@ -42,15 +44,20 @@ export function registerAdminHostRoutes(app: Api, { hosts, lifecycle, tasks, ima
       reply.status(201).send(await hosts.create(request.body, actorOf(principalOf(request)))),
   );
 
-  app.get('/hosts', { schema: { tags, summary: 'List hosts', response: { 200: HostList } } }, async () => ({
-    hosts: await hosts.list('admin'),
-  }));
+  app.get(
+    '/hosts',
+    { schema: { tags, operationId: 'listHosts', summary: 'List hosts', response: { 200: HostList } } },
+    async () => ({
+      hosts: await hosts.list('admin'),
+    }),
+  );
 
   app.get(
     '/hosts/:hostID',
     {
       schema: {
         tags,
+        operationId: 'getHost',
         summary: 'Host details',
         params: HostParams,
         response: { 200: Host, ...errorResponses(404) },
@@ -63,9 +70,18 @@ export function registerAdminHostRoutes(app: Api, { hosts, lifecycle, tasks, ima
     app,
     tags,
     {
-      start: 'Start the host (409 no_egress_bound without a binding, 409 host_busy while a task runs)',
-      stop: 'Stop the host; a start still running is cancelled first (that task fails with cancelled)',
-      rebuild: 'Recreate the workspace from the current image; the home volume and SSH host keys are kept',
+      start: {
+        operationId: 'startHost',
+        summary: 'Start the host (409 no_egress_bound without a binding, 409 host_busy while a task runs)',
+      },
+      stop: {
+        operationId: 'stopHost',
+        summary: 'Stop the host; a start still running is cancelled first (that task fails with cancelled)',
+      },
+      rebuild: {
+        operationId: 'rebuildHost',
+        summary: 'Recreate the workspace from the current image; the home volume and SSH host keys are kept',
+      },
     },
     (action, hostId, request) => lifecycle[action](hostId, actorOf(principalOf(request))),
   );
@@ -75,6 +91,7 @@ export function registerAdminHostRoutes(app: Api, { hosts, lifecycle, tasks, ima
     {
       schema: {
         tags,
+        operationId: 'deleteHost',
         summary:
           'Delete the host with its containers and home volume; a start still running is cancelled first, ' +
           'another task answers 409 host_busy',
@@ -92,7 +109,8 @@ export function registerAdminHostRoutes(app: Api, { hosts, lifecycle, tasks, ima
     '/bindings',
     {
       schema: {
-        tags: ['admin: bindings'],
+        tags: ['admin: bindings'] satisfies ApiTag[],
+        operationId: 'createBinding',
         summary: 'Bind an egress IP to a host (the oldest binding carries the traffic, others are standby)',
         body: CreateBindingRequest,
         response: { 201: Binding, ...errorResponses(400, 404, 409) },
@@ -106,7 +124,8 @@ export function registerAdminHostRoutes(app: Api, { hosts, lifecycle, tasks, ima
     '/bindings/:bindingID',
     {
       schema: {
-        tags: ['admin: bindings'],
+        tags: ['admin: bindings'] satisfies ApiTag[],
+        operationId: 'deleteBinding',
         summary: 'Unbind (409 no_egress_bound for the last binding of a running host)',
         params: BindingParams,
         response: { 204: NoContent, ...errorResponses(404, 409) },
@@ -122,7 +141,8 @@ export function registerAdminHostRoutes(app: Api, { hosts, lifecycle, tasks, ima
     '/tasks',
     {
       schema: {
-        tags: ['admin: tasks'],
+        tags: ['admin: tasks'] satisfies ApiTag[],
+        operationId: 'listTasks',
         summary: 'Tasks, newest first',
         querystring: TaskQuery,
         response: { 200: TaskList, ...errorResponses(400) },
@@ -135,7 +155,8 @@ export function registerAdminHostRoutes(app: Api, { hosts, lifecycle, tasks, ima
     '/tasks/:taskID',
     {
       schema: {
-        tags: ['admin: tasks'],
+        tags: ['admin: tasks'] satisfies ApiTag[],
+        operationId: 'getTask',
         summary: 'One task',
         params: TaskParams,
         response: { 200: Task, ...errorResponses(404) },
@@ -149,6 +170,7 @@ export function registerAdminHostRoutes(app: Api, { hosts, lifecycle, tasks, ima
     {
       schema: {
         tags,
+        operationId: 'listImages',
         summary: 'Whether the managed images are built (also announced on the image-status SSE topic)',
         response: { 200: ImageList },
       },
@@ -161,6 +183,7 @@ export function registerAdminHostRoutes(app: Api, { hosts, lifecycle, tasks, ima
     {
       schema: {
         tags,
+        operationId: 'buildImages',
         summary:
           "Build the managed images on the gateway's machine with image/build.sh (needs root); a task on no host, " +
           'one at a time (409 images_busy)',

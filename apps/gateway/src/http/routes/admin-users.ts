@@ -15,11 +15,12 @@ import {
 } from '@ccp/api';
 import { actorOf } from '../../domain/principal.js';
 import type { Api } from '../api.js';
+import type { ApiTag } from '../api-tags.js';
 import { principalOf } from '../plugins/authentication.js';
 import { bodyOptional, errorResponses, KeyParams, NoContent, UserIdParams } from '../schemas.js';
 import type { HttpServices } from '../services.js';
 
-const tags = ['admin: users'];
+const tags: ApiTag[] = ['admin: users'];
 
 export function registerAdminUserRoutes(app: Api, { users, sshKeys }: HttpServices): void {
   app.post(
@@ -27,6 +28,7 @@ export function registerAdminUserRoutes(app: Api, { users, sshKeys }: HttpServic
     {
       schema: {
         tags,
+        operationId: 'createUser',
         summary: 'Create a user',
         body: CreateUserRequest,
         response: { 201: CreatedUser, ...errorResponses(400, 409) },
@@ -36,15 +38,20 @@ export function registerAdminUserRoutes(app: Api, { users, sshKeys }: HttpServic
       reply.status(201).send(await users.create(request.body, actorOf(principalOf(request)))),
   );
 
-  app.get('/users', { schema: { tags, summary: 'List users', response: { 200: UserList } } }, async () => ({
-    users: await users.list(),
-  }));
+  app.get(
+    '/users',
+    { schema: { tags, operationId: 'listUsers', summary: 'List users', response: { 200: UserList } } },
+    async () => ({
+      users: await users.list(),
+    }),
+  );
 
   app.get(
     '/users/:userID',
     {
       schema: {
         tags,
+        operationId: 'getUser',
         summary: 'Get a user',
         params: UserIdParams,
         response: { 200: User, ...errorResponses(404) },
@@ -58,6 +65,7 @@ export function registerAdminUserRoutes(app: Api, { users, sshKeys }: HttpServic
     {
       schema: {
         tags,
+        operationId: 'setUserStatus',
         summary: 'Enable or disable a user',
         params: UserIdParams,
         body: PatchUserRequest,
@@ -72,6 +80,7 @@ export function registerAdminUserRoutes(app: Api, { users, sshKeys }: HttpServic
     {
       schema: {
         tags,
+        operationId: 'deleteUser',
         summary: 'Delete a user with their hosts, containers and home volumes',
         params: UserIdParams,
         response: { 204: NoContent, ...errorResponses(404, 409) },
@@ -88,6 +97,7 @@ export function registerAdminUserRoutes(app: Api, { users, sshKeys }: HttpServic
     {
       schema: {
         tags,
+        operationId: 'rotateUserPassword',
         summary: 'Replace the login password with a generated one (shown once)',
         params: UserIdParams,
         response: { 200: RotatedPassword, ...errorResponses(404) },
@@ -103,6 +113,7 @@ export function registerAdminUserRoutes(app: Api, { users, sshKeys }: HttpServic
     {
       schema: {
         tags,
+        operationId: 'setUserExpiry',
         summary: 'Set (timestamp) or clear (null) the expiry',
         params: UserIdParams,
         body: ExpiryRequest,
@@ -118,6 +129,7 @@ export function registerAdminUserRoutes(app: Api, { users, sshKeys }: HttpServic
     {
       schema: {
         tags,
+        operationId: 'regenerateUserSshCredentials',
         summary: 'Regenerate the user-level SSH password',
         params: UserIdParams,
         response: { 200: SshCredentials, ...errorResponses(404) },
@@ -131,6 +143,7 @@ export function registerAdminUserRoutes(app: Api, { users, sshKeys }: HttpServic
     {
       schema: {
         tags,
+        operationId: 'listUserSshKeys',
         summary: "List a user's SSH keys",
         params: UserIdParams,
         response: { 200: SshKeyList, ...errorResponses(404) },
@@ -144,6 +157,7 @@ export function registerAdminUserRoutes(app: Api, { users, sshKeys }: HttpServic
     {
       schema: {
         tags,
+        operationId: 'addUserSshKey',
         summary: 'Add an SSH public key to a user',
         params: UserIdParams,
         body: AddSshKeyRequest,
@@ -168,6 +182,7 @@ export function registerAdminUserRoutes(app: Api, { users, sshKeys }: HttpServic
     {
       schema: {
         tags,
+        operationId: 'generateUserSshKey',
         summary: 'Generate an ed25519 key pair for a user; the private key is returned once and not stored',
         params: UserIdParams,
         body: GenerateSshKeyRequest,
@@ -188,6 +203,7 @@ export function registerAdminUserRoutes(app: Api, { users, sshKeys }: HttpServic
     {
       schema: {
         tags,
+        operationId: 'deleteUserSshKey',
         summary: "Delete one of a user's SSH keys",
         params: KeyParams,
         response: { 204: NoContent, ...errorResponses(404) },

@@ -1,7 +1,10 @@
 import { CliBundleBody, CliChecksum, CliInstaller } from '@ccp/api';
 import type { Api } from '../api.js';
-import { errorResponses } from '../schemas.js';
+import type { ApiTag } from '../api-tags.js';
+import { errorResponses, textResponse } from '../schemas.js';
 import type { HttpServices } from '../services.js';
+
+const tags: ApiTag[] = ['access'];
 
 /** The users' CLI, for anyone: it holds no secret, and getting it should take one line (docs/cli.md). */
 export function registerCliDownloadRoutes(app: Api, { cli }: HttpServices): void {
@@ -9,9 +12,10 @@ export function registerCliDownloadRoutes(app: Api, { cli }: HttpServices): void
     '/v1/cli/ccp.mjs',
     {
       schema: {
-        tags: ['access'],
+        tags,
+        operationId: 'downloadCli',
         summary: 'The ccp command-line client, one file',
-        response: { 200: CliBundleBody, ...errorResponses(404) },
+        response: { 200: textResponse('text/javascript', 'The CLI', CliBundleBody), ...errorResponses(404) },
       },
     },
     async (_request, reply) => {
@@ -28,9 +32,13 @@ export function registerCliDownloadRoutes(app: Api, { cli }: HttpServices): void
     '/v1/cli/ccp.mjs.sha256',
     {
       schema: {
-        tags: ['access'],
+        tags,
+        operationId: 'getCliChecksum',
         summary: "The bundle's SHA-256 checksum",
-        response: { 200: CliChecksum, ...errorResponses(404) },
+        response: {
+          200: textResponse('text/plain', 'The checksum line', CliChecksum),
+          ...errorResponses(404),
+        },
       },
     },
     async (_request, reply) => reply.type('text/plain; charset=utf-8').send(await cli.checksumLine()),
@@ -39,10 +47,14 @@ export function registerCliDownloadRoutes(app: Api, { cli }: HttpServices): void
     '/v1/cli/install',
     {
       schema: {
-        tags: ['access'],
+        tags,
+        operationId: 'getCliInstaller',
         summary:
           'Installs ccp in ~/.local/bin after checking its checksum: curl -fsSL <api>/v1/cli/install | sh',
-        response: { 200: CliInstaller, ...errorResponses(404) },
+        response: {
+          200: textResponse('text/x-shellscript', 'The installer', CliInstaller),
+          ...errorResponses(404),
+        },
       },
     },
     async (_request, reply) =>

@@ -2,9 +2,16 @@ import { type TaskAccepted as Accepted, TaskAccepted } from '@ccp/api';
 import type { FastifyRequest } from 'fastify';
 import Type from 'typebox';
 import type { Api } from '../api.js';
+import type { ApiTag } from '../api-tags.js';
 import { errorResponses } from '../schemas.js';
 
 export type HostAction = 'start' | 'stop' | 'rebuild';
+
+/** How the API document names and describes one action of one portal. */
+export interface HostActionDoc {
+  operationId: string;
+  summary: string;
+}
 
 const HostParams = Type.Object({ hostID: Type.String({ format: 'uuid' }) });
 
@@ -15,8 +22,8 @@ const HostParams = Type.Object({ hostID: Type.String({ format: 'uuid' }) });
  */
 export function registerHostActions(
   app: Api,
-  tags: string[],
-  summaries: Record<HostAction, string>,
+  tags: ApiTag[],
+  docs: Record<HostAction, HostActionDoc>,
   run: (action: HostAction, hostId: string, request: FastifyRequest) => Promise<Accepted>,
 ): void {
   for (const action of ['start', 'stop', 'rebuild'] as const)
@@ -25,7 +32,7 @@ export function registerHostActions(
       {
         schema: {
           tags,
-          summary: summaries[action],
+          ...docs[action],
           params: HostParams,
           response: { 202: TaskAccepted, ...errorResponses(404, 409) },
         },

@@ -6,6 +6,7 @@ import { errors } from '../../domain/errors.js';
 import { vncPagePath, withoutTicket } from '../../vnc/vnc-access.js';
 import type { DesktopAccess } from '../../vnc/vnc-proxy.js';
 import type { Api } from '../api.js';
+import type { ApiTag } from '../api-tags.js';
 import { principalOf } from '../plugins/authentication.js';
 import { errorResponses } from '../schemas.js';
 import type { HttpServices } from '../services.js';
@@ -17,10 +18,13 @@ const ProxyParams = Type.Object({ hostID: Type.String({ format: 'uuid' }), '*': 
 
 /** Status, start, restart and tickets of a host's desktop; inside the portal's scope (its role check applies). */
 export function registerHostDesktopRoutes(app: Api, { desktop, vnc }: HttpServices, portal: Portal): void {
-  const tags = [portal === 'admin' ? 'hosts' : 'user portal'];
+  const tags: ApiTag[] = [portal === 'admin' ? 'admin: hosts' : 'user portal'];
   const whose = portal === 'admin' ? 'a host' : 'an own host';
-  const schema = (summary: string, statuses: number[]) => ({
+  // getHostDesktopStatus for the admin, getOwnHostDesktopStatus for the owner.
+  const operationId = (verb: string, noun: string) => `${verb}${portal === 'admin' ? '' : 'Own'}${noun}`;
+  const schema = (id: string, summary: string, statuses: number[]) => ({
     tags,
+    operationId: id,
     summary,
     params: HostParams,
     response: { 200: VncStatus, ...errorResponses(...statuses) },
@@ -28,7 +32,7 @@ export function registerHostDesktopRoutes(app: Api, { desktop, vnc }: HttpServic
 
   app.get(
     '/hosts/:hostID/vnc/status',
-    { schema: schema(`Desktop status of ${whose}`, [404, 503]) },
+    { schema: schema(operationId('get', 'HostDesktopStatus'), `Desktop status of ${whose}`, [404, 503]) },
     async (request) => {
       const host = await desktop.hostFor(principalOf(request), request.params.hostID);
       return desktop.status(host);
@@ -40,6 +44,7 @@ export function registerHostDesktopRoutes(app: Api, { desktop, vnc }: HttpServic
       `/hosts/:hostID/vnc/${action}`,
       {
         schema: schema(
+          operationId(action, 'HostDesktop'),
           `${action === 'start' ? 'Start' : 'Restart'} the desktop of ${whose} (no rebuild); answers once it is up`,
           [404, 409, 503],
         ),
@@ -57,6 +62,7 @@ export function registerHostDesktopRoutes(app: Api, { desktop, vnc }: HttpServic
     {
       schema: {
         tags,
+        operationId: operationId('create', 'HostDesktopTicket'),
         summary: `A one-time link that opens the desktop of ${whose} in a browser (no API token in the URL)`,
         params: HostParams,
         response: { 200: VncTicket, ...errorResponses(404, 409) },

@@ -1,5 +1,6 @@
 import { Health, LoginRequest, LoginResponse } from '@ccp/api';
 import type { Api } from '../api.js';
+import type { ApiTag } from '../api-tags.js';
 import { errorResponses } from '../schemas.js';
 import type { HttpServices } from '../services.js';
 
@@ -8,7 +9,8 @@ export function registerPublicRoutes(app: Api, services: HttpServices): void {
     '/healthz',
     {
       schema: {
-        tags: ['public'],
+        tags: ['public'] satisfies ApiTag[],
+        operationId: 'getHealth',
         summary: 'Health of the gateway, its database and its container engine',
         response: { 200: Health, 503: Health },
       },
@@ -20,12 +22,15 @@ export function registerPublicRoutes(app: Api, services: HttpServices): void {
   );
 
   for (const url of ['/v1/auth/login', '/v1/admin/login']) {
+    const legacy = url === '/v1/admin/login';
     app.post(
       url,
       {
         schema: {
-          tags: ['auth'],
-          summary: url === '/v1/auth/login' ? 'Log in' : 'Log in (legacy alias of /v1/auth/login)',
+          tags: ['auth'] satisfies ApiTag[],
+          operationId: legacy ? 'adminLogin' : 'login',
+          summary: legacy ? 'Log in (legacy alias of /v1/auth/login)' : 'Log in',
+          ...(legacy ? { deprecated: true } : {}),
           body: LoginRequest,
           response: { 200: LoginResponse, ...errorResponses(400, 401, 403, 429) },
         },

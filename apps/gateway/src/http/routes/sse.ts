@@ -1,6 +1,7 @@
-import { ADMIN_TOPICS, type Role, SseQuery, type SseTopic, USER_TOPICS } from '@ccp/api';
+import { ADMIN_TOPICS, type Role, SseQuery, SseStream, type SseTopic, USER_TOPICS } from '@ccp/api';
 import { errors } from '../../domain/errors.js';
 import type { Api } from '../api.js';
+import type { ApiTag } from '../api-tags.js';
 import { principalOf } from '../plugins/authentication.js';
 import { errorResponses } from '../schemas.js';
 import type { HttpServices } from '../services.js';
@@ -31,10 +32,17 @@ export function registerSseRoute(app: Api, { sse }: HttpServices, role: Role): v
     {
       config: { tokenInQuery: true },
       schema: {
-        tags: [role === 'admin' ? 'admin: events' : 'user portal'],
+        tags: [role === 'admin' ? 'admin: events' : 'user portal'] satisfies ApiTag[],
+        operationId: role === 'admin' ? 'streamEvents' : 'streamOwnEvents',
         summary: 'Server-sent events: `event: message` frames whose data is {topic, action, id?, payload?}',
         querystring: SseQuery,
-        response: { ...errorResponses(400, 401, 403) },
+        response: {
+          200: {
+            description: 'The live event stream',
+            content: { 'text/event-stream': { schema: SseStream } },
+          },
+          ...errorResponses(400, 401, 403),
+        },
       },
     },
     (request, reply) => {

@@ -9,11 +9,12 @@ import {
 } from '@ccp/api';
 import { actorOf } from '../../domain/principal.js';
 import type { Api } from '../api.js';
+import type { ApiTag } from '../api-tags.js';
 import { principalOf } from '../plugins/authentication.js';
 import { bodyOptional, errorResponses, NoContent, OwnKeyParams } from '../schemas.js';
 import type { HttpServices } from '../services.js';
 
-const tags = ['user portal'];
+const tags: ApiTag[] = ['user portal'];
 
 export function registerUserAccountRoutes(app: Api, { users, sshKeys }: HttpServices): void {
   app.post(
@@ -21,6 +22,7 @@ export function registerUserAccountRoutes(app: Api, { users, sshKeys }: HttpServ
     {
       schema: {
         tags,
+        operationId: 'changeOwnPassword',
         summary: 'Change the own password; every token of the account ends, log in again',
         body: ChangePasswordRequest,
         response: { 200: EmptyObject, ...errorResponses(400) },
@@ -38,7 +40,14 @@ export function registerUserAccountRoutes(app: Api, { users, sshKeys }: HttpServ
 
   app.get(
     '/ssh-keys',
-    { schema: { tags, summary: 'List own SSH keys', response: { 200: SshKeyList } } },
+    {
+      schema: {
+        tags,
+        operationId: 'listOwnSshKeys',
+        summary: 'List own SSH keys',
+        response: { 200: SshKeyList },
+      },
+    },
     async (request) => ({
       keys: await sshKeys.list(principalOf(request).id),
     }),
@@ -49,6 +58,7 @@ export function registerUserAccountRoutes(app: Api, { users, sshKeys }: HttpServ
     {
       schema: {
         tags,
+        operationId: 'addOwnSshKey',
         summary: 'Add an own SSH public key',
         body: AddSshKeyRequest,
         response: { 201: SshKey, ...errorResponses(400, 409) },
@@ -71,6 +81,7 @@ export function registerUserAccountRoutes(app: Api, { users, sshKeys }: HttpServ
     {
       schema: {
         tags,
+        operationId: 'generateOwnSshKey',
         summary: 'Generate an own ed25519 key pair; the private key is returned once and not stored',
         body: GenerateSshKeyRequest,
         response: { 201: GeneratedSshKey },
@@ -90,6 +101,7 @@ export function registerUserAccountRoutes(app: Api, { users, sshKeys }: HttpServ
     {
       schema: {
         tags,
+        operationId: 'deleteOwnSshKey',
         summary: 'Delete an own SSH key',
         params: OwnKeyParams,
         response: { 204: NoContent, ...errorResponses(404) },

@@ -3,18 +3,19 @@ import Type from 'typebox';
 import { errors } from '../../domain/errors.js';
 import { actorOf } from '../../domain/principal.js';
 import type { Api } from '../api.js';
+import type { ApiTag } from '../api-tags.js';
 import { principalOf } from '../plugins/authentication.js';
 import { errorResponses } from '../schemas.js';
 import type { HttpServices } from '../services.js';
 import { registerHostActions } from './host-actions.js';
 
 const HostParams = Type.Object({ hostID: Type.String({ format: 'uuid' }) });
-const tags = ['user portal'];
+const tags: ApiTag[] = ['user portal'];
 
 export function registerUserHostRoutes(app: Api, { access, hosts, lifecycle, tasks }: HttpServices): void {
   app.get(
     '/hosts',
-    { schema: { tags, summary: 'Own hosts', response: { 200: HostList } } },
+    { schema: { tags, operationId: 'listOwnHosts', summary: 'Own hosts', response: { 200: HostList } } },
     async (request) => ({
       hosts: await hosts.list('user', principalOf(request).id),
     }),
@@ -25,6 +26,7 @@ export function registerUserHostRoutes(app: Api, { access, hosts, lifecycle, tas
     {
       schema: {
         tags,
+        operationId: 'getOwnHost',
         summary: 'Own host details',
         params: HostParams,
         response: { 200: Host, ...errorResponses(404) },
@@ -38,9 +40,16 @@ export function registerUserHostRoutes(app: Api, { access, hosts, lifecycle, tas
     app,
     tags,
     {
-      start: 'Start an own host (409 no_egress_bound without a binding, 409 host_busy while a task runs)',
-      stop: 'Stop an own host; a start still running is cancelled first (that task fails with cancelled)',
-      rebuild: 'Rebuild an own host; the home volume is kept',
+      start: {
+        operationId: 'startOwnHost',
+        summary: 'Start an own host (409 no_egress_bound without a binding, 409 host_busy while a task runs)',
+      },
+      stop: {
+        operationId: 'stopOwnHost',
+        summary:
+          'Stop an own host; a start still running is cancelled first (that task fails with cancelled)',
+      },
+      rebuild: { operationId: 'rebuildOwnHost', summary: 'Rebuild an own host; the home volume is kept' },
     },
     async (action, hostId, request) => {
       const principal = principalOf(request);
@@ -55,6 +64,7 @@ export function registerUserHostRoutes(app: Api, { access, hosts, lifecycle, tas
     {
       schema: {
         tags,
+        operationId: 'getOwnTask',
         summary: 'One of the own tasks (progress of a start, stop or rebuild)',
         params: Type.Object({ taskID: Type.String({ format: 'uuid' }) }),
         response: { 200: Task, ...errorResponses(404) },
