@@ -96,6 +96,47 @@ export function failureShellScript(sessionCommand: string, configFile: string): 
   ].join('\n');
 }
 
+/**
+ * Before joining a session that exists: a mount made again (every reconnect) or in another mode (`full` keeps a
+ * copy in ~/.ccp/hot/<id>, the others a mount at /run/ccp-mounts/<id>) leaves the session's programs in the
+ * old folder: a dead mount, or a copy no longer kept in step (a live mount is fine: `full` links into it). A shell waiting at its prompt is moved to the
+ * same place in the live folder (a `cd` typed for it, kept out of its history by the leading space); for any
+ * other program the user is told what to type when it ends. Panes elsewhere are left alone.
+ */
+function staleFolderScript(name: string, cwd: string): string {
+  const folder = shellQuote(cwd);
+  return `live=$(cd ${folder} 2>/dev/null && pwd -P) || live=
+case "$live" in "$HOME"/.ccp/hot/*) id=\${live#"$HOME"/.ccp/hot/} ;; /run/ccp-mounts/*) id=\${live#/run/ccp-mounts/} ;; *) id= ;; esac
+if [ -n "$id" ] && tmux has-session -t ${shellQuote(name)} 2>/dev/null; then
+  for pane in $(tmux list-panes -s -t ${shellQuote(name)} -F '#{pane_id}:#{pane_pid}'); do
+    fg=$(awk '{ print $8 }' "/proc/\${pane#*:}/stat" 2>/dev/null) || continue
+    was=$(readlink "/proc/$fg/cwd" 2>/dev/null) || continue
+    was=\${was% (deleted)}
+    # Stale: a dead mount (a mount taken down lazily no longer has its path), or the copy while the folder is
+    # no longer one.
+    if ls "/proc/$fg/cwd/" >/dev/null 2>&1; then
+      case "$was" in "$HOME"/.ccp/hot/"$id" | "$HOME"/.ccp/hot/"$id"/*) ;; *) continue ;; esac
+      case "$live" in "$HOME"/.ccp/hot/*) continue ;; esac
+    fi
+    case "$was" in
+      "$HOME"/.ccp/hot/"$id"/*) rel=/\${was#"$HOME"/.ccp/hot/"$id"/} ;;
+      /run/ccp-mounts/"$id"/*) rel=/\${was#/run/ccp-mounts/"$id"/} ;;
+      *) rel= ;;
+    esac
+    to=${folder}$rel; [ -d "$to" ] || to=${folder}
+    program=$(cat "/proc/$fg/comm" 2>/dev/null)
+    case "$program" in
+      bash | zsh | sh | dash | ksh | mksh | fish)
+        tmux send-keys -t "\${pane%%:*}" -l " cd -- '$(printf %s "$to" | sed "s/'/'\\\\''/g")'" && tmux send-keys -t "\${pane%%:*}" Enter ;;
+      *)
+        printf 'ccp: %s in the session is still in the old folder (mounted again); when it ends, type: cd %s\n' "$program" "$to" >&2
+        stale=1 ;;
+    esac
+  done
+  [ -z "\${stale:-}" ] || sleep 3
+fi`;
+}
+
 export interface AttachPlan {
   name: string;
   cwd: string;
@@ -144,6 +185,7 @@ export function attachScript(plan: AttachPlan): string {
   ]
     .filter(Boolean)
     .join(' ');
+  if (!plan.fresh) lines.push(staleFolderScript(plan.name, plan.cwd));
   if (plan.fresh)
     lines.push(
       `tmux has-session -t ${name} 2>/dev/null && { echo "ccp: session ${plan.name} exists" >&2; exit 4; }`,
