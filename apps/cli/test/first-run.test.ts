@@ -175,6 +175,31 @@ describe("ccp's first run, against a real workspace", { skip, timeout: 1_200_000
     assert.equal((await lab.t.request('GET', `/v1/admin/hosts/${hostId}`)).body.status, 'created');
   });
 
+  it('after a reattach in another mount mode, or the same one, the shell is in the live folder', async () => {
+    const home = client('reattach', { session_command: 'bash --norc' });
+    /** Attaches in `mode`, runs `line` in the session's shell and returns what it printed after `label`. */
+    const attach = async (mode: string, label: string, line: string) => {
+      const session = ccp(home, `--session folder --mount-mode ${mode}`);
+      await session.waitFor(new RegExp(`ccp: mount: ${mode} \\(`), 600_000);
+      session.type(`${line}; echo "${label}-END-$((6*7))"\r`);
+      await session.waitFor(`${label}-END-42`, 60_000);
+      const screen = session.screen;
+      // Detached, not ended: the shell and its folder stay in the session for the next attach.
+      session.type('\u0002d');
+      assert.equal(await session.exitCode(30_000), 0, screen);
+      return screen.slice(screen.indexOf(`${label}-`));
+    };
+    const first = await attach('full', 'FULL', `cd '${project}' && echo "FULL-$(pwd -P)"`);
+    assert.match(first, /FULL-\S*\/\.ccp\/hot\//);
+    const moved = await attach('sshfs-only', 'SSHFS', `echo "SSHFS-$(pwd -P)"; echo from-shell > moved.txt`);
+    assert.match(moved, /SSHFS-\/run\/ccp-mounts\//);
+    assert.equal(readFileSync(path.join(project, 'moved.txt'), 'utf8'), 'from-shell\n');
+    const again = await attach('sshfs-only', 'AGAIN', 'ls >/dev/null && echo "AGAIN-live-$((6*7))"');
+    assert.match(again, /AGAIN-live-42/);
+    assert.doesNotMatch(again, /Transport endpoint is not connected/);
+    rmSync(path.join(project, 'moved.txt'));
+  });
+
   it('a session command that fails keeps its output and status on screen, then a shell; --session-command runs another', async () => {
     const home = client('fails', { session_command: "sh -c 'echo cannot-reach-the-api >&2; exit 3'" });
     const failing = ccp(home, '--session fails');
