@@ -192,7 +192,11 @@ for (const kind of DATABASES) {
         });
       const good = await check(host.short_id, user.password);
       assert.equal(good.status, 200, JSON.stringify(good.body));
-      assert.deepEqual(good.body, { short_id: host.short_id, username: `en8${kind}`, host_status: 'created' });
+      assert.deepEqual(good.body, {
+        short_id: host.short_id,
+        username: `en8${kind}`,
+        host_status: 'created',
+      });
       assert.equal((await t.request('GET', `/v1/admin/hosts/${host.id}`)).body.status, 'created');
       const wrong = await check(host.short_id, 'not-the-password');
       assert.equal(wrong.status, 401);
