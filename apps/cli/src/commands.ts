@@ -1,4 +1,5 @@
 import { createInterface } from 'node:readline/promises';
+import type { EntryCheck } from '@ccp/api';
 import { WRAPPER_DIR } from './command-proxy.js';
 import {
   type Config,
@@ -7,16 +8,20 @@ import {
   type MountMode,
   normaliseGateway,
   readRawConfig,
+  SHORT_ID,
   saveConfig,
   validateConfig,
 } from './config.js';
 import { connectWorkspace } from './connect.js';
+import { WrongPasswordError } from './entry-auth.js';
 import { ConfigError } from './errors.js';
+import { checkGateway, checkHost, hostStateAdvice } from './gateway-checks.js';
 import { runSession } from './session-runner.js';
 import { execCollect } from './ssh-connection.js';
-import { readSecret } from './terminal.js';
+import { readSecret, yellow } from './terminal.js';
 import {
   defaultSessionName,
+  failureShellScript,
   freshSessionName,
   LIST_SESSIONS,
   parseSessions,
@@ -36,12 +41,25 @@ export interface AttachFlags {
   takeOver?: boolean;
   session?: string;
   mountMode?: MountMode;
+  sessionCommand?: string;
   wait: string;
+}
+
+/** `--session-command`, when given: the same check as the config key's. */
+function sessionCommandFlag(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  if (value.trim() === '')
+    throw new ConfigError('--session-command: a command line is needed, e.g. --session-command bash');
+  return value.trim();
 }
 
 export async function runAttach(args: string[], flags: AttachFlags): Promise<number> {
   const loaded = loadConfig();
-  const config: Config = { ...loaded, mount_mode: flags.mountMode ?? loaded.mount_mode };
+  const config: Config = {
+    ...loaded,
+    mount_mode: flags.mountMode ?? loaded.mount_mode,
+    session_command: sessionCommandFlag(flags.sessionCommand) ?? loaded.session_command,
+  };
   if (flags.newSession && (flags.takeOver || flags.session))
     throw new ConfigError(
       '--new-session starts its own session; it cannot be combined with --take-over or --session',
@@ -68,6 +86,7 @@ export async function runAttach(args: string[], flags: AttachFlags): Promise<num
       takeOver: Boolean(flags.takeOver),
       commandLine: sessionCommandLine(config.session_command, args),
       pathPrefix: WRAPPER_DIR,
+      onFailure: failureShellScript(config.session_command, configPath()),
     },
   });
 }
@@ -117,11 +136,19 @@ async function ask(question: string): Promise<string> {
   }
 }
 
-export async function runInit(flags: {
+export interface InitFlags {
   gateway?: string;
   shortId?: string;
   savePassword?: boolean;
-}): Promise<void> {
+  sessionCommand?: string;
+}
+
+/**
+ * Stores the gateway URL and the short ID, after checking them against the gateway: that it is the gateway's
+ * API (exit 2 when nothing answers, 4 when something else does), that the short ID names a host and the
+ * password is its owner's (exit 1). A config file is written only when they pass.
+ */
+export async function runInit(flags: InitFlags): Promise<void> {
   const file = configPath();
   const current = readRawConfig(file);
   const gatewayText =
@@ -131,21 +158,59 @@ export async function runInit(flags: {
     throw new ConfigError(`the gateway must be an http:// or https:// URL (got "${gatewayText}")`);
   const shortId =
     flags.shortId ?? (typeof current.short_id === 'string' ? current.short_id : await ask('Host short ID: '));
-  const next: Record<string, unknown> = { ...current, gateway, short_id: shortId };
+  if (!SHORT_ID.test(shortId))
+    throw new ConfigError(
+      `a short ID is 8 lower-case letters and digits, as on the host's page in the dashboard (got "${shortId}")`,
+    );
+  const sessionCommand = sessionCommandFlag(flags.sessionCommand);
+  const next: Record<string, unknown> = {
+    ...current,
+    gateway,
+    short_id: shortId,
+    ...(sessionCommand === undefined ? {} : { session_command: sessionCommand }),
+  };
   delete next.password;
-  if (flags.savePassword) {
-    const password = process.env.CCP_PASSWORD ?? (await readSecret(`Password for host ${shortId}: `));
-    if (!password) throw new ConfigError('--save-password: no password given (terminal or CCP_PASSWORD)');
-    next.password = password;
+  // Refuse to write a file that would not load (checked before the network: a typo costs no round trip).
+  validateConfig(next, file);
+
+  const health = await checkGateway(gateway);
+  process.stderr.write(
+    `ccp: gateway ${gateway}: answers${health.status === 'ok' ? '' : ` (${health.status})`}\n`,
+  );
+  const given = process.env.CCP_PASSWORD || undefined;
+  let checked: EntryCheck | undefined;
+  let password: string | undefined;
+  for (let attempt = 1; !checked; attempt += 1) {
+    password = given ?? (await readSecret(`Password for host ${shortId}: `)) ?? undefined;
+    if (!password) break;
+    try {
+      checked = await checkHost(gateway, shortId, password);
+    } catch (error) {
+      if (error instanceof WrongPasswordError && given === undefined && attempt < 3) {
+        process.stderr.write('ccp: wrong password, try again\n');
+        continue;
+      }
+      throw error;
+    }
   }
-  // Refuse to write a file that would not load.
-  const valid = validateConfig(next, file);
+  if (checked) {
+    process.stderr.write(
+      `ccp: host ${shortId} (${checked.username}'s): password accepted; ${hostStateAdvice(checked.host_status).text}\n`,
+    );
+  } else {
+    if (flags.savePassword)
+      throw new ConfigError('--save-password: no password given (terminal or CCP_PASSWORD)');
+    process.stderr.write(
+      yellow('ccp: the password was not checked (no terminal and no CCP_PASSWORD); `ccp doctor` checks it\n'),
+    );
+  }
+  const valid = validateConfig({ ...next, ...(flags.savePassword && password ? { password } : {}) }, file);
   saveConfig(
     {
       gateway: valid.gateway,
       short_id: valid.short_id,
       ...(valid.password === undefined ? {} : { password: valid.password }),
-      ...pickExplicit(current),
+      ...pickExplicit(next),
     },
     file,
   );

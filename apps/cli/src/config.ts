@@ -41,7 +41,8 @@ const KEYS = [
   'hot_sync_ignore',
 ] as const;
 
-const SHORT_ID = /^[a-hjkmnp-z2-9]{8}$/;
+/** A short ID as the gateway makes them: 8 of lower-case letters and digits, without 0, 1, i, l, o. */
+export const SHORT_ID = /^[a-hjkmnp-z2-9]{8}$/;
 const COMMAND_NAME = /^[A-Za-z0-9._+-]{1,64}$/;
 const FOLDER_NAME = /^(?!\.{1,2}$)[^/\0]{1,255}$/;
 

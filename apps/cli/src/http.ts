@@ -10,13 +10,25 @@ export interface JsonAnswer {
 }
 
 /** One JSON request to the gateway; a transport failure or time-out is a NetworkError. */
-export async function postJson(url: string, body: unknown, timeoutMs = 30_000): Promise<JsonAnswer> {
+export function postJson(url: string, body: unknown, timeoutMs = 30_000): Promise<JsonAnswer> {
+  return requestJson(url, body, timeoutMs);
+}
+
+/** A GET of a JSON document from the gateway; `body` is null when the answer is not JSON. */
+export function getJson(url: string, timeoutMs = 30_000): Promise<JsonAnswer> {
+  return requestJson(url, undefined, timeoutMs);
+}
+
+async function requestJson(url: string, body: unknown, timeoutMs: number): Promise<JsonAnswer> {
   let response: Awaited<ReturnType<typeof fetch>>;
   try {
     response = await fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'user-agent': 'ccp-cli' },
-      body: JSON.stringify(body),
+      method: body === undefined ? 'GET' : 'POST',
+      headers: {
+        'user-agent': 'ccp-cli',
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       dispatcher,
       signal: AbortSignal.timeout(timeoutMs),
     });

@@ -2,6 +2,7 @@
 import { Command, CommanderError, Option } from 'commander';
 import { runAttach, runConfigShow, runInit, runSessions } from './commands.js';
 import { MOUNT_MODES } from './config.js';
+import { runDoctor } from './doctor.js';
 import { ConfigError, exitCodeOf } from './errors.js';
 import { red } from './terminal.js';
 import { VERSION } from './version.js';
@@ -22,6 +23,10 @@ const attachOptions = (command: Command) =>
     .addOption(
       new Option('--mount-mode <mode>', 'how the local folder appears in the workspace').choices(MOUNT_MODES),
     )
+    .option(
+      '--session-command <command>',
+      'the command a new session runs (overrides session_command; default claude)',
+    )
     .option('--wait <seconds>', 'how long to wait for a stopped host to start', '600')
     .argument('[args...]', 'passed to the session command (put them after --)')
     .action(async (args: string[], options) => {
@@ -37,10 +42,13 @@ attachOptions(
 program
   .command('init')
   .alias('login')
-  .description('store the gateway URL, the host short ID and (if asked) the password in the config file')
+  .description(
+    'check the gateway URL, the host short ID and the password with the gateway, then store them in the config file (the password only if asked)',
+  )
   .option('--gateway <url>', 'the gateway URL, e.g. https://gateway.example.com:8080')
   .option('--short-id <id>', "the host's short ID")
   .option('--save-password', 'also store the password (asked on the terminal, or CCP_PASSWORD)')
+  .option('--session-command <command>', 'the command new sessions run (session_command; default claude)')
   .action(async (options) => {
     await runInit(options);
   });
@@ -52,6 +60,15 @@ program
   .option('--wait <seconds>', 'how long to wait for a stopped host to start', '600')
   .action(async (options) => {
     await runSessions(options);
+  });
+
+program
+  .command('doctor')
+  .description(
+    'check what ccp needs (terminal, config, gateway and its port, short ID and password, host, tmux, folder mount, local git) and say what to do',
+  )
+  .action(async () => {
+    process.exitCode = await runDoctor();
   });
 
 program

@@ -25,6 +25,10 @@ export function validSessionName(name: string): boolean {
   return /^[A-Za-z0-9_-]{1,64}$/.test(name);
 }
 
+/** The user's shell, in place of what ran. Not a login shell: /etc/profile would reset PATH and hide the
+ * command proxy. */
+const EXEC_SHELL = `exec "\${SHELL:-/bin/sh}"`;
+
 /**
  * The command line run in a new session: the configured command with the passthrough arguments, or the
  * user's login shell when the command's program is not installed in the workspace.
@@ -35,8 +39,7 @@ export function sessionCommandLine(sessionCommand: string, args: string[]): stri
   return [
     `if command -v ${shellQuote(program)} >/dev/null 2>&1; then ${full}; else`,
     `echo ${shellQuote(`ccp: ${program} is not installed here; starting your shell`)} >&2;`,
-    // Not a login shell: /etc/profile would reset PATH and hide the command proxy.
-    `exec "\${SHELL:-/bin/sh}"; fi`,
+    `${EXEC_SHELL}; fi`,
   ].join(' ');
 }
 
@@ -50,17 +53,88 @@ export const statusFile = (name: string) => `"/tmp/ccp-$(id -u)-${name}.status"`
 export const takeStatusScript = (name: string) =>
   `tmux has-session -t ${name} 2>/dev/null || { cat ${statusFile(name)} 2>/dev/null; rm -f ${statusFile(name)}; }`;
 
+/** What an exit status usually says about why a command ended (beyond its own output). */
+const STATUS_MEANINGS: Record<number, string> = {
+  126: 'found but cannot be run',
+  127: 'command not found',
+};
+
+function statusMeaning(status: number): string {
+  const known = STATUS_MEANINGS[status];
+  if (known) return ` (${known})`;
+  return status > 128 ? ` (killed by signal ${status - 128})` : '';
+}
+
+/** The same meanings, as shell lines that set `w` from the status in `s`. */
+const SHELL_STATUS_MEANING = [
+  'case "$s" in',
+  ...Object.entries(STATUS_MEANINGS).map(([code, text]) => `  ${code}) w=${shellQuote(` (${text})`)} ;;`),
+  `  *) w=''; [ "$s" -gt 128 ] && w=" (killed by signal $((s - 128)))" ;;`,
+  'esac',
+].join('\n');
+
 /** What the user is told when the session command ended with a failure status. */
 export function sessionEndedMessage(sessionCommand: string, status: number): string {
-  const why =
-    status === 126
-      ? 'found but cannot be run'
-      : status === 127
-        ? 'command not found'
-        : status > 128
-          ? `killed by signal ${status - 128}`
-          : '';
-  return `the session command \`${sessionCommand}\` ended with status ${status}${why ? ` (${why})` : ''}`;
+  return `the session command \`${sessionCommand}\` ended with status ${status}${statusMeaning(status)}`;
+}
+
+/**
+ * Run in the pane when the session command failed: its output stays on the screen, under it what ended and
+ * how to choose another command, then the user's shell in the same folder, so the terminal stays usable.
+ */
+export function failureShellScript(sessionCommand: string, configFile: string): string {
+  const lines = [
+    'ccp: the session command %s exited with status %s%s; its output is above.',
+    'ccp: this is your shell in the same folder; `exit` ends the session.',
+    'ccp: to start sessions with another command: ccp --session-command <command>,',
+    'ccp: or keep one: ccp init --session-command <command> (session_command in %s).',
+  ];
+  return [
+    SHELL_STATUS_MEANING,
+    `printf ${shellQuote(`\n${lines.join('\n')}\n`)} ${shellQuote(`\`${sessionCommand}\``)} "$s" "$w" ${shellQuote(configFile)}`,
+    EXEC_SHELL,
+  ].join('\n');
+}
+
+/**
+ * Before joining a session that exists: a mount made again (every reconnect) or in another mode (`full` keeps a
+ * copy in ~/.ccp/hot/<id>, the others a mount at /run/ccp-mounts/<id>) leaves the session's programs in the
+ * old folder: a dead mount, or a copy no longer kept in step (a live mount is fine: `full` links into it). A shell waiting at its prompt is moved to the
+ * same place in the live folder (a `cd` typed for it, kept out of its history by the leading space); for any
+ * other program the user is told what to type when it ends. Panes elsewhere are left alone.
+ */
+function staleFolderScript(name: string, cwd: string): string {
+  const folder = shellQuote(cwd);
+  return `live=$(cd ${folder} 2>/dev/null && pwd -P) || live=
+case "$live" in "$HOME"/.ccp/hot/*) id=\${live#"$HOME"/.ccp/hot/} ;; /run/ccp-mounts/*) id=\${live#/run/ccp-mounts/} ;; *) id= ;; esac
+if [ -n "$id" ] && tmux has-session -t ${shellQuote(name)} 2>/dev/null; then
+  for pane in $(tmux list-panes -s -t ${shellQuote(name)} -F '#{pane_id}:#{pane_pid}'); do
+    fg=$(awk '{ print $8 }' "/proc/\${pane#*:}/stat" 2>/dev/null) || continue
+    was=$(readlink "/proc/$fg/cwd" 2>/dev/null) || continue
+    was=\${was% (deleted)}
+    # Stale: a dead mount (a mount taken down lazily no longer has its path), or the copy while the folder is
+    # no longer one.
+    if ls "/proc/$fg/cwd/" >/dev/null 2>&1; then
+      case "$was" in "$HOME"/.ccp/hot/"$id" | "$HOME"/.ccp/hot/"$id"/*) ;; *) continue ;; esac
+      case "$live" in "$HOME"/.ccp/hot/*) continue ;; esac
+    fi
+    case "$was" in
+      "$HOME"/.ccp/hot/"$id"/*) rel=/\${was#"$HOME"/.ccp/hot/"$id"/} ;;
+      /run/ccp-mounts/"$id"/*) rel=/\${was#/run/ccp-mounts/"$id"/} ;;
+      *) rel= ;;
+    esac
+    to=${folder}$rel; [ -d "$to" ] || to=${folder}
+    program=$(cat "/proc/$fg/comm" 2>/dev/null)
+    case "$program" in
+      bash | zsh | sh | dash | ksh | mksh | fish)
+        tmux send-keys -t "\${pane%%:*}" -l " cd -- '$(printf %s "$to" | sed "s/'/'\\\\''/g")'" && tmux send-keys -t "\${pane%%:*}" Enter ;;
+      *)
+        printf 'ccp: %s in the session is still in the old folder (mounted again); when it ends, type: cd %s\n' "$program" "$to" >&2
+        stale=1 ;;
+    esac
+  done
+  [ -z "\${stale:-}" ] || sleep 3
+fi`;
 }
 
 export interface AttachPlan {
@@ -72,6 +146,8 @@ export interface AttachPlan {
   commandLine: string;
   /** Prepended to PATH in a new session (the command proxy's wrappers); a trusted shell expression. */
   pathPrefix: string;
+  /** Run in the pane after the command failed (`failureShellScript`), with its status in `s`. */
+  onFailure: string;
 }
 
 /** The remote shell script that takes over if asked, then attaches to (or creates) the session. */
@@ -98,11 +174,18 @@ export function attachScript(plan: AttachPlan): string {
     `-e "PATH=${plan.pathPrefix}:$PATH"`,
     // PATH is set again in the command: the shell tmux runs it with may rebuild PATH from its own files.
     shellQuote(
-      `rm -f ${statusFile(plan.name)}; export PATH="${plan.pathPrefix}:$PATH"; ${plan.commandLine}; s=$?; [ "$s" -eq 0 ] || echo "$s" > ${statusFile(plan.name)}`,
+      [
+        `rm -f ${statusFile(plan.name)}; export PATH="${plan.pathPrefix}:$PATH"; ${plan.commandLine}`,
+        's=$?',
+        `[ "$s" -eq 0 ] && exit 0`,
+        `echo "$s" > ${statusFile(plan.name)}`,
+        plan.onFailure,
+      ].join('\n'),
     ),
   ]
     .filter(Boolean)
     .join(' ');
+  if (!plan.fresh) lines.push(staleFolderScript(plan.name, plan.cwd));
   if (plan.fresh)
     lines.push(
       `tmux has-session -t ${name} 2>/dev/null && { echo "ccp: session ${plan.name} exists" >&2; exit 4; }`,

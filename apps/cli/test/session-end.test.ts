@@ -11,7 +11,13 @@ import { exitCodeOf, HostStoppedError } from '../src/errors.js';
 import { KnownHosts } from '../src/known-hosts.js';
 import { connectSsh } from '../src/ssh-connection.js';
 import { RESTORE_TERMINAL } from '../src/terminal.js';
-import { attachScript, sessionCommandLine, sessionEndedMessage, takeStatusScript } from '../src/tmux.js';
+import {
+  attachScript,
+  failureShellScript,
+  sessionCommandLine,
+  sessionEndedMessage,
+  takeStatusScript,
+} from '../src/tmux.js';
 
 describe('a session command that ends with a failure', () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'ccp-session-end-'));
@@ -23,9 +29,13 @@ describe('a session command that ends with a failure', () => {
     '#!/bin/sh\ncase "$1" in new-session) for a; do last=$a; done; sh -c "$last"; exit 0;; esac\nexit 1\n',
   );
   chmodSync(fakeTmux, 0o755);
+  // The user's shell, which the pane runs after a failed command: it says where it started.
+  const userShell = path.join(dir, 'user-shell');
+  writeFileSync(userShell, '#!/bin/sh\necho "user shell in $PWD"\n');
+  chmodSync(userShell, 0o755);
   const run = (script: string) =>
     execFileSync('sh', ['-c', script], {
-      env: { ...process.env, PATH: `${dir}:${process.env.PATH}` },
+      env: { ...process.env, PATH: `${dir}:${process.env.PATH}`, SHELL: userShell },
       stdio: ['ignore', 'pipe', 'ignore'],
     }).toString();
   const attachWith = (name: string, command: string) =>
@@ -37,8 +47,27 @@ describe('a session command that ends with a failure', () => {
         takeOver: false,
         commandLine: sessionCommandLine(command, []),
         pathPrefix: dir,
+        onFailure: failureShellScript(command, '/home/me/.config/ccp/config.yaml'),
       }),
     );
+
+  it('keeps its output in the pane, says what ended and how to choose another command, then gives a shell', () => {
+    const pane = attachWith(`t-${process.pid}-c`, "sh -c 'echo cannot reach the API; exit 3'");
+    const lines = pane.split('\n');
+    assert.equal(lines[0], 'cannot reach the API');
+    assert.match(
+      pane,
+      /ccp: the session command `sh -c 'echo cannot reach the API; exit 3'` exited with status 3; its output is above\./,
+    );
+    assert.match(pane, /ccp --session-command <command>/);
+    assert.match(pane, /session_command in \/home\/me\/\.config\/ccp\/config\.yaml/);
+    assert.equal(lines.at(-2), `user shell in ${dir}`);
+    assert.match(attachWith(`t-${process.pid}-d`, "sh -c 'exit 127'"), /status 127 \(command not found\)/);
+    assert.match(
+      attachWith(`t-${process.pid}-e`, "sh -c 'kill -INT $$'"),
+      /status 130 \(killed by signal 2\)/,
+    );
+  });
 
   it('leaves its status for the client, which is told what ended and how', () => {
     const name = `t-${process.pid}-a`;
@@ -56,9 +85,9 @@ describe('a session command that ends with a failure', () => {
     );
   });
 
-  it('leaves nothing when the command ends well', () => {
+  it('leaves nothing when the command ends well, and no shell after it', () => {
     const name = `t-${process.pid}-b`;
-    attachWith(name, 'true');
+    assert.equal(attachWith(name, 'true'), '');
     assert.equal(run(takeStatusScript(name)).trim(), '');
   });
 });

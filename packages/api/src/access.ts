@@ -1,6 +1,6 @@
 import Type from 'typebox';
 import { ShortId, Timestamp, Uuid } from './common.js';
-import { TaskStatus } from './hosts.js';
+import { HostStatus, TaskStatus } from './hosts.js';
 
 const Secret = Type.String({ minLength: 1, maxLength: 1024 });
 
@@ -29,6 +29,14 @@ export const EntryStarting = Type.Object({
   task_id: Uuid,
   stage: Type.String({ description: "the start task's current stage, for the caller's status line" }),
   progress: Type.Integer({ minimum: 0, maximum: 100 }),
+});
+
+export const EntryCheckRequest = Type.Object({ password: Secret }, { additionalProperties: false });
+
+export const EntryCheck = Type.Object({
+  short_id: ShortId,
+  username: Type.String({ description: "the host owner's username" }),
+  host_status: HostStatus,
 });
 
 export const BootstrapSessionRequest = Type.Object(
@@ -65,6 +73,8 @@ export const TaskIdParams = Type.Object({ taskID: Type.String({ format: 'uuid' }
 export type EntryAuthRequest = Type.Static<typeof EntryAuthRequest>;
 export type EntryReady = Type.Static<typeof EntryReady>;
 export type EntryStarting = Type.Static<typeof EntryStarting>;
+export type EntryCheckRequest = Type.Static<typeof EntryCheckRequest>;
+export type EntryCheck = Type.Static<typeof EntryCheck>;
 export type BootstrapSessionRequest = Type.Static<typeof BootstrapSessionRequest>;
 export type BootstrapTask = Type.Static<typeof BootstrapTask>;
 export type BootstrapHandoff = Type.Static<typeof BootstrapHandoff>;

@@ -42,6 +42,9 @@ export const ErrorBody = Type.Object({
     Type.Array(Type.String(), { description: 'with `host_ambiguous`: the short IDs to choose from' }),
   ),
   progress: Type.Optional(Type.Integer({ description: 'with `not_ready`: the task progress' })),
+  api_url: Type.Optional(
+    Type.String({ description: "with `wrong_port`: the gateway's API address (PUBLIC_API_URL)" }),
+  ),
 });
 
 export const EmptyObject = Type.Object({}, { additionalProperties: false });

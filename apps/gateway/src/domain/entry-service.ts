@@ -1,4 +1,4 @@
-import type { Actor, EntryReady, EntryStarting } from '@ccp/api';
+import type { Actor, EntryCheck, EntryReady, EntryStarting, HostStatus } from '@ccp/api';
 import type { EventBus } from '../events/event-bus.js';
 import type { HostsRepository, HostWithOwner } from '../store/hosts-repository.js';
 import type { TasksRepository } from '../store/tasks-repository.js';
@@ -34,6 +34,21 @@ export class EntryService {
     const host = SHORT_ID_PATTERN.test(shortId) ? await this.hosts.findByShortId(shortId) : undefined;
     if (!host) throw errors.notFound('Host');
     return host;
+  }
+
+  /**
+   * What a client checks before it saves its settings (`ccp init`, `ccp doctor`): that the short ID names a
+   * host and the password is its owner's, and the host's state, without starting anything. Failures count
+   * against the caller like an entry auth's.
+   */
+  async check(shortId: string, password: string, clientAddress: string): Promise<EntryCheck> {
+    const host = await this.gate.hostByShortId(shortId, clientAddress);
+    const user = await this.gate.verify(
+      { kind: 'password', username: host.username, password },
+      'entry',
+      clientAddress,
+    );
+    return { short_id: host.short_id, username: user.username, host_status: host.status as HostStatus };
   }
 
   /** `awaitedTaskId`: the start the caller is waiting for, so a failed start ends the wait instead of

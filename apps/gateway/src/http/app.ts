@@ -142,9 +142,20 @@ export async function buildHttpApp(
   return app;
 }
 
-/** The listener on ENTRY_PORT: only the entry scripts, so the short link works without a port. */
+/**
+ * The listener on ENTRY_PORT: only the entry scripts, so the short link works without a port. Anything else
+ * asked here (an API call from a client given this address) is told where the API is, not "not found".
+ */
 export function buildEntryApp(services: HttpServices, logger: Logger | false): Api {
   const app = createApp(logger, services.config.trustProxy);
   registerEntryScriptRoute(app, services);
+  const apiUrl = services.config.publicApiUrl;
+  app.all('/*', { schema: { hide: true } }, (_request, reply) =>
+    reply.status(404).send({
+      error: `This is the gateway's entry-link port, which serves only /entry/<short id>; the API is at ${apiUrl}`,
+      code: 'wrong_port',
+      api_url: apiUrl,
+    }),
+  );
   return app;
 }

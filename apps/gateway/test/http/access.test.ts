@@ -181,6 +181,31 @@ for (const kind of DATABASES) {
       assert.ok(failed.some((e) => e.data.reason === 'account_disabled'));
     });
 
+    it('checks a short ID and its password without starting the host (ccp init, ccp doctor)', async () => {
+      const user = await t.createUser(`en8${kind}`);
+      const host = await createHost(user.id);
+      const check = (shortId: string, password: string) =>
+        t.request('POST', `/v1/entry/${shortId}/check`, {
+          token: null,
+          body: { password },
+          remoteAddress: freshAddress(),
+        });
+      const good = await check(host.short_id, user.password);
+      assert.equal(good.status, 200, JSON.stringify(good.body));
+      assert.deepEqual(good.body, {
+        short_id: host.short_id,
+        username: `en8${kind}`,
+        host_status: 'created',
+      });
+      assert.equal((await t.request('GET', `/v1/admin/hosts/${host.id}`)).body.status, 'created');
+      const wrong = await check(host.short_id, 'not-the-password');
+      assert.equal(wrong.status, 401);
+      assert.equal(wrong.body.code, 'invalid_credentials');
+      assert.equal((await check('zzzzzzzz', user.password)).status, 404);
+      const failed = await events('auth.entry.failed', user.id);
+      assert.ok(failed.length >= 1);
+    });
+
     it('rate-limits entry auth per address, counting guessed short IDs', async () => {
       const user = await t.createUser(`en7${kind}`);
       const host = await createHost(user.id);

@@ -3,6 +3,8 @@ import {
   BootstrapSessionRequest,
   BootstrapTask,
   EntryAuthRequest,
+  EntryCheck,
+  EntryCheckRequest,
   EntryReady,
   EntryStarting,
   ShortIdParams,
@@ -62,6 +64,21 @@ export function registerAccessRoutes(app: Api, services: HttpServices): void {
       const answer = await entry.authenticate(request.params.shortId, password, request.ip, task_id ?? null);
       return reply.status(answer.status).send(answer.body);
     },
+  );
+
+  app.post(
+    '/v1/entry/:shortId/check',
+    {
+      schema: {
+        tags: ['access'],
+        summary:
+          "Checks a short ID and its owner's password and tells the host's state, starting nothing (ccp init, ccp doctor)",
+        params: ShortIdParams,
+        body: EntryCheckRequest,
+        response: { 200: EntryCheck, ...errorResponses(400, 401, 403, 404, 429) },
+      },
+    },
+    (request) => entry.check(request.params.shortId, request.body.password, request.ip),
   );
 
   app.get(
