@@ -89,6 +89,7 @@ describe('OpenAPI document and generated API reference', () => {
         '/v1/admin/login',
         '/entry/{shortId}',
         '/v1/entry/{shortId}/auth',
+        '/v1/entry/{shortId}/check',
         '/v1/bootstrap/script',
         '/v1/bootstrap/sessions',
         '/v1/bootstrap/tasks/{taskID}',

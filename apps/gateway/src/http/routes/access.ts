@@ -71,6 +71,7 @@ export function registerAccessRoutes(app: Api, services: HttpServices): void {
     {
       schema: {
         tags: ['access'],
+        operationId: 'checkEntry',
         summary:
           "Checks a short ID and its owner's password and tells the host's state, starting nothing (ccp init, ccp doctor)",
         params: ShortIdParams,
