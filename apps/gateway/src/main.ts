@@ -3,7 +3,18 @@ import { describeVerification } from './egress/egress-verification.js';
 import { createGateway } from './gateway.js';
 import { createLogger } from './logger.js';
 
+/** package.json's engines: better-sqlite3 13 crashes the process on an older Node.js (a segfault, no message). */
+const NODE_MIN_MAJOR = 22;
+
 async function main(): Promise<void> {
+  if (Number(process.versions.node.split('.')[0]) < NODE_MIN_MAJOR) {
+    process.stderr.write(
+      `cloud-cli-proxy needs Node.js ${NODE_MIN_MAJOR} or newer, and ${process.execPath} is ${process.version}: ` +
+        'start it with the node that deploy/setup.sh installed or found (`node` on PATH after set-up; ' +
+        '/usr/local/bin/node where the system had an older one)\n',
+    );
+    process.exit(78);
+  }
   let config: ReturnType<typeof loadConfig>;
   try {
     config = loadConfig(readEnvironment());
