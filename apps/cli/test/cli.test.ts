@@ -14,18 +14,16 @@ import {
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { labUnavailable } from '../../../test/lab/lab.js';
 import { freePort, type LabGateway, startLabGateway } from '../../gateway/test/helpers/lab-gateway.js';
-import { PtySession } from '../../gateway/test/helpers/pty-session.js';
+import type { PtySession } from '../../gateway/test/helpers/pty-session.js';
 import type { TestGateway } from '../../gateway/test/helpers/test-gateway.js';
+import { CLI_DIR, ccpDriver } from './helpers/ccp-driver.js';
 import { PausableRelay } from './helpers/pausable-relay.js';
 
 const exec = promisify(execFile);
 const skip = labUnavailable();
-const CLI_DIR = fileURLToPath(new URL('..', import.meta.url));
-const BUNDLE = path.join(CLI_DIR, 'dist', 'ccp.mjs');
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -34,7 +32,6 @@ describe('ccp, the command-line client, against a real workspace', { skip, timeo
   const work = mkdtempSync(path.join(tmpdir(), 'ccp-cli-'));
   const project = path.join(work, 'project');
   let lab: LabGateway;
-  const sessions: PtySession[] = [];
   let t: TestGateway;
   let relay: PausableRelay;
   let apiUrl: string;
@@ -42,58 +39,12 @@ describe('ccp, the command-line client, against a real workspace', { skip, timeo
   let shortId: string;
   let hostId: string;
 
-  /** A client machine: its own config directory (and pinned host keys). */
-  const client = (name: string, config: Record<string, unknown> = {}) => {
-    const dir = path.join(work, `client-${name}`);
-    mkdirSync(path.join(dir, 'ccp'), { recursive: true });
-    const lines = Object.entries({
-      gateway: apiUrl,
-      short_id: shortId,
-      session_command: 'bash --norc',
-      ...config,
-    }).map(([key, value]) => `${key}: ${JSON.stringify(value)}`);
-    writeFileSync(path.join(dir, 'ccp', 'config.yaml'), `${lines.join('\n')}\n`, { mode: 0o600 });
-    return dir;
-  };
-  const env = (configHome: string, extra: Record<string, string> = {}) => ({
-    PATH: process.env.PATH,
-    HOME: work,
-    LANG: 'C.UTF-8',
-    XDG_CONFIG_HOME: configHome,
-    CCP_PASSWORD: user.password,
-    ...extra,
+  const { client, ccp, run, kill } = ccpDriver({
+    work,
+    project,
+    config: () => ({ gateway: apiUrl, short_id: shortId, session_command: 'bash --norc' }),
+    password: () => user.password,
   });
-  /** `ccp <args>` in a terminal, from the project folder; waiting for text fails as soon as ccp has ended. */
-  const ccp = (configHome: string, args: string, extra: Record<string, string> = {}) => {
-    const session = new PtySession(
-      `cd '${project}' && exec node '${BUNDLE}' ${args}`,
-      env(configHome, extra),
-    );
-    sessions.push(session);
-    const waitFor = session.waitFor.bind(session);
-    session.waitFor = (pattern, ms) =>
-      Promise.race([
-        waitFor(pattern, ms),
-        session.exited.then(async (code) => {
-          // What it printed last may still be what was awaited.
-          await waitFor(pattern, 200).catch(() => {
-            throw new Error(`ccp ended (${code}) before ${String(pattern)} appeared:\n${session.screen}`);
-          });
-        }),
-      ]);
-    return session;
-  };
-  /** `ccp <args>` without a terminal: its status and output. */
-  const run = async (configHome: string, args: string[], extra: Record<string, string> = {}) => {
-    const result = await exec('node', [BUNDLE, ...args], { cwd: project, env: env(configHome, extra) }).catch(
-      (error) => error,
-    );
-    return {
-      code: (result.code as number | undefined) ?? 0,
-      stdout: result.stdout as string,
-      stderr: result.stderr as string,
-    };
-  };
   const listSessions = async (configHome: string) => {
     const result = await run(configHome, ['sessions', '--json']);
     assert.equal(result.code, 0, result.stderr);
@@ -142,7 +93,7 @@ describe('ccp, the command-line client, against a real workspace', { skip, timeo
   });
 
   after(async () => {
-    for (const session of sessions) session.kill();
+    kill();
     await lab?.close();
     await relay?.close();
     rmSync(work, { recursive: true, force: true });

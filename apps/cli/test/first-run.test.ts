@@ -5,23 +5,19 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { labUnavailable } from '../../../test/lab/lab.js';
 import { freePort, type LabGateway, startLabGateway } from '../../gateway/test/helpers/lab-gateway.js';
-import { PtySession } from '../../gateway/test/helpers/pty-session.js';
+import { CLI_DIR, ccpDriver } from './helpers/ccp-driver.js';
 
 const exec = promisify(execFile);
 const skip = labUnavailable();
-const CLI_DIR = fileURLToPath(new URL('..', import.meta.url));
-const BUNDLE = path.join(CLI_DIR, 'dist', 'ccp.mjs');
 
 /** What a new user meets on a first run (issue 24): init's checks, doctor, a session command that fails. */
 describe("ccp's first run, against a real workspace", { skip, timeout: 1_200_000 }, () => {
   const suffix = randomBytes(3).toString('hex');
   const work = mkdtempSync(path.join(tmpdir(), 'ccp-first-'));
   const project = path.join(work, 'project');
-  const sessions: PtySession[] = [];
   let lab: LabGateway;
   let apiUrl: string;
   let entryUrl: string;
@@ -29,47 +25,12 @@ describe("ccp's first run, against a real workspace", { skip, timeout: 1_200_000
   let shortId: string;
   let hostId: string;
 
-  /** A client machine with its own config directory; a config file only when given one. */
-  const client = (name: string, config?: Record<string, unknown>) => {
-    const dir = path.join(work, `client-${name}`);
-    mkdirSync(path.join(dir, 'ccp'), { recursive: true });
-    if (config) {
-      const lines = Object.entries({ gateway: apiUrl, short_id: shortId, ...config }).map(
-        ([key, value]) => `${key}: ${JSON.stringify(value)}`,
-      );
-      writeFileSync(path.join(dir, 'ccp', 'config.yaml'), `${lines.join('\n')}\n`, { mode: 0o600 });
-    }
-    return dir;
-  };
-  const configFile = (dir: string) => path.join(dir, 'ccp', 'config.yaml');
-  const env = (configHome: string, extra: Record<string, string> = {}) => ({
-    PATH: process.env.PATH,
-    HOME: work,
-    LANG: 'C.UTF-8',
-    XDG_CONFIG_HOME: configHome,
-    CCP_PASSWORD: user.password,
-    ...extra,
+  const { client, configFile, ccp, run, kill } = ccpDriver({
+    work,
+    project,
+    config: () => ({ gateway: apiUrl, short_id: shortId }),
+    password: () => user.password,
   });
-  /** `ccp <args>` in a terminal, from the project folder. */
-  const ccp = (configHome: string, args: string, extra: Record<string, string> = {}) => {
-    const session = new PtySession(
-      `cd '${project}' && exec node '${BUNDLE}' ${args}`,
-      env(configHome, extra),
-    );
-    sessions.push(session);
-    return session;
-  };
-  /** `ccp <args>` without a terminal: its status and output. */
-  const run = async (configHome: string, args: string[], extra: Record<string, string> = {}) => {
-    const result = await exec('node', [BUNDLE, ...args], { cwd: project, env: env(configHome, extra) }).catch(
-      (error) => error,
-    );
-    return {
-      code: (result.code as number | undefined) ?? 0,
-      stdout: result.stdout as string,
-      stderr: result.stderr as string,
-    };
-  };
 
   before(async () => {
     const [httpPort, sshPort, entryPort] = [await freePort(), await freePort(), await freePort()];
@@ -91,13 +52,13 @@ describe("ccp's first run, against a real workspace", { skip, timeout: 1_200_000
   });
 
   after(async () => {
-    for (const session of sessions) session.kill();
+    kill();
     await lab?.close();
     rmSync(work, { recursive: true, force: true });
   });
 
   it('init checks the gateway, its port, the short ID and the password before saving, with exit codes 4, 2, 1', async () => {
-    const home = client('init');
+    const home = client('init', null);
     const init = (gateway: string, id: string, extra: Record<string, string> = {}) =>
       run(home, ['init', '--gateway', gateway, '--short-id', id], extra);
 
