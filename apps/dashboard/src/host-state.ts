@@ -9,13 +9,13 @@ export function taskToShow(tasks: Task[]): Task | null {
   return changed ?? tasks[0] ?? null;
 }
 
+/** Only an administrator can bind an egress IP: without one a host cannot start, whoever presses Start. */
+export const canStart = (host: Pick<Host, 'bindings'>): boolean => host.bindings.length > 0;
+export const NO_EGRESS_HINT = 'It has no egress IP, so it cannot start. Ask your administrator to bind one.';
+
 /** What the owner of a failed host can do next: start it again, unless it cannot start at all. */
 export function failedHostNextStep(host: Host): { canRetry: boolean; text: string } {
-  if (host.bindings.length === 0)
-    return {
-      canRetry: false,
-      text: 'It has no egress IP, so it cannot start. Ask your administrator to bind one.',
-    };
+  if (!canStart(host)) return { canRetry: false, text: NO_EGRESS_HINT };
   return {
     canRetry: true,
     text: 'Press Start to try again. If it fails again, send your administrator the message above.',

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ALREADY_RUNNING, type Host, type Task } from '@ccp/api';
-import { failedHostNextStep, taskToShow } from '../src/host-state.js';
+import { canStart, failedHostNextStep, taskToShow } from '../src/host-state.js';
 
 const task = (id: string, kind: string, status: Task['status'], message = ''): Task => ({
   id,
@@ -44,5 +44,9 @@ describe("a failed host's next step", () => {
     assert.match(failedHostNextStep(host(1)).text, /Press Start to try again/);
     assert.equal(failedHostNextStep(host(0)).canRetry, false);
     assert.match(failedHostNextStep(host(0)).text, /Ask your administrator/);
+  });
+  it('is not Start at all without an egress IP: the portal offers no Start its owner cannot use', () => {
+    assert.equal(canStart(host(0)), false);
+    assert.equal(canStart(host(2)), true);
   });
 });

@@ -222,6 +222,11 @@ export class Access {
     return { ok: true, host };
   }
 
+  /** Whether the host has an egress IP bound, so that it can start at all. */
+  async canStart(hostId: string): Promise<boolean> {
+    return ((await this.hosts.bindings([hostId])).get(hostId)?.length ?? 0) > 0;
+  }
+
   /**
    * Whom a credential issued for (`userId`, `tokenVersion`, `role`) stands for now: it dies when the account is
    * deleted, disabled or expired, changes role, or its token version moved on (a password change or rotation).

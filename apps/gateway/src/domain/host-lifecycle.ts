@@ -76,8 +76,7 @@ export class HostLifecycle {
   /** Queues a start; `bootstrap` marks the task as one the bootstrap paths may show and hand off. */
   async start(hostId: string, actor: Actor, kind: 'start' | 'bootstrap' = 'start'): Promise<TaskAccepted> {
     const host = await this.requireReachable(hostId);
-    if (!(await this.activeUpstream(host.id)))
-      throw errors.conflict('no_egress_bound', 'The host has no egress IP bound; bind one first');
+    if (!(await this.activeUpstream(host.id))) throw noEgressBound(actor);
     return this.queue(kind, host, actor);
   }
 
@@ -131,8 +130,7 @@ export class HostLifecycle {
       if (current.status === 'running' && (await this.runtime.state(current.id)) === 'running')
         return ALREADY_RUNNING;
       const upstream = await this.activeUpstream(current.id);
-      if (!upstream)
-        throw errors.conflict('no_egress_bound', 'The host has no egress IP bound; bind one first');
+      if (!upstream) throw noEgressBound(actor);
       await this.setStatus(current, { status: 'starting', last_error: null }, actor);
       await this.runtime.start(this.spec(current), upstream, progress, signal);
       this.current.set(current.id, upstream);
@@ -599,4 +597,14 @@ export class HostLifecycle {
 /** Whether a host running `a` already leaves the way `b` says (same exit, same config, key order aside). */
 function sameUpstream(a: UpstreamSpec, b: UpstreamSpec): boolean {
   return a.exitIp === b.exitIp && isDeepStrictEqual(a.config, b.config);
+}
+
+/** A start with no egress IP bound, said to whoever can act on it: only an administrator can bind one. */
+function noEgressBound(actor: Actor) {
+  return errors.conflict(
+    'no_egress_bound',
+    actor.kind === 'admin' || actor.kind === 'system'
+      ? 'The host has no egress IP bound; bind one first (POST /v1/admin/bindings)'
+      : 'The host has no egress IP, so it cannot start; ask your administrator to bind one',
+  );
 }

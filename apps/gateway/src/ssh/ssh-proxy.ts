@@ -316,6 +316,12 @@ export class SshProxy {
         host,
       );
     if (!sock || !gatewayKey) {
+      if (host.status !== 'running' && !(await this.options.access.canStart(host.id)))
+        return refuse(
+          'no_egress_bound',
+          `host ${host.short_id} has no egress IP, so it cannot start; ask your administrator to bind one`,
+          host,
+        );
       const stop = ['stopped', 'stopping'].includes(host.status)
         ? await this.options.tasks.lastStop(host.id)
         : null;

@@ -60,7 +60,10 @@ describe('the SSH proxy refusing a host that is not running', () => {
 
   it('names the ways its owner has to start it: the portal page and the access command', async () => {
     const user = await t.createUser('stopped-owner');
-    const host = (await t.request('POST', '/v1/admin/hosts', { body: { user_id: user.id } })).body;
+    const egressIpId = await t.createEgressIp('198.51.100.77');
+    const host = (
+      await t.request('POST', '/v1/admin/hosts', { body: { user_id: user.id, egress_ip_id: egressIpId } })
+    ).body;
     const refused = await login(`stopped-owner+${host.short_id}`, user.password);
     assert.equal(refused.code, 255, refused.stderr);
     assert.ok(
@@ -72,6 +75,26 @@ describe('the SSH proxy refusing a host that is not running', () => {
       refused.stderr,
     );
     assert.ok(!refused.stderr.includes('dashboard'), refused.stderr);
+  });
+
+  it('tells the owner of a host without an egress IP that only an administrator can make it startable', async () => {
+    const user = await t.createUser('unbound-owner');
+    const host = (await t.request('POST', '/v1/admin/hosts', { body: { user_id: user.id } })).body;
+    const refused = await login(`unbound-owner+${host.short_id}`, user.password);
+    assert.equal(refused.code, 255, refused.stderr);
+    assert.ok(
+      refused.stderr.includes(
+        `host ${host.short_id} has no egress IP, so it cannot start; ask your administrator to bind one`,
+      ),
+      refused.stderr,
+    );
+    assert.ok(!refused.stderr.includes('Start button'), refused.stderr);
+    // The owner's own start through the API says the same; an administrator is told how to bind.
+    const owner = await t.request('POST', `/v1/user/hosts/${host.id}/start`, { token: user.token });
+    assert.equal(owner.status, 409, JSON.stringify(owner.body));
+    assert.match(owner.body.error, /ask your administrator to bind one/);
+    const admin = await t.request('POST', `/v1/admin/hosts/${host.id}/start`);
+    assert.match(admin.body.error, /bind one first \(POST \/v1\/admin\/bindings\)/);
   });
 
   it('says who stopped it: an administrator, or the owner themselves', async () => {

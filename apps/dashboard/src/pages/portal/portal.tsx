@@ -12,7 +12,7 @@ import { KeysPanel } from '../../components/keys-panel';
 import { NodeUnavailableNotice } from '../../components/node-unavailable';
 import { ActionButton, ErrorText, HostStatusBadge, Loading, Section } from '../../components/ui';
 import { when } from '../../format';
-import { failedHostNextStep, nodeLost } from '../../host-state';
+import { canStart, failedHostNextStep, NO_EGRESS_HINT, nodeLost } from '../../host-state';
 import { useForm } from '../../use-form';
 import { apiFieldErrors } from '../../validation';
 
@@ -83,7 +83,7 @@ export function PortalHost() {
           <ActionButton
             kind="primary"
             pending={pending('start')}
-            disabled={busy || h.status === 'running'}
+            disabled={busy || h.status === 'running' || !canStart(h)}
             onClick={() => action.mutate('start')}
           >
             Start
@@ -99,6 +99,7 @@ export function PortalHost() {
             Rebuild
           </ActionButton>
         </div>
+        {canStart(h) ? null : <p className="hint">{NO_EGRESS_HINT}</p>}
         <p className="hint">
           Stopping keeps your files. Rebuild recreates the workspace from the current image; your home
           directory is kept.
