@@ -54,9 +54,12 @@ export const errors = {
   conflict: (code: string, message: string, extra: Record<string, unknown> = {}) =>
     new DomainError('conflict', code, message, extra),
   rateLimited: (retryAfterSeconds: number) =>
-    new DomainError('rate_limited', 'rate_limited', 'Too many failed attempts; try again later', {
-      retry_after: retryAfterSeconds,
-    }),
+    new DomainError(
+      'rate_limited',
+      'rate_limited',
+      `Too many failed attempts; try again in ${retryAfterSeconds} second${retryAfterSeconds === 1 ? '' : 's'}`,
+      { retry_after: retryAfterSeconds },
+    ),
   busy: (retryAfterSeconds: number) =>
     new DomainError(
       'rate_limited',
