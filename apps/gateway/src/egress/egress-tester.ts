@@ -11,6 +11,7 @@ import {
   exitVerdict,
   observedExit,
   probeLogVerdict,
+  sameAddress,
   tunnelDns,
   type VerificationPlan,
   verificationPlan,
@@ -66,6 +67,22 @@ function dialUpstream(address: string, port: number, timeoutMs: number): Promise
       done(error.code === 'ECONNREFUSED' ? 'refused' : 'unreachable'),
     );
   });
+}
+
+const NOT_CHECKED = 'not checked: nothing passes through the upstream (connectivity failed)';
+
+/** What a direct dial to the upstream says is wrong with it, or null when it accepted (or took too long). */
+function dialRefusal(outcome: DialOutcome, upstream: string): string | null {
+  if (outcome === 'refused') return `the upstream ${upstream} refused the connection`;
+  if (outcome === 'unreachable') return `no route to the upstream ${upstream}`;
+  return null;
+}
+
+/** The checks when the upstream cannot even be reached: connectivity names why, the others were not run. */
+function failBeforeTunnel(checks: Checks, why: string): void {
+  checks.connectivity.error = why;
+  checks.exit_ip.error = 'no answer through the upstream (connectivity failed)';
+  checks.dns_leak.error = NOT_CHECKED;
 }
 
 /** The last few KiB the engine printed: its warnings name the hop that failed. */
@@ -131,21 +148,27 @@ export class TunnelEgressTester implements EgressTester {
       await this.waitForPort(child, proxyPort, Math.min(ends, Date.now() + 5000));
 
       const upstream = `${proxyConfig.server}:${proxyConfig.server_port}`;
-      await this.connectivityAndExit(checks, { proxyPort, dnsPort }, declaredIp, ends, async () => {
-        const dialled = await dialUpstream(
-          serverIp,
-          proxyConfig.server_port,
-          Math.min(3000, ends - Date.now()),
-        );
-        if (dialled === 'refused') return `the upstream ${upstream} refused the connection`;
-        if (dialled === 'timeout') return `the upstream ${upstream} did not answer in time`;
-        if (dialled === 'unreachable') return `no route to the upstream ${upstream}`;
-        return (
+      const dial = () => dialUpstream(serverIp, proxyConfig.server_port, Math.min(3000, ends - Date.now()));
+      // A refused or unrouted upstream is told at once, not after the echo's timeout through the tunnel.
+      const refusal = dialRefusal(await dial(), upstream);
+      if (refusal) {
+        failBeforeTunnel(checks, refusal);
+        return this.result(started, checks);
+      }
+      await this.connectivityAndExit(
+        checks,
+        { proxyPort, dnsPort },
+        declaredIp,
+        ends,
+        async () =>
+          dialRefusal(await dial(), upstream) ??
           log.upstreamFailure(upstream) ??
-          `the upstream ${upstream} accepted the connection, but nothing came back through it (wrong credentials, or the upstream cannot reach the IP echo)`
-        );
-      });
-      await this.dnsPath(checks, dnsPort, declaredIp, ends);
+          `the upstream ${upstream} accepted the connection, but nothing came back through it (wrong credentials, or the upstream cannot reach the IP echo)`,
+      );
+      if (checks.connectivity.ok)
+        await this.dnsPath(checks, dnsPort, declaredIp, checks.exit_ip.observed, ends);
+      // Through an upstream that passes nothing there is no DNS path to judge; the resolver is not at fault.
+      else checks.dns_leak.error = NOT_CHECKED;
     } catch (error) {
       // A failure before the checks (upstream not resolvable, engine would not start) fails all of them.
       const message = error instanceof Error ? error.message : String(error);
@@ -153,6 +176,10 @@ export class TunnelEgressTester implements EgressTester {
     } finally {
       if (child) await this.stop(child);
     }
+    return this.result(started, checks);
+  }
+
+  private result(started: number, checks: Checks): EgressTestResult {
     return {
       ok: checks.connectivity.ok && checks.exit_ip.ok && checks.dns_leak.ok,
       tested_at: new Date(started).toISOString(),
@@ -375,7 +402,20 @@ export class TunnelEgressTester implements EgressTester {
    * The DNS path: the whoami name asked of the tunnel's TCP resolver must come back with the exit address; with
    * a probe, a fresh name under its zone must reach the probe from the exit only.
    */
-  private async dnsPath(checks: Checks, dnsPort: number, declaredIp: string, ends: number) {
+  private async dnsPath(
+    checks: Checks,
+    dnsPort: number,
+    declaredIp: string,
+    observedExit: string | null,
+    ends: number,
+  ) {
+    // Asked from the very exit the IP echoes saw, a lookup did not leak: the declared exit IP is what is wrong.
+    const leakOrMismatch = (message: string, asker: string | null) =>
+      asker && observedExit && sameAddress(asker, observedExit) && !sameAddress(asker, declaredIp)
+        ? new CheckFailure(
+            `not a leak: the lookup left from ${asker}, the exit the IP echoes saw, so the upstream leaves from ${asker} and the declared exit IP ${declaredIp} looks wrong`,
+          )
+        : new CheckFailure(`DNS leaked: ${message}`);
     const budget = () => Math.min(this.dnsTimeoutMs, ends - Date.now());
     const resolver = tunnelResolver(dnsPort);
     try {
@@ -388,7 +428,7 @@ export class TunnelEgressTester implements EgressTester {
         const seen = await readProbeLog(probe, name, budget());
         checks.dns_leak.resolver_ip = seen.find((address) => address !== declaredIp) ?? seen[0] ?? null;
         const verdict = probeLogVerdict(seen, name, declaredIp);
-        if (verdict) throw new CheckFailure(`DNS leaked: ${verdict.message}`);
+        if (verdict) throw leakOrMismatch(verdict.message, seen.length === 1 ? seen[0]! : null);
       }
       if (whoami) {
         const what = `the lookup of ${whoami.name} through the tunnel`;
@@ -396,9 +436,9 @@ export class TunnelEgressTester implements EgressTester {
         if (reply.ok) checks.dns_leak.resolver_ip ??= txtText(reply.packet)?.trim() ?? null;
         const verdict = whoamiVerdict(reply, whoami.name, declaredIp);
         if (verdict)
-          throw new CheckFailure(
-            verdict.code === 'dns_leak' ? `DNS leaked: ${verdict.message}` : verdict.message,
-          );
+          throw verdict.code === 'dns_leak'
+            ? leakOrMismatch(verdict.message, checks.dns_leak.resolver_ip)
+            : new CheckFailure(verdict.message);
       }
       checks.dns_leak.ok = true;
     } catch (error) {

@@ -78,6 +78,9 @@ for (const kind of DATABASES) {
           result.checks.exit_ip.error,
           new RegExp(`not the declared ${second!.address.replaceAll('.', '\\.')}`),
         );
+        // The lookups left through the same exit: no leak, a mistyped exit IP, and the DNS line says so.
+        assert.doesNotMatch(result.checks.dns_leak.error, /DNS leaked/);
+        assert.match(result.checks.dns_leak.error, /not a leak: .* declared exit IP .* looks wrong/);
       });
 
       it('fails connectivity with a timeout for a wrong UUID, within 30 seconds', async () => {
@@ -93,6 +96,9 @@ for (const kind of DATABASES) {
           /closed the connection|accepted the connection, but nothing came back/,
         );
         assert.ok(result.duration_ms <= 30_000, String(result.duration_ms));
+        // Nothing passes the upstream, so there is no DNS path to judge: the resolver setting is not blamed.
+        assert.match(result.checks.dns_leak.error, /^not checked: nothing passes through the upstream/);
+        assert.doesNotMatch(result.checks.dns_leak.error, /EGRESS_DNS_SERVER/);
       });
 
       it('names the failing hop when the upstream refuses the connection', async () => {
@@ -104,6 +110,9 @@ for (const kind of DATABASES) {
           new RegExp(`upstream ${lab.exits[0]!.address.replaceAll('.', '\\.')}:9 refused the connection`),
         );
         assert.equal(result.checks.dns_leak.ok, false);
+        assert.match(result.checks.dns_leak.error, /^not checked/);
+        // Told at once by a direct dial, not after the echo's timeout through the tunnel (it took 8-9 s).
+        assert.ok(result.duration_ms < 3000, `reported after ${result.duration_ms} ms`);
       });
     });
   }
