@@ -56,12 +56,13 @@ if [ "$target" = all ]; then names=(workspace egress-gateway); else names=("$tar
 START=$SECONDS
 step() { printf '==> [%4ss] %s\n' "$((SECONDS - START))" "$*" >&2; }
 
-# sha256 over a manifest: a header, the variant, then "<sha256>  ./<path>" for every regular file of the
+# sha256 over a manifest: a header (v2 since builds set the overlay's modes: images built before may carry a
+# checkout's modes), the variant, then "<sha256>  ./<path>" for every regular file of the
 # directory, sorted bytewise by path (what sha256sum prints). Keep in step with image-inputs.ts.
 inputs_hash() {
   local dir=$1 variant=$2
   {
-    printf 'cloud-cli-proxy image inputs v1\nvariant %s\n' "$variant"
+    printf 'cloud-cli-proxy image inputs v2\nvariant %s\n' "$variant"
     (cd "$dir" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum --)
   } | sha256sum | cut -d ' ' -f 1
 }
@@ -251,6 +252,15 @@ fetch_npm() {
   chmod 0755 "$ctx/claude-code/bin/claude.exe"
 }
 
+# set_overlay_modes DIR: the modes the image needs for the files COPY'd onto its /, whatever the checkout's were
+# (COPY keeps them, and sets them on /etc and /etc/ssh too: a clone made under umask 002 made them group-writable,
+# and the workspace's sshd refused every login; under 077 the workspace's user could not read /etc).
+set_overlay_modes() {
+  find "$1" -type d -exec chmod 0755 {} +
+  find "$1" -type f -perm /111 -exec chmod 0755 {} +
+  find "$1" -type f ! -perm /111 -exec chmod 0644 {} +
+}
+
 # build_image NAME: builds the image unless its tag exists; appends "image NAME=TAG" to RESULTS.
 RESULTS=()
 build_image() {
@@ -269,6 +279,7 @@ build_image() {
   local ctx=$WORK/$name
   rm -rf "$ctx"
   cp -a "$dir/." "$ctx/"
+  [ ! -d "$ctx/rootfs" ] || set_overlay_modes "$ctx/rootfs"
   if [ "$name" = workspace ] && [ "$image_variant" = full ]; then fetch_npm "$ctx"; fi
   local dockerfile=Dockerfile
   [ "$name" != workspace ] || dockerfile=Dockerfile.$image_variant

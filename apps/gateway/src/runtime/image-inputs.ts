@@ -34,7 +34,7 @@ export async function imageInputsHash(recipeDir: string, variant: string): Promi
   await listFiles(recipeDir, '.', files);
   files.sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
   const manifest = createHash('sha256');
-  manifest.update(`cloud-cli-proxy image inputs v1\nvariant ${variant}\n`);
+  manifest.update(`cloud-cli-proxy image inputs v2\nvariant ${variant}\n`);
   for (const rel of files) {
     // sha256sum escapes these in its output, and the shell side does not expect that.
     if (/[\\\n]/.test(rel)) throw new Error(`unsupported file name in image recipe: ${JSON.stringify(rel)}`);
