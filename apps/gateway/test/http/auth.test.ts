@@ -181,6 +181,8 @@ for (const kind of DATABASES) {
           Number.isInteger(retryAfter) && retryAfter > 250 && retryAfter <= 300,
           `Retry-After ${retryAfter}`,
         );
+        // What the dashboard shows: the wait in words, as SSH and the scripts say it.
+        assert.equal(limited.body.error, `Too many failed attempts; try again in ${retryAfter} seconds`);
       }
       // Failures from one address never lock the account out of the others.
       assert.equal((await loginFrom('dave', 'dave-password', '10.1.0.201')).status, 200);
