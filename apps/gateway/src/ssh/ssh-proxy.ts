@@ -24,7 +24,12 @@ import type { UserRow } from '../store/users-repository.js';
 import { FOLDER_MOUNT_SUBSYSTEM, type FolderMounts } from './folder-mounts.js';
 import { loadOrCreateHostKey } from './host-key.js';
 import { relayLocalForwards, relayRemoteForwards, relaySession, type Traffic } from './relay.js';
-import { destroyConnection, openAgentChannel, sendAuthBanner } from './ssh2-internals.js';
+import {
+  destroyConnection,
+  nativeCryptoWarning,
+  openAgentChannel,
+  sendAuthBanner,
+} from './ssh2-internals.js';
 import { WorkspaceLoginQueue } from './workspace-login-queue.js';
 
 export interface SshProxyOptions {
@@ -145,6 +150,8 @@ export class SshProxy {
     this.server.on('error', (error: Error) =>
       this.options.log.error({ err: error }, 'SSH proxy server error'),
     );
+    const slow = nativeCryptoWarning();
+    if (slow) this.options.log.warn(slow);
     this.recheck = setInterval(() => {
       this.recheckSessions().catch((error: unknown) =>
         this.options.log.warn({ err: error }, 'rechecking SSH sessions failed'),

@@ -15,6 +15,22 @@ const { MAX_WINDOW, PACKET_SIZE } = require('ssh2/lib/Channel.js') as {
 
 const USERAUTH_BANNER = 53;
 
+/**
+ * Whether ssh2's native crypto binding loaded. Without it (built for another Node.js, or not built) ssh2 falls
+ * back to JavaScript ciphers without a word, and the proxy moves a fraction of its bytes.
+ */
+export const nativeCryptoLoaded: boolean = (
+  require('ssh2/lib/protocol/crypto.js') as { bindingAvailable: boolean }
+).bindingAvailable;
+
+/** The one start-up line for an SSH proxy running on JavaScript ciphers; nothing when the binding loaded. */
+export function nativeCryptoWarning(loaded = nativeCryptoLoaded): string | null {
+  return loaded
+    ? null
+    : "ssh2's native crypto binding did not load (built for another Node.js?): the SSH proxy runs on JavaScript " +
+        'ciphers at a fraction of its speed; `npm rebuild ssh2` with the node that runs the gateway builds it';
+}
+
 interface Protocol {
   _packetRW: {
     write: { allocStart: number; alloc(length: number): Buffer; finalize(packet: Buffer): Buffer };
