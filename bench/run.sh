@@ -41,7 +41,7 @@ if [[ (" ${benches[*]} " == *' sse-fanout '* || " ${benches[*]} " == *' cluster 
   (" ${benches[*]} " == *' api '* && "${BENCH_DATABASES:-sqlite,postgres}" == *postgres*)) &&
   -z "${BENCH_POSTGRES_URL:-}" ]]; then
   say "PostgreSQL (role ccp_bench)"
-  bash scripts/postgres.sh ensure ccp_bench ccp_bench
+  PG_ROLE_PASSWORD=ccp_bench bash scripts/postgres.sh ensure ccp_bench
 fi
 
 if [[ " ${benches[*]} " == *' start '* || " ${benches[*]} " == *' vnc '* ||

@@ -37,8 +37,9 @@ case "$DB_KIND" in
   postgres)
     command -v pg_dump >/dev/null || die "pg_dump is missing: apt-get install postgresql-client"
     say "backing up the PostgreSQL database $(redact "$DATABASE_URL")"
+    pg_connection "$DATABASE_URL"
     PGCONNECT_TIMEOUT=${PGCONNECT_TIMEOUT:-10} pg_dump --format=custom --no-owner --no-privileges \
-      --file="$work/backup/database.pgdump" --dbname="$DATABASE_URL" ||
+      --file="$work/backup/database.pgdump" --dbname="$PG_URL" ||
       die "pg_dump of $(redact "$DATABASE_URL") failed"
     ;;
 esac

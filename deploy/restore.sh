@@ -51,7 +51,7 @@ case "$DB_KIND" in
   postgres)
     [ -f "$work/database.pgdump" ] || die "$archive has no database.pgdump"
     command -v pg_restore >/dev/null || die "pg_restore is missing: apt-get install postgresql-client"
-    tables=$(PGCONNECT_TIMEOUT=10 psql "$DATABASE_URL" -qAtc \
+    tables=$(pg_connection "$DATABASE_URL" && PGCONNECT_TIMEOUT=10 psql "$PG_URL" -qAtc \
       "select count(*) from information_schema.tables where table_schema = current_schema()") ||
       die "cannot connect to $(redact "$DATABASE_URL")"
     if [ "$tables" -gt 0 ] && [ "$force" -eq 0 ]; then
@@ -77,8 +77,9 @@ case "$DB_KIND" in
     say "restoring the PostgreSQL database $(redact "$DATABASE_URL")"
     clean=()
     [ "$tables" -gt 0 ] && clean=(--clean --if-exists)
+    pg_connection "$DATABASE_URL"
     PGCONNECT_TIMEOUT=10 pg_restore --no-owner --no-privileges --single-transaction --exit-on-error "${clean[@]}" \
-      --dbname="$DATABASE_URL" "$work/database.pgdump" || die "pg_restore into $(redact "$DATABASE_URL") failed"
+      --dbname="$PG_URL" "$work/database.pgdump" || die "pg_restore into $(redact "$DATABASE_URL") failed"
     ;;
 esac
 

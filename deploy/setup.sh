@@ -120,7 +120,8 @@ data_dir=$(env_get DATA_DIR)
 check_postgres() {
   command -v psql >/dev/null 2>&1 || apt_install postgresql-client
   local output
-  output=$(PGCONNECT_TIMEOUT=10 psql "$1" -qAtc 'select 1' 2>&1) ||
+  # In the command's own subshell: PGPASSWORD must not reach the gateway this script starts.
+  output=$(pg_connection "$1" && PGCONNECT_TIMEOUT=10 psql "$PG_URL" -qAtc 'select 1' 2>&1) ||
     die "cannot connect to $(redact "$1"): ${output//$'\n'/ }"
 }
 
@@ -142,7 +143,7 @@ builtin_postgres_url() {
   else
     password=$(random_alnum 32)
   fi
-  bash scripts/postgres.sh ensure "$pg_role" "$password" || die "setting up PostgreSQL failed"
+  PG_ROLE_PASSWORD=$password bash scripts/postgres.sh ensure "$pg_role" || die "setting up PostgreSQL failed"
   if [ "$(runuser -u postgres -- psql -qAtc "select 1 from pg_database where datname = '$pg_database'")" != 1 ]; then
     say "creating the database $pg_database"
     runuser -u postgres -- psql -qv ON_ERROR_STOP=1 -c "create database \"$pg_database\" owner \"$pg_role\"" >/dev/null ||

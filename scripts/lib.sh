@@ -76,6 +76,15 @@ npm_install() {
   fi
 }
 
+# pg_connection URL: sets PG_URL to URL without its password and exports PGPASSWORD with it (decoded), where libpq
+# finds it: a password in --dbname would be in the process's arguments, which every account on the machine can read.
+pg_connection() {
+  PG_URL=$(CCP_URL="$1" node -e 'const u = new URL(process.env.CCP_URL); u.password = ""; process.stdout.write(u.href)') ||
+    die "not a database URL"
+  PGPASSWORD=$(CCP_URL="$1" node -e 'process.stdout.write(decodeURIComponent(new URL(process.env.CCP_URL).password))')
+  export PGPASSWORD
+}
+
 build() {
   say "building (tsc)"
   npm run --silent build

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs (when missing) and starts Debian's PostgreSQL server, and makes sure a role exists.
-# Usage: scripts/postgres.sh ensure ROLE PASSWORD   prints nothing; exits non-zero on failure.
+# Usage: PG_ROLE_PASSWORD=... scripts/postgres.sh ensure ROLE   prints nothing; exits non-zero on failure
+# (the password by environment: arguments are readable by every account on the machine).
 source "$(dirname "$0")/lib.sh"
 
 ensure() {
-  local role="$1" password="$2"
+  local role="$1" password="${PG_ROLE_PASSWORD:?PG_ROLE_PASSWORD must hold the role's password}"
   apt_install postgresql
   local version
   version=$(ls /usr/lib/postgresql | sort -V | tail -n 1)

@@ -19,7 +19,7 @@ bash scripts/docker.sh ensure
 bash scripts/folder-mounts.sh ensure
 say "workspace and egress gateway images (test variant; built once per recipe change)"
 bash image/build.sh --variant test all
-bash scripts/postgres.sh ensure ccp_test ccp_test
+PG_ROLE_PASSWORD=ccp_test bash scripts/postgres.sh ensure ccp_test
 bash scripts/postgres.sh enable-tls /var/lib/postgresql/ccp-test-tls
 export TEST_POSTGRES_CA=/var/lib/postgresql/ccp-test-tls/ca.crt
 # Databases left by an interrupted earlier run (each test drops its own on success).

@@ -1,7 +1,16 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -55,6 +64,21 @@ function runScript(script: string, args: string[], env: Record<string, string>):
 }
 
 const tempDir = (prefix: string) => mkdtempSync(path.join(tmpdir(), prefix));
+
+/**
+ * A PATH whose PostgreSQL clients write their arguments to `log` (one line per run) and then run the real ones:
+ * what every account on the machine could read in /proc while they run.
+ */
+function recordingPgPath(dir: string, log: string): string {
+  const real = (process.env.PATH ?? '').split(':').filter((entry) => entry !== dir);
+  for (const tool of ['pg_dump', 'pg_restore', 'psql'])
+    writeFileSync(
+      path.join(dir, tool),
+      `#!/bin/sh\nprintf '%s\\n' "${tool} $*" >>'${log}'\nPATH='${real.join(':')}' exec ${tool} "$@"\n`,
+      { mode: 0o755 },
+    );
+  return [dir, ...real].join(':');
+}
 const archivesIn = (dir: string) => readdirSync(dir).filter((name) => ARCHIVE.test(name));
 
 async function tableNames(db: Db, kind: 'sqlite' | 'postgres'): Promise<string[]> {
@@ -149,10 +173,15 @@ for (const kind of DATABASES) {
       })();
       while (written < 3) await new Promise((resolve) => setTimeout(resolve, 10));
       const startedAt = written;
+      const shims = tempDir('ccp-pg-shims-');
+      cleanup.push(() => rmSync(shims, { recursive: true, force: true }));
+      const argsLog = path.join(shims, 'arguments.log');
+      const PATH = recordingPgPath(shims, argsLog);
       const backup = await runScript('backup.sh', [], {
         DATABASE_URL: databaseUrl,
         DATA_DIR: t.dataDir,
         BACKUP_DIR: backupDir,
+        PATH,
       });
       writing = false;
       await writes;
@@ -174,8 +203,20 @@ for (const kind of DATABASES) {
         cleanup.push(fresh.drop);
         freshUrl = fresh.url;
       }
-      const restore = await runScript('restore.sh', [archive], { DATABASE_URL: freshUrl, DATA_DIR: dataDir });
+      const restore = await runScript('restore.sh', [archive], {
+        DATABASE_URL: freshUrl,
+        DATA_DIR: dataDir,
+        PATH,
+      });
       assert.equal(restore.code, 0, restore.stderr);
+      if (kind === 'postgres') {
+        // The clients ran, and the database password was never among their arguments.
+        const password = decodeURIComponent(new URL(databaseUrl).password);
+        const ran = readFileSync(argsLog, 'utf8');
+        assert.match(ran, /^pg_dump /m);
+        assert.match(ran, /^pg_restore /m);
+        assert.ok(password && !ran.includes(`:${password}@`), `a password in the arguments:\n${ran}`);
+      }
 
       const gateway = await createGateway(
         loadConfig({
