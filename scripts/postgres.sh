@@ -5,7 +5,7 @@
 source "$(dirname "$0")/lib.sh"
 
 ensure() {
-  local role="$1" password="${PG_ROLE_PASSWORD:?PG_ROLE_PASSWORD must hold the role's password}"
+  local role="$1" password="${PG_ROLE_PASSWORD:?PG_ROLE_PASSWORD must hold the password of the role}"
   apt_install postgresql
   local version
   version=$(ls /usr/lib/postgresql | sort -V | tail -n 1)
