@@ -147,7 +147,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     repositories.accessTickets,
   );
   const auth = new AuthService(access, bus, config);
-  const users = new UsersService(repositories.users, box, bus, revocation);
+  const users = new UsersService(repositories.users, box, bus, revocation, access);
   const sshKeys = new SshKeysService(repositories.sshKeys, repositories.users, bus);
   const egressIps = new EgressIpsService(
     repositories.egressIps,

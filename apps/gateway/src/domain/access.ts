@@ -148,6 +148,26 @@ export class Access {
     return { admitted: true, user, ticket: proof.ticket };
   }
 
+  /**
+   * An account's own password, as a password change asks for it: checked like a login's (the same rate limits
+   * and bounded queue of checks, a failure counted against the account and the address), so wrong old
+   * passwords cannot stall everyone's logins. Null when it is right.
+   */
+  async checkOwnPassword(user: UserRow, password: string, clientAddress: string): Promise<Refusal | null> {
+    const keys = FailureRateLimiter.keysFor(user.username, clientAddress);
+    const retryAfterSeconds = await this.limiter.retryAfterSeconds(keys);
+    if (retryAfterSeconds > 0) return { reason: 'rate_limited', retryAfterSeconds };
+    const delay = await this.limiter.delayFor(user.username);
+    if (delay > 0) await sleep(delay);
+    const proven = await this.boundedCheck(clientAddress, () => verifyPassword(password, user.password_hash));
+    if (proven === 'busy') return { reason: 'busy', retryAfterSeconds: 1 };
+    if (!proven) {
+      await this.limiter.recordFailure(keys, user.username);
+      return { reason: 'invalid_credentials' };
+    }
+    return null;
+  }
+
   /** `admit` for the HTTP channels: the user, or the refusal as the API error. */
   async verify(credential: Credential, channel: Channel, clientAddress: string): Promise<UserRow> {
     const admission = await this.admit(credential, channel, clientAddress);

@@ -3,13 +3,14 @@ import type { Actor, CreatedUser, SshCredentials, User, UserStatus } from '@ccp/
 import type { EventBus } from '../events/event-bus.js';
 import { violates } from '../store/errors.js';
 import type { UserPatch, UserRow, UsersRepository } from '../store/users-repository.js';
+import { type Access, refusalError } from './access.js';
 import type { AccessRevocation } from './access-revocation.js';
 import { isExpired } from './auth-service.js';
 import { nowIso, toIso } from './clock.js';
 import { DomainError, errors } from './errors.js';
 import type { Principal } from './principal.js';
 import type { SecretBox } from './secret-box.js';
-import { generatePassword, generateShortId, hashPassword, verifyPassword } from './secrets.js';
+import { generatePassword, generateShortId, hashPassword } from './secrets.js';
 import { userView } from './user-view.js';
 
 export interface CreateUserInput {
@@ -26,6 +27,7 @@ export class UsersService {
     private readonly box: SecretBox,
     private readonly bus: EventBus,
     private readonly revocation: AccessRevocation,
+    private readonly passwords: Pick<Access, 'checkOwnPassword'>,
   ) {}
 
   async create(input: CreateUserInput, actor: Actor): Promise<CreatedUser> {
@@ -164,9 +166,16 @@ export class UsersService {
     return password;
   }
 
-  async changeOwnPassword(principal: Principal, oldPassword: string, newPassword: string): Promise<void> {
+  async changeOwnPassword(
+    principal: Principal,
+    oldPassword: string,
+    newPassword: string,
+    clientAddress: string,
+  ): Promise<void> {
     const user = await this.require(principal.id);
-    if (!(await verifyPassword(oldPassword, user.password_hash))) {
+    const refusal = await this.passwords.checkOwnPassword(user, oldPassword, clientAddress);
+    if (refusal && refusal.reason !== 'invalid_credentials') throw refusalError(refusal);
+    if (refusal) {
       await this.bus.emit({
         type: 'user.password_change_failed',
         level: 'warn',

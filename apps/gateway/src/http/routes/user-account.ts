@@ -33,6 +33,7 @@ export function registerUserAccountRoutes(app: Api, { users, sshKeys }: HttpServ
         principalOf(request),
         request.body.old_password,
         request.body.new_password,
+        request.ip,
       );
       return {};
     },
