@@ -43,6 +43,11 @@ export interface Config {
   egressHealthSeconds: number;
   /** How often this node's running hosts are compared with its engine (HOST_CHECK_SECONDS); 0 turns it off. */
   hostCheckSeconds: number;
+  /**
+   * How much of an IPv6 address names one caller for the failure limits (RATE_LIMIT_IPV6_PREFIX, bits): a /64 is
+   * one subscriber's, so per full address an attacker would have 2^64 of them. IPv4 counts per address.
+   */
+  rateLimitIpv6Prefix: number;
   /** A separate address serving GET /metrics without a token (METRICS_BIND); null: only admins on HTTP_PORT. */
   metricsBind: { host: string; port: number } | null;
   /** Addresses or CIDR ranges of reverse proxies whose X-Forwarded-For is believed (TRUST_PROXY); empty: none. */
@@ -186,6 +191,19 @@ export function loadConfig(env: Env): Config {
     return value;
   };
 
+  const ipv6Prefix = (): number => {
+    const raw = env.RATE_LIMIT_IPV6_PREFIX;
+    if (raw === undefined || raw === '') return 64;
+    const value = Number(raw);
+    if (!Number.isInteger(value) || value < 1 || value > 128) {
+      problems.push(
+        `RATE_LIMIT_IPV6_PREFIX must be a prefix length from 1 to 128, such as 64 (got "${raw}")`,
+      );
+      return 64;
+    }
+    return value;
+  };
+
   const wholeNumber = (name: string, fallback: number): number => {
     const raw = env[name];
     if (raw === undefined || raw === '') return fallback;
@@ -307,6 +325,7 @@ export function loadConfig(env: Env): Config {
     workspaceImageVariant: imageVariant,
     egressHealthSeconds: wholeNumber('EGRESS_HEALTH_SECONDS', 60),
     hostCheckSeconds: wholeNumber('HOST_CHECK_SECONDS', 30),
+    rateLimitIpv6Prefix: ipv6Prefix(),
     metricsBind: parseAddress('METRICS_BIND', env.METRICS_BIND, problems),
     trustProxy: parseTrustProxy(env.TRUST_PROXY, problems),
     folderMounts: {

@@ -145,6 +145,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     tickets,
     bus,
     repositories.accessTickets,
+    { ipv6PrefixBits: config.rateLimitIpv6Prefix },
   );
   const auth = new AuthService(access, bus, config);
   const users = new UsersService(repositories.users, box, bus, revocation, access);

@@ -19,6 +19,20 @@ describe('configuration', () => {
     assert.equal(config.tokenTtlSeconds, 12 * 3600);
     assert.equal(config.logFormat, 'json');
     assert.deepEqual(config.database, { kind: 'sqlite', file: path.resolve('data/gateway.db') });
+    assert.equal(config.rateLimitIpv6Prefix, 64);
+  });
+
+  it('takes RATE_LIMIT_IPV6_PREFIX as a prefix length and refuses anything else', () => {
+    assert.equal(
+      loadConfig({ ADMIN_JWT_SECRET: secret, RATE_LIMIT_IPV6_PREFIX: '56' }).rateLimitIpv6Prefix,
+      56,
+    );
+    for (const wrong of ['0', '129', '/64', 'sixty'])
+      assert.throws(
+        () => loadConfig({ ADMIN_JWT_SECRET: secret, RATE_LIMIT_IPV6_PREFIX: wrong }),
+        (e: ConfigError) =>
+          e.problems.some((p) => p.includes('RATE_LIMIT_IPV6_PREFIX must be a prefix length')),
+      );
   });
 
   it('refuses to start without a JWT secret or with a short one', () => {

@@ -10,7 +10,7 @@ import { AccessTickets, type TicketGrant } from './access-tickets.js';
 import { isExpired } from './auth-service.js';
 import { type DomainError, errors } from './errors.js';
 import type { CredentialHolder, Principal } from './principal.js';
-import { FailureRateLimiter } from './rate-limiter.js';
+import { FailureRateLimiter, limitedSource } from './rate-limiter.js';
 import type { SecretBox } from './secret-box.js';
 import { SHORT_ID_PATTERN, verifyAgainstNothing, verifyPassword } from './secrets.js';
 
@@ -44,9 +44,11 @@ export interface AccessLimits {
   checksPerAddress: number;
   /** Password checks waiting or running in all; past it, 429 at once. */
   checksInAll: number;
+  /** Bits of an IPv6 address that name one caller for every limit here (limitedSource). */
+  ipv6PrefixBits: number;
 }
 
-const DEFAULT_LIMITS: AccessLimits = { checksPerAddress: 4, checksInAll: 32 };
+const DEFAULT_LIMITS: AccessLimits = { checksPerAddress: 4, checksInAll: 32, ipv6PrefixBits: 64 };
 
 /** How long a desktop ticket may wait to be used: the tab the dashboard opens uses it at once. */
 const DESKTOP_TICKET_MS = 60_000;
@@ -96,7 +98,9 @@ export class Access {
     const label = channel === 'ssh' ? 'SSH login' : channel;
     // Key logins are never refused for password failures: guessing passwords must not lock keys out.
     const limited = credential.kind !== 'ssh_key';
-    const keys = FailureRateLimiter.keysFor(username, clientAddress);
+    // Limits count the caller (an IPv6 /64 is one); events keep the address it came from.
+    const source = this.sourceOf(clientAddress);
+    const keys = FailureRateLimiter.keysFor(username, source);
 
     if (limited) {
       const retryAfterSeconds = await this.limiter.retryAfterSeconds(keys);
@@ -115,7 +119,7 @@ export class Access {
     }
 
     const user = await this.users.findByUsername(username);
-    const proof = await this.prove(credential, user, clientAddress);
+    const proof = await this.prove(credential, user, source);
     if (proof === 'busy') return { admitted: false, reason: 'busy', retryAfterSeconds: 1 };
     if (!user || !proof.proven) {
       if (limited) await this.limiter.recordFailure(keys, username);
@@ -130,7 +134,7 @@ export class Access {
       });
       return { admitted: false, reason: 'invalid_credentials' };
     }
-    if (limited) await this.limiter.recordSuccess(username, clientAddress);
+    if (limited) await this.limiter.recordSuccess(username, source);
 
     const refusal =
       user.status === 'disabled' ? 'account_disabled' : isExpired(user) ? 'account_expired' : null;
@@ -154,12 +158,13 @@ export class Access {
    * passwords cannot stall everyone's logins. Null when it is right.
    */
   async checkOwnPassword(user: UserRow, password: string, clientAddress: string): Promise<Refusal | null> {
-    const keys = FailureRateLimiter.keysFor(user.username, clientAddress);
+    const source = this.sourceOf(clientAddress);
+    const keys = FailureRateLimiter.keysFor(user.username, source);
     const retryAfterSeconds = await this.limiter.retryAfterSeconds(keys);
     if (retryAfterSeconds > 0) return { reason: 'rate_limited', retryAfterSeconds };
     const delay = await this.limiter.delayFor(user.username);
     if (delay > 0) await sleep(delay);
-    const proven = await this.boundedCheck(clientAddress, () => verifyPassword(password, user.password_hash));
+    const proven = await this.boundedCheck(source, () => verifyPassword(password, user.password_hash));
     if (proven === 'busy') return { reason: 'busy', retryAfterSeconds: 1 };
     if (!proven) {
       await this.limiter.recordFailure(keys, user.username);
@@ -187,7 +192,7 @@ export class Access {
   /** The host behind an entry short link. Unknown IDs are 404 and count against the caller's address like a
    * wrong password, so short IDs cannot be enumerated. */
   async hostByShortId(shortId: string, clientAddress: string): Promise<HostWithOwner> {
-    const addressKeys = FailureRateLimiter.addressKeys(clientAddress);
+    const addressKeys = FailureRateLimiter.addressKeys(this.sourceOf(clientAddress));
     const retryAfterSeconds = await this.limiter.retryAfterSeconds(addressKeys);
     if (retryAfterSeconds > 0) throw errors.rateLimited(retryAfterSeconds);
     const host = SHORT_ID_PATTERN.test(shortId) ? await this.hosts.findByShortId(shortId) : undefined;
@@ -240,6 +245,10 @@ export class Access {
         host,
       };
     return { ok: true, host };
+  }
+
+  private sourceOf(clientAddress: string): string {
+    return limitedSource(clientAddress, this.limits.ipv6PrefixBits);
   }
 
   /** Whether the host has an egress IP bound, so that it can start at all. */
@@ -326,12 +335,12 @@ export class Access {
   private async prove(
     credential: Credential,
     user: UserRow | undefined,
-    clientAddress: string,
+    source: string,
   ): Promise<{ proven: boolean; ticket: TicketGrant | null } | 'busy'> {
     switch (credential.kind) {
       case 'password': {
         const password = credential.password;
-        const proven = await this.boundedCheck(clientAddress, () =>
+        const proven = await this.boundedCheck(source, () =>
           user ? verifyPassword(password, user.password_hash) : verifyAgainstNothing(password),
         );
         return proven === 'busy' ? 'busy' : { proven, ticket: null };
@@ -347,7 +356,7 @@ export class Access {
           return { proven: true, ticket: null };
         // One password for everything: SSH also takes the login password (ssh_pass stays for tools that store one).
         const password = credential.password;
-        const proven = await this.boundedCheck(clientAddress, () =>
+        const proven = await this.boundedCheck(source, () =>
           user ? verifyPassword(password, user.password_hash) : verifyAgainstNothing(password),
         );
         return proven === 'busy' ? 'busy' : { proven, ticket: null };
@@ -364,21 +373,18 @@ export class Access {
 
   /** Runs one password check unless the caller's address, or everyone, already has as many waiting as allowed:
    * a burst from one address is answered 429 at once instead of stalling every other login behind it. */
-  private async boundedCheck(
-    clientAddress: string,
-    check: () => Promise<boolean>,
-  ): Promise<boolean | 'busy'> {
-    const mine = this.checking.get(clientAddress) ?? 0;
+  private async boundedCheck(source: string, check: () => Promise<boolean>): Promise<boolean | 'busy'> {
+    const mine = this.checking.get(source) ?? 0;
     if (mine >= this.limits.checksPerAddress || this.checkingInAll >= this.limits.checksInAll) return 'busy';
-    this.checking.set(clientAddress, mine + 1);
+    this.checking.set(source, mine + 1);
     this.checkingInAll += 1;
     try {
       return await check();
     } finally {
       this.checkingInAll -= 1;
-      const left = (this.checking.get(clientAddress) ?? 1) - 1;
-      if (left > 0) this.checking.set(clientAddress, left);
-      else this.checking.delete(clientAddress);
+      const left = (this.checking.get(source) ?? 1) - 1;
+      if (left > 0) this.checking.set(source, left);
+      else this.checking.delete(source);
     }
   }
 }

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { errors } from './errors.js';
 
 /**
@@ -37,6 +38,42 @@ export class MemoryFailureLog implements FailureLog {
     }
   }
 }
+
+/**
+ * Who a client address is for the limits: an IPv4 address (also one mapped into IPv6) as it is, an IPv6 address
+ * as its first `ipv6PrefixBits` bits, such as `2001:db8:0:1::/64`.
+ */
+export function limitedSource(clientAddress: string, ipv6PrefixBits: number): string {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(clientAddress);
+  if (mapped) return mapped[1]!;
+  if (!isIPv6(clientAddress)) return clientAddress;
+  const groups = ipv6Groups(clientAddress);
+  let bits = ipv6PrefixBits;
+  const kept = groups.map((group) => {
+    const take = Math.max(0, Math.min(16, bits));
+    bits -= take;
+    return take === 0 ? 0 : group & (0xffff << (16 - take)) & 0xffff;
+  });
+  return `${kept.map((group) => group.toString(16)).join(':')}/${ipv6PrefixBits}`;
+}
+
+/** The eight 16-bit groups of an IPv6 address (`::` expanded, a trailing dotted IPv4 part read as two groups). */
+function ipv6Groups(address: string): number[] {
+  let text = address.split('%')[0]!;
+  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (dotted) {
+    const [a, b, c, d] = dotted.slice(1).map(Number) as [number, number, number, number];
+    text = `${text.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head, tail] = text.split('::') as [string, string | undefined];
+  const parts = (side: string | undefined) =>
+    side ? side.split(':').map((hex) => Number.parseInt(hex, 16)) : [];
+  const left = parts(head);
+  const right = parts(tail);
+  return tail === undefined ? left : [...left, ...Array(8 - left.length - right.length).fill(0), ...right];
+}
+
+const isIPv6 = (address: string) => isIP(address.split('%')[0]!) === 6;
 
 export interface RateLimiterOptions {
   /** Failures per (username, address) pair and per address before that caller is refused. */

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { DomainError } from '../../src/domain/errors.js';
-import { FailureRateLimiter } from '../../src/domain/rate-limiter.js';
+import { FailureRateLimiter, limitedSource } from '../../src/domain/rate-limiter.js';
 
 function clock(start = 1_000_000) {
   const c = { now: start, advance: (ms: number) => (c.now += ms) };
@@ -142,5 +142,21 @@ describe('FailureRateLimiter', () => {
       300,
     );
     assert.equal((await refusal(limiter, ['pair:alice@10.0.0.1', 'addr:10.0.0.9'])).extra.retry_after, 200);
+  });
+});
+
+describe('who a client address is for the limits', () => {
+  it('an IPv4 address, plain or mapped into IPv6, is itself', () => {
+    assert.equal(limitedSource('203.0.113.9', 64), '203.0.113.9');
+    assert.equal(limitedSource('::ffff:203.0.113.9', 64), '203.0.113.9');
+  });
+  it('an IPv6 address is its prefix: every address of one /64 is one caller', () => {
+    assert.equal(limitedSource('2001:db8:0:1::1', 64), '2001:db8:0:1:0:0:0:0/64');
+    assert.equal(limitedSource('2001:db8:0:1:ffff:ab:cd:ef', 64), '2001:db8:0:1:0:0:0:0/64');
+    assert.notEqual(limitedSource('2001:db8:0:2::1', 64), limitedSource('2001:db8:0:1::1', 64));
+    assert.equal(limitedSource('2001:db8:0:1::1%eth0', 64), '2001:db8:0:1:0:0:0:0/64');
+    assert.equal(limitedSource('2001:db8:ab:cdff::', 56), '2001:db8:ab:cd00:0:0:0:0/56');
+    assert.equal(limitedSource('::1', 128), '0:0:0:0:0:0:0:1/128');
+    assert.equal(limitedSource('64:ff9b::198.51.100.7', 128), '64:ff9b:0:0:0:0:c633:6407/128');
   });
 });
