@@ -9,6 +9,7 @@ import { requireRole } from './plugins/authentication.js';
 import { registerDashboard } from './plugins/dashboard.js';
 import { registerErrorHandling } from './plugins/error-handler.js';
 import type { GatewayMetrics } from './plugins/metrics.js';
+import { registerSecurityHeaders } from './plugins/security-headers.js';
 import { registerValidation } from './plugins/validation.js';
 import { registerAccessRoutes, registerEntryScriptRoute } from './routes/access.js';
 import { registerAdminActivityRoutes } from './routes/admin-activity.js';
@@ -69,6 +70,7 @@ function createApp(logger: Logger | false, trustProxy: string[]): Api {
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
+  registerSecurityHeaders(app);
   registerErrorHandling(app);
   registerValidation(app);
   return app;
