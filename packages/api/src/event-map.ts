@@ -8,8 +8,11 @@ import type { Actor, EventLevel } from './events.js';
 import type { Host, ImageStatus, Task } from './hosts.js';
 
 type Access = { username: string; client_address: string };
-/** A login attempt; over SSH also the method (password, publickey). */
-type Attempt = Access & { method?: string };
+/**
+ * A login attempt; over SSH also the method (password, publickey). `username` only when it names an account: any
+ * other text may be a password typed into the wrong field.
+ */
+type Attempt = { username: string | null; client_address: string; method?: string };
 type Refusal = Attempt & { reason: string };
 type HostAccess = { short_id: string; client_address: string };
 type SshSession = Access & { short_id: string };

@@ -94,7 +94,14 @@ export class Access {
   async admit(credential: Credential, channel: Channel, clientAddress: string): Promise<Admission> {
     const { username } = credential;
     const method = credential.kind === 'ssh_key' ? 'publickey' : 'password';
-    const context = { username, client_address: clientAddress, ...(channel === 'ssh' ? { method } : {}) };
+    const user = await this.users.findByUsername(username);
+    // A name that is no account's may be a password typed into the wrong field: the event log does not keep it.
+    const named = user?.username ?? null;
+    const context = {
+      username: named,
+      client_address: clientAddress,
+      ...(channel === 'ssh' ? { method } : {}),
+    };
     const label = channel === 'ssh' ? 'SSH login' : channel;
     // Key logins are never refused for password failures: guessing passwords must not lock keys out.
     const limited = credential.kind !== 'ssh_key';
@@ -118,7 +125,6 @@ export class Access {
       if (delay > 0) await sleep(delay);
     }
 
-    const user = await this.users.findByUsername(username);
     const proof = await this.prove(credential, user, source);
     if (proof === 'busy') return { admitted: false, reason: 'busy', retryAfterSeconds: 1 };
     if (!user || !proof.proven) {
@@ -127,7 +133,9 @@ export class Access {
       await this.bus.emit({
         type: `auth.${channel}.failed`,
         level: 'warn',
-        message: `${label} failed for ${username}: wrong username or ${what}`,
+        message: named
+          ? `${label} failed for ${named}: wrong ${what}`
+          : `${label} failed: no account has the username given (not kept: it may be a mistyped password)`,
         actor: ANONYMOUS,
         userId: user?.id ?? null,
         data: { ...context, reason: 'invalid_credentials' },

@@ -106,11 +106,25 @@ for (const kind of DATABASES) {
         reason: 'invalid_credentials',
       });
       const all = await eventsOf(t, { type: 'auth.login.failed' });
-      const nobody = all.filter((e) => e.data.username === 'nobody-here');
+      const nobody = all.filter((e) => e.data.username === null);
       assert.equal(nobody.length, 1);
       assert.equal(nobody[0].user_id, null);
       assert.deepEqual(nobody[0].actor, ANONYMOUS);
-      assert.doesNotMatch(JSON.stringify(all), /bob-password|not-the-password/);
+      assert.match(nobody[0].message, /no account has the username given/);
+      assert.doesNotMatch(JSON.stringify(all), /bob-password|not-the-password|nobody-here/);
+    });
+
+    it('never writes down a password typed into the username field (a name that is no account)', async () => {
+      const typist = await t.createUser('typist', 'carols-secret-pass');
+      // Tab pressed once too often: the password in the username field, then the password again.
+      for (const url of ['/v1/auth/login', '/v1/admin/login'])
+        await t.request('POST', url, {
+          token: null,
+          body: { username: 'carols-secret-pass', password: 'carols-secret-pass' },
+        });
+      const events = await t.request('GET', '/v1/admin/events?limit=500');
+      assert.doesNotMatch(JSON.stringify(events.body), /carols-secret-pass/);
+      assert.equal(typist.password, 'carols-secret-pass');
     });
 
     it('validates the login body: missing fields 400 validation_failed, malformed JSON 400', async () => {
@@ -187,7 +201,8 @@ for (const kind of DATABASES) {
       // Failures from one address never lock the account out of the others.
       assert.equal((await loginFrom('dave', 'dave-password', '10.1.0.201')).status, 200);
       const limitedEvents = await eventsOf(t, { type: 'auth.login.rate_limited' });
-      assert.equal(limitedEvents.filter((e) => e.data.username === 'DAVE').length, 2);
+      // Named as the account is, whatever case was typed.
+      assert.equal(limitedEvents.filter((e) => e.data.username === 'dave').length, 2);
       assert.equal((await eventsOf(t, { user_id: dave.id, type: 'auth.login.failed' })).length, 10);
     });
 
