@@ -21,6 +21,10 @@ export interface Config {
    * may sit behind a reverse proxy on loopback. */
   sshProxyHost: string;
   sshProxyPort: number;
+  /** SSH connections one address may have open before they log in (SSH_MAX_UNAUTHENTICATED_PER_ADDRESS). */
+  sshMaxUnauthenticatedPerAddress: number;
+  /** Live SSH sessions one user may have through the proxy (SSH_MAX_SESSIONS_PER_USER). */
+  sshMaxSessionsPerUser: number;
   dataDir: string;
   database: DatabaseConfig;
   adminUsername: string;
@@ -305,6 +309,8 @@ export function loadConfig(env: Env): Config {
     entryPort,
     dashboardPort,
     sshProxyHost,
+    sshMaxUnauthenticatedPerAddress: positive('SSH_MAX_UNAUTHENTICATED_PER_ADDRESS', 64),
+    sshMaxSessionsPerUser: positive('SSH_MAX_SESSIONS_PER_USER', 100),
     sshProxyPort,
     dataDir,
     database: typeof database === 'string' ? { kind: 'sqlite', file: '' } : database,

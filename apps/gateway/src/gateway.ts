@@ -225,6 +225,10 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     }),
     accessSettings,
     tasks: taskRunner,
+    limits: {
+      unauthenticatedPerAddress: config.sshMaxUnauthenticatedPerAddress,
+      sessionsPerUser: config.sshMaxSessionsPerUser,
+    },
     log: logger.child({ component: 'ssh' }),
   });
   const desktop = new DesktopControl({

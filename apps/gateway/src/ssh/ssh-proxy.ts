@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Actor, RecordedEvent } from '@ccp/api';
 import type { Logger } from 'pino';
@@ -21,6 +21,7 @@ import { BackgroundEvents } from '../events/background-events.js';
 import type { EventBus } from '../events/event-bus.js';
 import type { HostWithOwner } from '../store/hosts-repository.js';
 import type { UserRow } from '../store/users-repository.js';
+import { SSH_ALGORITHMS, SSH_IDENT } from './algorithms.js';
 import { FOLDER_MOUNT_SUBSYSTEM, type FolderMounts } from './folder-mounts.js';
 import { loadOrCreateHostKey } from './host-key.js';
 import { relayLocalForwards, relayRemoteForwards, relaySession, type Traffic } from './relay.js';
@@ -29,6 +30,7 @@ import {
   nativeCryptoWarning,
   openAgentChannel,
   sendAuthBanner,
+  socketOf,
 } from './ssh2-internals.js';
 import { WorkspaceLoginQueue } from './workspace-login-queue.js';
 
@@ -48,8 +50,16 @@ export interface SshProxyOptions {
   accessSettings: AccessSettings;
   /** Who stopped a host, for that refusal (ccp repeats it when a session ends with the host). */
   tasks: Pick<TaskRunner, 'lastStop'>;
+  limits: SshProxyLimits;
   log: Logger;
   timing?: Partial<SshProxyTiming>;
+}
+
+export interface SshProxyLimits {
+  /** Connections from one address that have not logged in yet; past it new ones are closed at once. */
+  unauthenticatedPerAddress: number;
+  /** Live sessions of one user; past it a login is refused with a message. */
+  sessionsPerUser: number;
 }
 
 export interface SshProxyTiming {
@@ -117,6 +127,12 @@ export class SshProxy {
   private readonly server: Server;
   private readonly live = new Map<string, LiveSession>();
   private readonly pending = new Set<Connection>();
+  /** Connections per client address that have not logged in yet (counted from the TCP accept). */
+  private readonly unauthenticated = new Map<string, number>();
+  /** For each socket not logged in yet: what lets it go (counted no more, its grace timer cleared). */
+  private readonly loggingIn = new Map<Socket, () => void>();
+  /** The listener: every socket passes `admit` before ssh2 sees it (which happens only once it sends a line). */
+  private readonly tcp = net.createServer((socket) => this.admitSocket(socket));
   private readonly workspaceLogins = new WorkspaceLoginQueue(WORKSPACE_LOGINS_PER_HOST);
   private readonly events: BackgroundEvents;
   private readonly timing: SshProxyTiming;
@@ -128,6 +144,8 @@ export class SshProxy {
     this.server = new ssh2.Server(
       {
         hostKeys: [loadOrCreateHostKey(options.dataDir)],
+        algorithms: SSH_ALGORITHMS,
+        ident: SSH_IDENT,
         keepaliveInterval: this.timing.keepaliveMs,
         keepaliveCountMax: 3,
       },
@@ -141,12 +159,15 @@ export class SshProxy {
 
   async listen(): Promise<void> {
     await new Promise<void>((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen(this.options.port, this.options.host, () => {
-        this.server.off('error', reject);
+      this.tcp.once('error', reject);
+      this.tcp.listen(this.options.port, this.options.host, () => {
+        this.tcp.off('error', reject);
         resolve();
       });
     });
+    this.tcp.on('error', (error: Error) =>
+      this.options.log.error({ err: error }, 'SSH proxy listener error'),
+    );
     this.server.on('error', (error: Error) =>
       this.options.log.error({ err: error }, 'SSH proxy server error'),
     );
@@ -162,7 +183,7 @@ export class SshProxy {
 
   /** The bound port (the configured one, or the one picked for 0). */
   get port(): number {
-    return (this.server.address() as AddressInfo).port;
+    return (this.tcp.address() as AddressInfo).port;
   }
 
   /** Live (authenticated) connections, for the dashboard. */
@@ -173,7 +194,7 @@ export class SshProxy {
   /** Stops listening, ends every connection and waits until their events are written. */
   async close(): Promise<void> {
     if (this.recheck) clearInterval(this.recheck);
-    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    const closed = new Promise<void>((resolve) => this.tcp.close(() => resolve()));
     for (const connection of this.pending) connection.end();
     this.closeWhere(() => true, 'gateway_stopped');
     await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 5_000).unref())]);
@@ -181,9 +202,41 @@ export class SshProxy {
     await this.events.settled();
   }
 
+  /**
+   * A new TCP connection: at most `unauthenticatedPerAddress` from one address may be logging in at once, each
+   * for the login grace at most, silent ones included. Past that it is closed at once, as OpenSSH's MaxStartups
+   * does: before the key exchange there is no way to say why.
+   */
+  private admitSocket(socket: Socket): void {
+    const address = (socket.remoteAddress ?? '').replace(/^::ffff:/, '');
+    socket.on('error', () => {}); // ssh2 hears it too, as the connection's end
+    const waiting = this.unauthenticated.get(address) ?? 0;
+    if (waiting >= this.options.limits.unauthenticatedPerAddress) {
+      this.options.log.warn(
+        { client: address, waiting },
+        'SSH connection closed: too many from this address are logging in',
+      );
+      socket.destroy();
+      return;
+    }
+    this.unauthenticated.set(address, waiting + 1);
+    const grace = setTimeout(() => socket.destroy(), this.timing.loginGraceMs);
+    const letGo = () => {
+      if (!this.loggingIn.delete(socket)) return;
+      clearTimeout(grace);
+      const left = (this.unauthenticated.get(address) ?? 1) - 1;
+      if (left > 0) this.unauthenticated.set(address, left);
+      else this.unauthenticated.delete(address);
+    };
+    this.loggingIn.set(socket, letGo);
+    socket.once('close', letGo);
+    this.server.injectSocket(socket);
+  }
+
   private accept(connection: Connection, info: ClientInfo): void {
     const clientAddress = info.ip.replace(/^::ffff:/, '');
     const log = this.options.log.child({ client: `${clientAddress}:${info.port}` });
+
     // Public in ssh2's server (server.js), missing from @types/ssh2.
     (connection as Connection & { setNoDelay(noDelay: boolean): void }).setNoDelay(true);
     this.pending.add(connection);
@@ -213,6 +266,8 @@ export class SshProxy {
     });
     connection.on('ready', () => {
       clearTimeout(grace);
+      const socket = socketOf(connection);
+      if (socket) this.loggingIn.get(socket)?.();
       this.pending.delete(connection);
       if (admitted) this.open(connection, admitted, clientAddress);
     });
@@ -282,6 +337,13 @@ export class SshProxy {
     };
     const found = await access.sshHost(user, shortId, ticket);
     if (!found.ok) return refuse(found.reason, found.message, found.host);
+    const { sessionsPerUser } = this.options.limits;
+    if ([...this.live.values()].filter((s) => s.user.id === user.id).length >= sessionsPerUser)
+      return refuse(
+        'too_many_sessions',
+        `${user.username} has ${sessionsPerUser} SSH sessions open, the most one user may have; close one and try again.`,
+        found.host,
+      );
     const { host } = found;
     const gatewayKey = access.workspaceKeyFor(host);
     // The dial counts too: the workspace's sshd counts a connection from its accept until the login is done.

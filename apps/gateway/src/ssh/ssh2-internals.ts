@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import type { Socket } from 'node:net';
 import type { Connection, ServerChannel } from 'ssh2';
 
 // ssh2 1.17 has no public way for a server to send a banner after the first one, to open an agent channel
@@ -72,6 +73,11 @@ export function openAgentChannel(connection: Connection): Promise<ServerChannel>
     if (id === -1) return reject(new Error('no free channels'));
     _protocol.openssh_authAgent(id, MAX_WINDOW, PACKET_SIZE);
   });
+}
+
+/** The TCP socket under a server-side connection (null once ssh2 has let go of it). */
+export function socketOf(connection: Connection): Socket | null {
+  return (internals(connection)._sock as Socket | undefined) ?? null;
 }
 
 /**

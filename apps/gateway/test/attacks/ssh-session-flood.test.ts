@@ -1,13 +1,15 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import ssh2, { type ConnectConfig } from 'ssh2';
+import ssh2, { type Client, type ConnectConfig } from 'ssh2';
 import { ensureLab, type LabDescription } from '../../../../test/lab/lab.js';
 import { needs } from '../../../../test/support/needs.js';
 import {
   api,
+  eventually,
   type GatewayProcess,
   startLabGatewayProcessWithHost,
   waitForTask,
@@ -122,8 +124,13 @@ describe('attack: a flood of SSH sessions to one workspace', {
     assert.deepEqual(silent.slice(0, 5), [], `${silent.length} of ${outcomes.length} got no clear refusal`);
   }
 
+  // From five addresses: one address may have only SSH_MAX_UNAUTHENTICATED_PER_ADDRESS (64) logging in at once.
+  const from = (i: number) => `127.0.0.${10 + (i % 5)}`;
+
   it('300 key logins at once: the gateway lives, each session works or is told why not', async () => {
-    const outcomes = await Promise.all(Array.from({ length: 300 }, () => attempt({ ...login, privateKey })));
+    const outcomes = await Promise.all(
+      Array.from({ length: 300 }, (_, i) => attempt({ ...login, privateKey, localAddress: from(i) })),
+    );
     await assertGatewayServes();
     assertEveryOneServedOrTold(outcomes);
     const served = outcomes.filter((o) => o.ok).length;
@@ -132,10 +139,93 @@ describe('attack: a flood of SSH sessions to one workspace', {
   });
 
   it('200 password logins at once: the same, and a session opened afterwards works', async () => {
-    const outcomes = await Promise.all(Array.from({ length: 200 }, () => attempt({ ...login, password })));
+    const outcomes = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => attempt({ ...login, password, localAddress: from(i) })),
+    );
     await assertGatewayServes();
     assertEveryOneServedOrTold(outcomes);
     console.log(`# password flood: ${outcomes.filter((o) => o.ok).length} of 200 sessions served`);
     assert.deepEqual(await attempt({ ...login, privateKey }), { ok: true });
+  });
+
+  it('an address holding many connections that never log in is cut past its share; others still get in', async () => {
+    const held: Socket[] = [];
+    const open = () =>
+      new Promise<Socket>((resolve, reject) => {
+        const socket = connect({ host: '127.0.0.1', port: login.port, localAddress: '127.0.0.30' });
+        socket.on('error', () => {});
+        socket.once('connect', () => resolve(socket));
+        socket.once('error', reject);
+      });
+    const closedWithin = (socket: Socket, ms: number) =>
+      new Promise<boolean>((resolve) => {
+        if (socket.destroyed) return resolve(true);
+        const timer = setTimeout(() => resolve(false), ms);
+        socket.once('close', () => {
+          clearTimeout(timer);
+          resolve(true);
+        });
+      });
+    try {
+      for (let i = 0; i < 64; i++) held.push(await open());
+      const extra = await open();
+      held.push(extra);
+      assert.equal(await closedWithin(extra, 3000), true, 'the 65th connection was not cut');
+      assert.equal(await closedWithin(held[0]!, 500), false, 'a connection within the share was cut');
+      // Another address, and the gateway's API, are untouched.
+      assert.deepEqual(await attempt({ ...login, privateKey, localAddress: '127.0.0.31' }), { ok: true });
+      await assertGatewayServes();
+    } finally {
+      for (const socket of held) socket.destroy();
+    }
+  });
+});
+
+describe('attack: more SSH sessions than a user may have', {
+  skip: needs('lab', 'docker'),
+  timeout: 600_000,
+}, () => {
+  const work = mkdtempSync(path.join(tmpdir(), 'ccp-ssh-cap-'));
+  const hostIds: string[] = [];
+  let gateway: GatewayProcess | undefined;
+  after(async () => {
+    await gateway?.kill('SIGTERM');
+    await removeHostResources(hostIds);
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  it('past SSH_MAX_SESSIONS_PER_USER a login is refused with what to do, and one closed makes room', async () => {
+    const lab = await ensureLab();
+    await buildTestImages();
+    const started = await startLabGatewayProcessWithHost(lab, work, 'cap', {
+      SSH_MAX_SESSIONS_PER_USER: '2',
+    });
+    gateway = started.gateway;
+    hostIds.push(started.hostId);
+    const start = await api(started.url, started.token, 'POST', `/v1/admin/hosts/${started.hostId}/start`);
+    assert.equal((await waitForTask(started.url, started.token, start.body.task_id)).status, 'succeeded');
+    const config = {
+      host: '127.0.0.1',
+      port: started.sshPort,
+      username: `${started.user.username}+${started.shortId}`,
+      password: started.user.password,
+    };
+    const live = (): Promise<Client> =>
+      new Promise((resolve, reject) => {
+        const client = new ssh2.Client();
+        client.on('error', reject);
+        client.once('ready', () => resolve(client));
+        client.connect({ ...config, readyTimeout: 60_000, hostVerifier: () => true });
+      });
+    const [first, second] = [await live(), await live()];
+    const third = await attempt(config);
+    assert.equal(third.ok, false);
+    assert.match(
+      third.ok ? '' : third.banner,
+      /has 2 SSH sessions open, the most one user may have; close one and try again/,
+    );
+    first.end();
+    await eventually('the closed session to be let go', async () => (await attempt(config)).ok);
+    second.end();
   });
 });

@@ -1,12 +1,21 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { createReadStream, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  createReadStream,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { createServer, type Server, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
 import { labUnavailable } from '../../../../test/lab/lab.js';
 import { HOST_KEY_FILE } from '../../src/ssh/host-key.js';
 import { type LabGateway, startLabGateway } from '../helpers/lab-gateway.js';
@@ -22,6 +31,7 @@ import {
 import { KeyFactory } from '../helpers/ssh-keygen.js';
 import { startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
 
+const execFileP = promisify(execFile);
 const skip = labUnavailable();
 
 async function sha256File(file: string): Promise<string> {
@@ -217,6 +227,32 @@ describe('the SSH proxy, with OpenSSH clients, against a real workspace', { skip
     const result = await sshPassword([`${login}@127.0.0.1`, 'id -un'], { password: user.password });
     assert.equal(result.code, 0, result.stderr);
     assert.equal(result.stdout.trim(), username);
+  });
+
+  it("PuTTY's plink logs in and runs a command (the proxy's algorithms leave PuTTY a match)", async (context) => {
+    if (!existsSync('/usr/bin/plink')) return context.skip("needs Debian's putty-tools");
+    // plink -batch asks nothing, so it is told the host key's fingerprint, as a careful user would be.
+    const scanned = await execFileP('ssh-keyscan', ['-p', String(t.gateway.ssh.port), '127.0.0.1']);
+    const fingerprint = keys.fingerprint(
+      scanned.stdout.trim().split('\n').at(-1)!.split(' ').slice(1).join(' '),
+    );
+    const { stdout } = await execFileP(
+      'plink',
+      [
+        '-batch',
+        '-ssh',
+        '-P',
+        String(t.gateway.ssh.port),
+        '-hostkey',
+        fingerprint,
+        '-pw',
+        user.password,
+        `${login}@127.0.0.1`,
+        'id -un',
+      ],
+      { timeout: 60_000 },
+    );
+    assert.equal(stdout.trim(), username);
   });
 
   it('logs in with a registered key, and with the bare username when the user has one host', async () => {
