@@ -75,7 +75,7 @@ const MAX_PENDING = 64;
 /** The bytes of a call's working directory, name and arguments (Linux takes about 2 MiB for a program's). */
 export const MAX_ARGUMENT_BYTES = 1024 * 1024;
 /** The bytes of stdin one call hands on. */
-export const MAX_STDIN_BYTES = 256 * 1024 * 1024;
+export const MAX_STDIN_BYTES = 64 * 1024 * 1024;
 
 interface Pending {
   child?: ChildProcess;
