@@ -243,7 +243,7 @@ const SUBCOMMANDS: Record<string, SubcommandRule> = {
   'for-each-ref': command('it lists refs', [
     ...group(
       OUTPUT,
-      '--count= --shell --perl --python --tcl --format= --color=? --sort= --points-at= --merged=? --no-merged=? --contains=? --no-contains=? --ignore-case',
+      '--count= --shell --perl --python --tcl --format= --color=? --sort= --points-at= --merged= --no-merged= --contains= --no-contains= --ignore-case',
     ),
   ]),
   describe: command('it names a commit', [
@@ -338,16 +338,16 @@ const SUBCOMMANDS: Record<string, SubcommandRule> = {
     ...group(
       WORKTREE,
       `-v --verbose -q --quiet -t=? --track=? --no-track -u= --set-upstream-to= --unset-upstream
-       --color=? --no-color -r --remotes --contains=? --no-contains=? --abbrev=? --no-abbrev -a --all -d
-       --delete -D -m --move -M -c --copy -C -l --list --show-current --create-reflog -f --force --merged=?
-       --no-merged=? --column=? --no-column --sort= --points-at= -i --ignore-case --format=`,
+       --color=? --no-color -r --remotes --contains= --no-contains= --abbrev=? --no-abbrev -a --all -d
+       --delete -D -m --move -M -c --copy -C -l --list --show-current --create-reflog -f --force --merged=
+       --no-merged= --column=? --no-column --sort= --points-at= -i --ignore-case --format=`,
     ),
   ]),
   tag: command('it lists and makes tags', [
     ...group(
       WORKTREE,
       `-l --list -n=? -d --delete -v --verify -a --annotate -m= --message= -e --edit --no-edit --cleanup= -f
-       --force --create-reflog --column=? --no-column --contains=? --no-contains=? --merged=? --no-merged=?
+       --force --create-reflog --column=? --no-column --contains= --no-contains= --merged= --no-merged=
        --sort= --points-at= --format= --color=? -i --ignore-case`,
     ),
     ...group(
