@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -231,23 +231,32 @@ async function unsafeSetting(cwd: string, env: NodeJS.ProcessEnv): Promise<strin
   return undefined;
 }
 
-/** The remotes of the repository at `folder` on this machine (names, and the URLs git would use for them). */
+/**
+ * The remotes of the repositories at `folder` and in its folders one level down, as they are on this machine
+ * (names, and the URLs git would use for them, `insteadOf` applied), by the repository's resolved work tree.
+ */
 export async function recordRemotes(folder: string): Promise<Map<string, Map<string, RecordedRemote>>> {
   const recorded = new Map<string, Map<string, RecordedRemote>>();
-  const git = async (...args: string[]) => (await run('git', args, { cwd: folder })).stdout.trim();
-  try {
-    const top = realpathNative(await git('rev-parse', '--show-toplevel'));
-    const remotes = new Map<string, RecordedRemote>();
-    for (const name of (await git('remote')).split('\n').filter(Boolean)) {
-      const fetchUrl = await git('remote', 'get-url', name);
-      const pushUrl = await git('remote', 'get-url', '--push', name);
-      // A URL read as an option would be one; such a remote is left out.
-      if (fetchUrl.startsWith('-') || pushUrl.startsWith('-')) continue;
-      remotes.set(name, { fetchUrl, pushUrl });
+  const children = readdirSync(folder, { withFileTypes: true })
+    .filter((entry) => entry.isDirectory() && existsSync(path.join(folder, entry.name, '.git')))
+    .map((entry) => path.join(folder, entry.name));
+  for (const repository of [folder, ...children]) {
+    const git = async (...args: string[]) => (await run('git', args, { cwd: repository })).stdout.trim();
+    try {
+      const top = realpathNative(await git('rev-parse', '--show-toplevel'));
+      if (recorded.has(top)) continue;
+      const remotes = new Map<string, RecordedRemote>();
+      for (const name of (await git('remote')).split('\n').filter(Boolean)) {
+        const fetchUrl = await git('remote', 'get-url', name);
+        const pushUrl = await git('remote', 'get-url', '--push', name);
+        // A URL read as an option would be one; such a remote is left out.
+        if (fetchUrl.startsWith('-') || pushUrl.startsWith('-')) continue;
+        remotes.set(name, { fetchUrl, pushUrl });
+      }
+      recorded.set(top, remotes);
+    } catch {
+      // Not a repository: its git calls reach no remote.
     }
-    recorded.set(top, remotes);
-  } catch {
-    // Not a repository: its git calls reach no remote.
   }
   return recorded;
 }

@@ -192,6 +192,9 @@ export function gitOverrides(setup: GitSetup): string[] {
     // Automatic maintenance after a commit or fetch would prefetch from every remote the config names.
     'maintenance.auto=false',
     'gc.auto=0',
+    // The objects' info folder git gets is ccp's (see objectMirror): no commit-graph there to trust.
+    'core.commitGraph=false',
+    'fetch.writeCommitGraph=false',
     'pull.twohead=ort',
     'pull.octopus=octopus',
   ];
