@@ -6,7 +6,7 @@
  * full of traps: none runs a file of the folder or reads a file outside it.
  */
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import {
   chmodSync,
   existsSync,
@@ -21,10 +21,14 @@ import {
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
 import { commandPolicy, type PolicyContext } from '../src/command-policy.js';
 import { BUILT_IN_STRATEGIES, GIT_SUBCOMMANDS, gitSubcommand } from '../src/git-allow-list.js';
 import { checkGitArguments, type GitCall } from '../src/git-arguments.js';
 import { prepareGit } from '../src/git-environment.js';
+import { startLocalSshd } from './helpers/local-sshd.js';
+
+const run = promisify(execFile);
 
 type GitKind = 'none' | 'optional' | 'separate' | 'attached';
 
@@ -336,5 +340,52 @@ describe('the git allow-list', () => {
       }
     }
     assert.ok(accepted > 500, `${accepted} accepted`);
+  });
+
+  it('fetches, pulls, pushes and lists the recorded remote, by name, over ssh', async () => {
+    const bare = path.join(work, 'remote.git');
+    execFileSync('git', ['clone', '-q', '--bare', repo, bare]);
+    const sshd = await startLocalSshd({ PATH: process.env.PATH, HOME: work });
+    const saved = process.env.GIT_SSH_COMMAND;
+    process.env.GIT_SSH_COMMAND = `ssh -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -p ${sshd.port}`;
+    try {
+      const url = `ssh://u@127.0.0.1${bare}`;
+      const context: PolicyContext = {
+        root: repo,
+        git: await prepareGit(false),
+        remotes: new Map([[repo, new Map([['origin', { fetchUrl: url, pushUrl: url }]])]]),
+        mirrors: mkdtempSync(path.join(work, 'mirrors-')),
+      };
+      const proxied = async (...args: string[]) => {
+        const verdict = await commandPolicy('git', args, repo, context);
+        assert.ok(verdict.run, verdict.run ? '' : verdict.reason);
+        try {
+          const { stdout } = await run('git', verdict.args, { cwd: repo, env: verdict.env, timeout: 20_000 });
+          return stdout;
+        } catch (error) {
+          assert.fail(`git ${args.join(' ')}: ${(error as { stderr?: string }).stderr}`);
+        } finally {
+          verdict.cleanup();
+        }
+      };
+      await proxied('fetch', 'origin');
+      const tip = execFileSync('git', ['rev-parse', 'refs/remotes/origin/main'], { cwd: repo })
+        .toString()
+        .trim();
+      assert.equal(tip, execFileSync('git', ['rev-parse', 'main'], { cwd: bare }).toString().trim());
+      execFileSync('git', ['checkout', '-qfB', 'feature', 'origin/main'], { cwd: repo });
+      execFileSync('git', ['commit', '-q', '--allow-empty', '-m', 'pushed'], { cwd: repo });
+      await proxied('push', 'origin', 'feature');
+      assert.match(
+        execFileSync('git', ['log', '-1', '--format=%s', 'feature'], { cwd: bare }).toString(),
+        /pushed/,
+      );
+      assert.match(await proxied('ls-remote', 'origin'), /refs\/heads\/feature/);
+      await proxied('pull', '--ff-only', 'origin', 'feature');
+    } finally {
+      if (saved === undefined) delete process.env.GIT_SSH_COMMAND;
+      else process.env.GIT_SSH_COMMAND = saved;
+      sshd.close();
+    }
   });
 });
