@@ -465,7 +465,7 @@ const SUBCOMMANDS: Record<string, SubcommandRule> = {
     ...group(OUTPUT, '-q --quiet -t --tags -h --heads --refs --sort= --exit-code --symref'),
   ]),
   remote: command('it lists the remotes', [...group(OUTPUT, '-v --verbose')], { actions: ['get-url'] }),
-  config: command('it reads one setting (it never writes one)', [
+  config: command('it reads the repository’s own settings (never writes one, never reads yours)', [
     ...group(
       OUTPUT,
       `--get --get-all --get-regexp -l --list --local -z --null --name-only --show-origin --show-scope --type=

@@ -226,6 +226,8 @@ function shapeWords(command: string, rule: SubcommandRule, parts: Part[], call: 
     const reads = ['--get', '--get-all', '--get-regexp', '-l', '--list'];
     if (!options.some((part) => part.kind === 'option' && reads.includes(part.name)))
       return 'git config runs on your machine only to read (--get, --get-all, --get-regexp, --list); set things on your machine';
+    // The repository's own settings only: the global ones ccp hands git carry the user's credential helpers.
+    return [{ kind: 'option', name: '--local' }, ...parts];
   }
   if (!['fetch', 'pull', 'push', 'ls-remote'].includes(command)) return parts;
   if (parts.some((part) => part.kind === 'end'))

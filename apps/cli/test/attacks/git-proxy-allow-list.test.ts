@@ -105,7 +105,8 @@ describe('attack: the workspace gets around the proxied git policy (issue 25)', 
     writeFileSync(
       path.join(laptopHome, '.gitconfig'),
       `[user]\n\tname = Laptop User\n\temail = user@laptop\n\tsigningKey = ABCDEF\n` +
-        `[core]\n\tsshCommand = ${recorder}\n[gpg]\n\tprogram = ${signer}\n`,
+        `[core]\n\tsshCommand = ${recorder}\n[gpg]\n\tprogram = ${signer}\n` +
+        '[credential]\n\thelper = store --file=/the-users-token-store\n',
     );
     writeFileSync(secret, secretText);
     git(mounted, 'init', '-q', '-b', 'main');
@@ -285,6 +286,11 @@ describe('attack: the workspace gets around the proxied git policy (issue 25)', 
     const seen = readFileSync(sshCalls, 'utf8');
     assert.match(seen, /^HOME=/m, 'the user’s ssh command ran');
     assert.doesNotMatch(seen, /CCP_PASSWORD|the-login-password/);
+
+    // Settings read through git config are the repository's own, never the user's helpers.
+    const settings = await inWorkspace(mounted, 'git config --list');
+    assert.equal(settings.code, 0, settings.stderr);
+    assert.doesNotMatch(settings.stdout, /the-users-token-store|credential/);
 
     const parallel = await inWorkspace(
       mounted,
