@@ -1,130 +1,65 @@
 import { execFile } from 'node:child_process';
-import { existsSync, lstatSync, realpathSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { isInside } from './folder-paths.js';
+import { checkGitArguments, type RecordedRemote } from './git-arguments.js';
+import {
+  type GitSetup,
+  gitEnvironment,
+  gitOverrides,
+  isPassedToCommands,
+  parseConfigList,
+} from './git-environment.js';
 
 /*
  * What a command the workspace asks for may do on this machine. The workspace is not trusted (its user may be
- * root): it picks the arguments and can write anything in the mounted folder, the repository's .git among it.
- * git has a policy; any other command the user listed in proxy_commands runs with the arguments given, as
- * docs/cli.md says: listing it is the user's choice to let the workspace run it.
+ * root): it picks the arguments and stdin and can write anything in the mounted folder, the repository's .git
+ * among it. git runs from an allow-list (git-allow-list.ts) in a fixed environment (git-environment.ts); any
+ * other command the user listed in proxy_commands runs with the arguments given, as docs/cli.md says: listing
+ * it is the user's choice to let the workspace run it.
  */
 
-export type Verdict = { run: true; args: string[]; env: NodeJS.ProcessEnv } | { run: false; reason: string };
+export type Verdict =
+  | {
+      run: true;
+      args: string[];
+      env: NodeJS.ProcessEnv;
+      /** Whether the workspace's stdin reaches the command. */
+      stdin: boolean;
+      /** Removes what the check made for this run (copies of files git reads). */
+      cleanup: () => void;
+    }
+  | { run: false; reason: string };
+
+/** What ccp learnt on this machine when it started, before the workspace could change anything. */
+export interface PolicyContext {
+  /** The mounted folder, resolved. */
+  root: string;
+  git: GitSetup;
+  /** The remotes of the repositories in the folder, by their work tree's resolved path. */
+  remotes: ReadonlyMap<string, ReadonlyMap<string, RecordedRemote>>;
+  /** ccp's own folder for the object folders it hands git (see objectMirror). */
+  mirrors: string;
+}
 
 export async function commandPolicy(
   name: string,
   args: readonly string[],
-  /** The caller's working directory here, resolved, inside `root`. */
+  /** The caller's working directory here, resolved, inside the folder. */
   cwd: string,
-  /** The mounted folder, resolved. */
-  root: string,
+  context: PolicyContext,
 ): Promise<Verdict> {
-  if (name !== 'git') return { run: true, args: [...args], env: process.env };
-  return gitPolicy(args, cwd, root);
+  if (name !== 'git') {
+    const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => isPassedToCommands(key)));
+    return { run: true, args: [...args], env, stdin: true, cleanup: () => {} };
+  }
+  return gitPolicy(args, cwd, context);
 }
 
 const run = promisify(execFile);
-
-/** Options before the git command that change nothing but output and pathspec matching. */
-const GLOBAL_OPTIONS = new Set([
-  '--no-pager',
-  '-P',
-  '--literal-pathspecs',
-  '--glob-pathspecs',
-  '--noglob-pathspecs',
-  '--icase-pathspecs',
-  '--no-optional-locks',
-  '--no-replace-objects',
-]);
-
-/**
- * The git commands worth running with the user's credentials, keys and files. All are builtins, which an
- * alias cannot replace (so a repository's `alias.x = !cmd` never runs). Left out, among others: rebase (its
- * todo list, writable by the workspace, runs `exec` lines), config (writes ~/.gitconfig), submodule,
- * worktree, clone, init, am, apply, bisect, archive, bundle, format-patch, difftool, mergetool, help.
- */
-const SUBCOMMANDS = new Set([
-  'add',
-  'blame',
-  'branch',
-  'cat-file',
-  'check-ignore',
-  'checkout',
-  'cherry',
-  'cherry-pick',
-  'clean',
-  'commit',
-  'describe',
-  'diff',
-  'diff-files',
-  'diff-index',
-  'diff-tree',
-  'fetch',
-  'for-each-ref',
-  'grep',
-  'hash-object',
-  'log',
-  'ls-files',
-  'ls-remote',
-  'ls-tree',
-  'merge',
-  'merge-base',
-  'mv',
-  'name-rev',
-  'pull',
-  'push',
-  'reflog',
-  'remote',
-  'reset',
-  'restore',
-  'rev-list',
-  'rev-parse',
-  'revert',
-  'rm',
-  'shortlog',
-  'show',
-  'show-ref',
-  'stash',
-  'status',
-  'switch',
-  'symbolic-ref',
-  'tag',
-]);
-
-/** Long options refused for every command (git takes any unambiguous abbreviation of them too). */
-const REFUSED_OPTIONS: Record<string, string> = {
-  '--help': 'it opens a manual viewer or a browser on your machine (-h prints the usage)',
-  '--output': 'it writes a file on your machine',
-  '--ext-diff': 'it runs a diff program',
-  '--no-index': 'it compares files outside the repository',
-  '--recurse-submodules': 'it runs git in submodules, whose own configuration ccp does not check',
-  '--submodule': 'it runs git in submodules, whose own configuration ccp does not check',
-  '--upload-pack': 'it names the program run for the transfer',
-  '--receive-pack': 'it names the program run for the transfer',
-  '--exec': 'it names a program to run',
-};
-
-/** Options refused for one command: long ones, and letters of short ones. */
-const REFUSED_BY_COMMAND: Record<string, { long?: Record<string, string>; short?: Record<string, string> }> =
-  {
-    // Each remote would be fetched by a git of its own, without the --upload-pack given below.
-    fetch: { long: { '--all': 'name one remote', '--multiple': 'name one remote' } },
-    pull: { long: { '--all': 'name one remote' } },
-    grep: {
-      long: { '--open-files-in-pager': 'it runs a pager program' },
-      short: { O: 'it runs a pager program' },
-    },
-    'ls-remote': { short: { u: 'it names the program run for the transfer' } },
-  };
-
-/** What the transfer runs on the other side, whatever the repository's remote.<name>.uploadpack says. */
-const TRANSFER_PROGRAM: Record<string, string> = {
-  fetch: '--upload-pack=git-upload-pack',
-  pull: '--upload-pack=git-upload-pack',
-  'ls-remote': '--upload-pack=git-upload-pack',
-  push: '--receive-pack=git-receive-pack',
-};
 
 /**
  * Settings of the repository's own configuration that no `-c` undoes (the name carries a driver, a remote or
@@ -133,164 +68,93 @@ const TRANSFER_PROGRAM: Record<string, string> = {
  */
 const UNSAFE_SETTINGS: [RegExp, string][] = [
   [
-    /^(filter\..+\.(clean|smudge|process)|diff\..+\.(textconv|command)|diff\.external|merge\..+\.driver)$/i,
+    /^(filter\..+\.(clean|smudge|process)|diff\..+\.(textconv|command)|merge\..+\.driver|trailer\..+\.(cmd|command))$/i,
     'a program git would run on your machine',
   ],
-  [/^remote\..+\.(uploadpack|receivepack)$/i, 'the program run for a transfer'],
   [
     /^lfs\.(customtransfer\..+\.path|extension\..+\.(clean|smudge))$/i,
     'a program git-lfs would run on your machine',
   ],
   [
-    /^(http\.(.+\.)?(sslverify|sslcainfo|sslcapath|sslbackend|proxy|curloptresolve)|remote\..+\.proxy)$/i,
-    'where your credentials go over HTTPS',
+    /^(http\.(.+\.)?(sslverify|sslcainfo|sslcapath|sslbackend|proxy|curloptresolve|cookiefile|sslcert|sslkey)|remote\..+\.proxy|url\..+\.(insteadof|pushinsteadof))$/i,
+    'where your credentials go, or a file of yours sent with them',
   ],
 ];
 
-/** Variables of this machine's environment kept for git: the user's own SSH command and password prompt. */
-const KEPT_GIT_VARIABLES = new Set(['GIT_SSH_COMMAND', 'GIT_ASKPASS']);
-
-async function gitPolicy(args: readonly string[], cwd: string, root: string): Promise<Verdict> {
+async function gitPolicy(args: readonly string[], cwd: string, context: PolicyContext): Promise<Verdict> {
+  const env = gitEnvironment(context.git);
   // Asked by tools to find out whether git is there; it reads no repository.
   if (args.length === 1 && (args[0] === '--version' || args[0] === 'version')) {
-    return { run: true, args: ['version'], env: gitEnvironment() };
+    return { run: true, args: ['version'], env, stdin: false, cleanup: () => {} };
   }
-  const parsed = checkArguments(args, cwd, root);
-  if (typeof parsed === 'string') return { run: false, reason: parsed };
-  const env = gitEnvironment();
-  const repository = await locateRepository(cwd, root, env);
+  const overrides = gitOverrides(context.git).flatMap((setting) => ['-c', setting]);
+  const repository = await locateRepository(cwd, context.root, env, overrides);
   if (typeof repository === 'string') return { run: false, reason: repository };
   // Pinned: a `.git` or core.worktree the workspace changes from now on does not move git elsewhere.
   env.GIT_DIR = repository.gitDir;
   env.GIT_WORK_TREE = repository.top;
-  const config = await readConfig(cwd, env);
-  if (typeof config === 'string') return { run: false, reason: config };
-  for (const entry of config) {
-    if (entry.scope === 'system' || entry.scope === 'global') continue;
-    const unsafe = UNSAFE_SETTINGS.find(([key]) => key.test(entry.key));
-    if (unsafe) {
-      return {
-        run: false,
-        reason:
-          `the repository's configuration sets ${entry.key}, ${unsafe[1]}; ` +
-          'set it in your global git configuration instead, or run git on your machine',
-      };
-    }
+  const objects = objectMirror(repository.commonDir, context.mirrors);
+  if (typeof objects === 'string') return { run: false, reason: objects };
+  env.GIT_OBJECT_DIRECTORY = objects.folder;
+  const unsafe = await unsafeSetting(cwd, env);
+  if (unsafe) return { run: false, reason: unsafe };
+  const scratch = mkdtempSync(path.join(tmpdir(), 'ccp-git-call-'));
+  const cleanup = () => rmSync(scratch, { recursive: true, force: true });
+  const checked = checkGitArguments(args, {
+    cwd,
+    root: context.root,
+    remotes: context.remotes.get(repository.top) ?? new Map(),
+    signing: context.git.signing,
+    scratch,
+  });
+  if (typeof checked === 'string') {
+    cleanup();
+    return { run: false, reason: checked };
   }
-  const transfer = TRANSFER_PROGRAM[parsed.command];
+  const transfer = TRANSFER_PROGRAM[checked.command];
   return {
     run: true,
     args: [
       '--no-pager',
-      ...overrides(config).flatMap((setting) => ['-c', setting]),
-      ...parsed.global,
-      parsed.command,
+      ...overrides,
+      ...checked.global,
+      checked.command,
       ...(transfer ? [transfer] : []),
-      ...parsed.rest,
+      ...checked.rest,
     ],
     env,
+    stdin: checked.stdin,
+    cleanup,
   };
 }
 
-/** The git command and its arguments, or why they are refused. */
-function checkArguments(
-  args: readonly string[],
-  cwd: string,
-  root: string,
-): { global: string[]; command: string; rest: string[] } | string {
-  let at = 0;
-  for (; at < args.length && args[at]?.startsWith('-'); at++) {
-    if (!GLOBAL_OPTIONS.has(args[at] ?? '')) {
-      return (
-        `git option ${args[at]} is refused: options before the git command change its configuration, ` +
-        'repository or programs; run it on your machine'
-      );
-    }
-  }
-  const command = args[at];
-  if (command === undefined) return 'no git command given';
-  if (!SUBCOMMANDS.has(command)) {
-    const allowed = [...SUBCOMMANDS].join(', ');
-    return `git ${command} is not run on your machine from the workspace; it runs: ${allowed}`;
-  }
-  const rest = args.slice(at + 1);
-  const refused = { ...REFUSED_OPTIONS, ...REFUSED_BY_COMMAND[command]?.long };
-  const letters = REFUSED_BY_COMMAND[command]?.short ?? {};
-  // Checked after `--` too: an option that takes the next argument as its value (`--grep --`) would make it
-  // look like the end of the options while git reads what follows as options.
-  for (const arg of rest) {
-    if (arg.startsWith('--')) {
-      const name = arg.split('=', 1)[0] ?? arg;
-      const match = Object.keys(refused).find((option) => name.length > 2 && option.startsWith(name));
-      if (match) return `git option ${arg} is refused: ${refused[match]}`;
-    } else if (arg.startsWith('-')) {
-      const letter = Object.keys(letters).find((each) => arg.includes(each));
-      if (letter) return `git option ${arg} is refused: ${letters[letter]}`;
-    }
-    const outside = pathOutside(arg, cwd, root);
-    if (outside) return `git argument ${arg} names ${outside}, outside the mounted folder`;
-  }
-  if (command === 'remote') {
-    // Listing only: its other forms reach a remote without the transfer program given above, or change it.
-    const words = rest.filter((arg) => !arg.startsWith('-'));
-    if (words.length > 0 && words[0] !== 'get-url')
-      return `git remote ${words[0]} is not run on your machine`;
-  }
-  return { global: args.slice(0, at), command, rest };
-}
+/** What the transfer runs on the other side, whatever the repository's configuration says. */
+const TRANSFER_PROGRAM: Record<string, string> = {
+  fetch: '--upload-pack=git-upload-pack',
+  pull: '--upload-pack=git-upload-pack',
+  'ls-remote': '--upload-pack=git-upload-pack',
+  push: '--receive-pack=git-receive-pack',
+};
 
-/**
- * The path outside `root` that an argument names (itself, an option's value, or what follows a short
- * option's letters), as git would open it here: through links. A file the workspace made can be such a link.
- */
-function pathOutside(arg: string, cwd: string, root: string): string | undefined {
-  const candidates = [arg];
-  if (arg.startsWith('--') && arg.includes('=')) candidates.push(arg.slice(arg.indexOf('=') + 1));
-  else if (arg.startsWith('-')) for (let at = 2; at < arg.length; at++) candidates.push(arg.slice(at));
-  for (const candidate of candidates) {
-    if (candidate === '') continue;
-    const named = path.resolve(cwd, candidate);
-    try {
-      lstatSync(named);
-    } catch {
-      continue; // names nothing: a revision, a message, a pattern
-    }
-    let real: string;
-    try {
-      real = realpathSync(named);
-    } catch {
-      return named; // a link to nowhere: where it leads cannot be checked
-    }
-    if (!inside(real, root)) return named;
-  }
-  return undefined;
-}
-
-const inside = (real: string, root: string) => real === root || real.startsWith(`${root}${path.sep}`);
-
-/**
- * This machine's environment without its GIT_* variables (they could point git at another repository or
- * configuration), and none of the workspace's (the protocol carries none), with prompts and editors off.
- */
-function gitEnvironment(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [name, value] of Object.entries(process.env)) {
-    if (!name.startsWith('GIT_') || KEPT_GIT_VARIABLES.has(name)) env[name] = value;
-  }
-  return { ...env, GIT_TERMINAL_PROMPT: '0', GIT_EDITOR: ':', GIT_SEQUENCE_EDITOR: ':', GIT_PAGER: 'cat' };
-}
-
-/** The repository's work tree and git directory, refused unless both are inside the mounted folder. */
+/** The repository's work tree and git directories, refused unless all are inside the mounted folder. */
 async function locateRepository(
   cwd: string,
   root: string,
   env: NodeJS.ProcessEnv,
-): Promise<{ top: string; gitDir: string } | string> {
+  overrides: string[],
+): Promise<{ top: string; gitDir: string; commonDir: string } | string> {
   let lines: string[];
   try {
     const { stdout } = await run(
       'git',
-      ['rev-parse', '--path-format=absolute', '--show-toplevel', '--git-dir', '--git-common-dir'],
+      [
+        ...overrides,
+        'rev-parse',
+        '--path-format=absolute',
+        '--show-toplevel',
+        '--git-dir',
+        '--git-common-dir',
+      ],
       { cwd, env },
     );
     lines = stdout.split('\n');
@@ -299,31 +163,52 @@ async function locateRepository(
   }
   const [top = '', gitDir = '', commonDir = ''] = lines.map((where) => {
     try {
-      return realpathSync(where);
+      return realpathNative(where);
     } catch {
       return where;
     }
   });
   for (const where of [top, gitDir, commonDir]) {
-    if (!inside(where, root)) {
+    if (!isInside(where, root)) {
       return `the repository (${where}) is not inside the mounted folder; run git on your machine`;
     }
   }
-  // Objects borrowed from another repository, which the workspace could then list and read.
   if (existsSync(path.join(commonDir, 'objects', 'info', 'alternates'))) {
     return 'the repository borrows objects from another one (objects/info/alternates); run git on your machine';
   }
-  return { top, gitDir };
+  return { top, gitDir, commonDir };
 }
 
-interface ConfigEntry {
-  scope: string;
-  key: string;
-  /** null for a key set without `=` (true). */
-  value: string | null;
+const realpathNative = (where: string) => realpathSync.native(where);
+
+/**
+ * The object folder git is given: one of ccp's own, whose `info` (where git reads `alternates`, the list of
+ * other repositories to borrow objects from) is ccp's and empty, and whose other entries link to the
+ * repository's own. A list the workspace writes into the repository later is never read.
+ */
+function objectMirror(commonDir: string, mirrors: string): { folder: string } | string {
+  const objects = path.join(commonDir, 'objects');
+  const mirror = path.join(mirrors, createHash('sha256').update(objects).digest('hex').slice(0, 32));
+  if (existsSync(path.join(mirror, 'pack'))) return { folder: mirror };
+  try {
+    mkdirSync(path.join(mirror, 'info'), { recursive: true, mode: 0o700 });
+    // Every fan-out folder exists first: one git made in the mirror would hold objects the repository lacks.
+    for (let byte = 0; byte < 256; byte++) {
+      const name = byte.toString(16).padStart(2, '0');
+      mkdirSync(path.join(objects, name), { recursive: true });
+      symlinkSync(path.join(objects, name), path.join(mirror, name));
+    }
+    mkdirSync(path.join(objects, 'pack'), { recursive: true });
+    symlinkSync(path.join(objects, 'pack'), path.join(mirror, 'pack'));
+  } catch (error) {
+    rmSync(mirror, { recursive: true, force: true });
+    return `ccp could not prepare the repository's objects for git (${(error as Error).message})`;
+  }
+  return { folder: mirror };
 }
 
-async function readConfig(cwd: string, env: NodeJS.ProcessEnv): Promise<ConfigEntry[] | string> {
+/** The first setting of the repository's own configuration that no `-c` undoes, as a refusal. */
+async function unsafeSetting(cwd: string, env: NodeJS.ProcessEnv): Promise<string | undefined> {
   let listed: string;
   try {
     ({ stdout: listed } = await run('git', ['config', '--list', '--show-scope', '--includes', '-z'], {
@@ -333,59 +218,47 @@ async function readConfig(cwd: string, env: NodeJS.ProcessEnv): Promise<ConfigEn
   } catch (error) {
     return `git could not read the repository's configuration: ${firstLine(error)}`;
   }
-  const fields = listed.split('\0');
-  const entries: ConfigEntry[] = [];
-  for (let at = 0; at + 1 < fields.length; at += 2) {
-    const entry = fields[at + 1] ?? '';
-    const newline = entry.indexOf('\n');
-    entries.push({
-      scope: fields[at] ?? '',
-      key: newline < 0 ? entry : entry.slice(0, newline),
-      value: newline < 0 ? null : entry.slice(newline + 1),
-    });
+  for (const entry of parseConfigList(listed)) {
+    if (entry.scope === 'global') continue;
+    const unsafe = UNSAFE_SETTINGS.find(([key]) => key.test(entry.key));
+    if (unsafe) {
+      return (
+        `the repository's configuration sets ${entry.key}, ${unsafe[1]}; ` +
+        'set it in your global git configuration instead, or run git on your machine'
+      );
+    }
   }
-  return entries;
+  return undefined;
 }
 
 /**
- * `-c` settings, which git reads after the repository's configuration: those that run a program take the
- * user's own value (system or global configuration) or one that runs nothing.
+ * The remotes of the repositories at `folder` and in its folders one level down, as they are on this machine
+ * (names, and the URLs git would use for them, `insteadOf` applied), by the repository's resolved work tree.
  */
-function overrides(config: readonly ConfigEntry[]): string[] {
-  const own = config.filter((entry) => entry.scope === 'system' || entry.scope === 'global');
-  const ownValue = (...keys: string[]) =>
-    own.filter((entry) => keys.includes(entry.key.toLowerCase()) && entry.value !== null).at(-1)?.value;
-  const setting = (key: string, value: string | null) => (value === null ? key : `${key}=${value}`);
-  return [
-    'core.fsmonitor=',
-    'core.hooksPath=/dev/null',
-    'core.pager=cat',
-    'core.editor=:',
-    'sequence.editor=:',
-    'interactive.diffFilter=',
-    `core.sshCommand=${ownValue('core.sshcommand') ?? 'ssh'}`,
-    // Unset, git would ask SSH_ASKPASS next; an empty value would skip it.
-    `core.askPass=${ownValue('core.askpass') ?? process.env.SSH_ASKPASS ?? ''}`,
-    `commit.template=${ownValue('commit.template') ?? ''}`,
-    // Last wins between the two names of the OpenPGP program.
-    `gpg.program=${ownValue('gpg.program', 'gpg.openpgp.program') ?? 'gpg'}`,
-    `gpg.x509.program=${ownValue('gpg.x509.program') ?? 'gpgsm'}`,
-    `gpg.ssh.program=${ownValue('gpg.ssh.program') ?? 'ssh-keygen'}`,
-    `gpg.ssh.defaultKeyCommand=${ownValue('gpg.ssh.defaultkeycommand') ?? ''}`,
-    // An empty helper drops every helper read so far (the repository's, per URL too); then the user's again.
-    'credential.helper=',
-    ...own
-      .filter((entry) => /^credential\.(.+\.)?helper$/i.test(entry.key))
-      .map((entry) => setting(entry.key, entry.value)),
-    // ext:: runs a command; file:// and paths reach other repositories here; git:// may run core.gitProxy.
-    'protocol.ext.allow=never',
-    'protocol.file.allow=never',
-    'protocol.git.allow=never',
-    'submodule.recurse=false',
-    'diff.submodule=short',
-    'fetch.recurseSubmodules=false',
-    'push.recurseSubmodules=no',
-  ];
+export async function recordRemotes(folder: string): Promise<Map<string, Map<string, RecordedRemote>>> {
+  const recorded = new Map<string, Map<string, RecordedRemote>>();
+  const children = readdirSync(folder, { withFileTypes: true })
+    .filter((entry) => entry.isDirectory() && existsSync(path.join(folder, entry.name, '.git')))
+    .map((entry) => path.join(folder, entry.name));
+  for (const repository of [folder, ...children]) {
+    const git = async (...args: string[]) => (await run('git', args, { cwd: repository })).stdout.trim();
+    try {
+      const top = realpathNative(await git('rev-parse', '--show-toplevel'));
+      if (recorded.has(top)) continue;
+      const remotes = new Map<string, RecordedRemote>();
+      for (const name of (await git('remote')).split('\n').filter(Boolean)) {
+        const fetchUrl = await git('remote', 'get-url', name);
+        const pushUrl = await git('remote', 'get-url', '--push', name);
+        // A URL read as an option would be one; such a remote is left out.
+        if (fetchUrl.startsWith('-') || pushUrl.startsWith('-')) continue;
+        remotes.set(name, { fetchUrl, pushUrl });
+      }
+      recorded.set(top, remotes);
+    } catch {
+      // Not a repository: its git calls reach no remote.
+    }
+  }
+  return recorded;
 }
 
 function firstLine(error: unknown): string {

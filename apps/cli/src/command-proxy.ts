@@ -1,10 +1,13 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { realpathSync } from 'node:fs';
+import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { type Duplex, PassThrough } from 'node:stream';
+import { type Duplex, PassThrough, Transform } from 'node:stream';
 import type { Client } from 'ssh2';
-import { commandPolicy } from './command-policy.js';
+import { commandPolicy, type PolicyContext, recordRemotes } from './command-policy.js';
+import { isInside } from './folder-paths.js';
+import { prepareGit } from './git-environment.js';
 
 /** The workspace side: one wrapper, linked under each proxied name in WRAPPER_DIR (on the session's PATH). */
 export const WRAPPER_DIR = '$HOME/.ccp/bin';
@@ -65,6 +68,15 @@ echo "ccp: the connection to your machine ended before $name finished" >&2
 exit 255
 `;
 
+/** Calls running at once; more are refused until one ends. */
+export const MAX_RUNNING = 8;
+/** Calls whose parts are still arriving. */
+const MAX_PENDING = 64;
+/** The bytes of a call's working directory, name and arguments (Linux takes about 2 MiB for a program's). */
+export const MAX_ARGUMENT_BYTES = 1024 * 1024;
+/** The bytes of stdin one call hands on. */
+export const MAX_STDIN_BYTES = 64 * 1024 * 1024;
+
 interface Pending {
   child?: ChildProcess;
   /** The child's output, held until its stream arrives (Node drops unread output once a child exits). */
@@ -75,6 +87,11 @@ interface Pending {
   in?: Duplex;
   ctl?: Duplex;
   code?: number;
+  /** Whether the command takes the workspace's stdin (unknown until the policy has answered). */
+  takesStdin?: boolean;
+  cleanup?: () => void;
+  /** Counts the call out of the running ones. */
+  release?: () => void;
   expired: NodeJS.Timeout;
 }
 
@@ -86,6 +103,9 @@ interface Pending {
 export class CommandProxy {
   private readonly token = randomBytes(16).toString('hex');
   private readonly pending = new Map<string, Pending>();
+  private running = 0;
+  /** Learnt on this machine at the first attach, before the workspace has run anything through the proxy. */
+  private context?: Promise<PolicyContext>;
 
   constructor(
     private readonly names: readonly string[],
@@ -95,7 +115,20 @@ export class CommandProxy {
      * what the workspace wrote, and after it, so that the workspace sees what it changed.
      */
     private readonly sync: () => Promise<void> = async () => {},
+    /** proxy_git_signing: whether the workspace may sign commits, tags and pushes with the user's key. */
+    private readonly signing = false,
   ) {}
+
+  /** Records the repository's remotes and the user's git settings, once: later attaches keep the first. */
+  private prepare(): Promise<PolicyContext> {
+    this.context ??= (async () => {
+      const root = realpathSync.native(this.root);
+      const mirrors = mkdtempSync(path.join(tmpdir(), 'ccp-git-objects-'));
+      process.once('exit', () => rmSync(mirrors, { recursive: true, force: true }));
+      return { root, git: await prepareGit(this.signing), remotes: await recordRemotes(root), mirrors };
+    })();
+    return this.context;
+  }
 
   get enabled(): boolean {
     return this.names.length > 0;
@@ -118,7 +151,8 @@ export class CommandProxy {
   }
 
   /** Asks the workspace to listen on a loopback port whose connections come back here; returns the port. */
-  listen(client: Client): Promise<number> {
+  async listen(client: Client): Promise<number> {
+    if (this.names.includes('git')) await this.prepare();
     return new Promise((resolve, reject) => {
       client.forwardIn('127.0.0.1', 0, (error, port) => {
         if (error) return reject(error);
@@ -152,9 +186,15 @@ export class CommandProxy {
         else stream.destroy();
         return;
       }
-      const fields = rest.toString('utf8').split('\0');
       const wanted = Number(argc) + 2;
       if (!Number.isInteger(wanted) || wanted > 100_000) return stream.destroy();
+      if (rest.length > MAX_ARGUMENT_BYTES) {
+        stream.off('data', onData);
+        stream.resume();
+        this.refuse(id, stream, `the arguments are longer than ${MAX_ARGUMENT_BYTES} bytes`, 126);
+        return;
+      }
+      const fields = rest.toString('utf8').split('\0');
       if (fields.length <= wanted) return; // not all fields yet
       stream.off('data', onData);
       const [cwd = '', name = '', ...args] = fields.slice(0, wanted);
@@ -167,6 +207,11 @@ export class CommandProxy {
   private entry(id: string): Pending {
     let entry = this.pending.get(id);
     if (!entry) {
+      // The oldest half-made call gives way: the workspace cannot hold this side's memory with parts.
+      if (this.pending.size >= MAX_PENDING) {
+        const idle = [...this.pending].find(([, each]) => !each.child && !each.release);
+        if (idle) this.drop(idle[0]);
+      }
       // Parts of a call that never completes are dropped.
       const expired = setTimeout(() => this.drop(id), 30_000).unref();
       entry = { expired };
@@ -180,6 +225,9 @@ export class CommandProxy {
     if (!entry) return;
     clearTimeout(entry.expired);
     for (const stream of [entry.out, entry.err, entry.in, entry.ctl]) stream?.destroy();
+    entry.child?.kill();
+    entry.cleanup?.();
+    entry.release?.();
     this.pending.delete(id);
   }
 
@@ -208,9 +256,26 @@ export class CommandProxy {
       this.refuse(id, ctl, `${name} is not in proxy_commands; it does not run on your machine`, 126);
       return;
     }
+    if (this.running >= MAX_RUNNING) {
+      this.refuse(
+        id,
+        ctl,
+        `${MAX_RUNNING} commands already run on your machine for the workspace; try again when one has ended`,
+        126,
+      );
+      return;
+    }
+    this.running++;
+    let counted = true;
+    const release = () => {
+      if (counted) this.running--;
+      counted = false;
+    };
+    this.entry(id).release = release;
     void this.sync()
       .catch(() => {})
-      .then(() => this.start(id, ctl, cwd, name, args, stdin));
+      .then(() => this.start(id, ctl, cwd, name, args, stdin))
+      .catch(() => this.refuse(id, ctl, `${name} could not be checked on your machine`, 126));
   }
 
   private async start(
@@ -223,27 +288,29 @@ export class CommandProxy {
   ): Promise<void> {
     let local: string;
     try {
-      local = realpathSync(cwd);
+      local = realpathSync.native(cwd);
     } catch {
       this.refuse(id, ctl, `${cwd} does not exist on your machine`, 126);
       return;
     }
-    const root = realpathSync(this.root);
-    if (local !== root && !local.startsWith(`${root}${path.sep}`)) {
+    const context = await this.prepare();
+    if (!isInside(local, context.root)) {
       this.refuse(id, ctl, `${cwd} is outside the mounted folder ${this.root}`, 126);
       return;
     }
-    const verdict = await commandPolicy(name, args, local, root);
+    const verdict = await commandPolicy(name, args, local, context);
     if (!verdict.run) {
       this.refuse(id, ctl, verdict.reason, 126);
       return;
     }
     const entry = this.entry(id);
     entry.ctl = ctl;
+    entry.cleanup = verdict.cleanup;
+    entry.takesStdin = stdin && verdict.stdin;
     const child = spawn(name, verdict.args, {
       cwd: local,
       env: verdict.env,
-      stdio: [stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+      stdio: [entry.takesStdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
     });
     entry.child = child;
     const stdout = new PassThrough();
@@ -272,8 +339,9 @@ export class CommandProxy {
     if (!entry || !child) return;
     if (entry.out && entry.stdout && !entry.stdout.listenerCount('data')) entry.stdout.pipe(entry.out);
     if (entry.err && entry.stderr && !entry.stderr.listenerCount('data')) entry.stderr.pipe(entry.err);
-    if (entry.in && child.stdin && !entry.in.listenerCount('data')) {
-      entry.in.pipe(child.stdin);
+    if (entry.in && !entry.takesStdin) entry.in.destroy();
+    else if (entry.in && child.stdin && !entry.in.listenerCount('data')) {
+      entry.in.pipe(limited(MAX_STDIN_BYTES, entry.stderr)).pipe(child.stdin);
       child.stdin.on('error', () => {});
     }
   }
@@ -285,6 +353,8 @@ export class CommandProxy {
       entry.ctl?.end(`EXIT ${entry.code}\n`);
       clearTimeout(entry.expired);
       entry.in?.destroy();
+      entry.cleanup?.();
+      entry.release?.();
       this.pending.delete(id);
     };
     const child = entry.child;
@@ -307,4 +377,22 @@ export class CommandProxy {
       void Promise.all([ended(entry.out), ended(entry.err), this.sync().catch(() => {})]).then(done);
     }, 20);
   }
+}
+
+/** Passes at most `bytes` on, then ends the stream (the command sees the end of its input) and says so. */
+function limited(bytes: number, stderr: PassThrough | undefined): Transform {
+  let passed = 0;
+  return new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      const before = passed;
+      passed += chunk.length;
+      if (passed <= bytes) return done(null, chunk);
+      if (before <= bytes) {
+        stderr?.write(`ccp: stdin is cut at ${bytes} bytes\n`);
+        this.push(chunk.subarray(0, bytes - before));
+        this.push(null);
+      }
+      done();
+    },
+  });
 }

@@ -226,6 +226,7 @@ function pickExplicit(current: Record<string, unknown>): Partial<Config> {
     'mount_mode',
     'session_command',
     'proxy_commands',
+    'proxy_git_signing',
     'hot_sync_max_file_mb',
     'hot_sync_ignore',
   ])

@@ -17,6 +17,8 @@ export interface Config {
   session_command: string;
   /** Absent means the default `["git"]`; an explicit `[]` turns the command proxy off. */
   proxy_commands: string[];
+  /** Whether git run from the workspace may sign (commit -S, tag -s, push --signed) with the user's key. */
+  proxy_git_signing: boolean;
   hot_sync_max_file_mb: number;
   /** Folder names that `full` mode links to sshfs instead of copying; `[]` copies every folder. */
   hot_sync_ignore: string[];
@@ -26,6 +28,7 @@ export const DEFAULTS = {
   mount_mode: 'auto',
   session_command: 'claude',
   proxy_commands: ['git'],
+  proxy_git_signing: false,
   hot_sync_max_file_mb: 50,
   hot_sync_ignore: ['.git', 'node_modules'],
 } as const satisfies Partial<Config>;
@@ -37,6 +40,7 @@ const KEYS = [
   'mount_mode',
   'session_command',
   'proxy_commands',
+  'proxy_git_signing',
   'hot_sync_max_file_mb',
   'hot_sync_ignore',
 ] as const;
@@ -102,6 +106,9 @@ export function validateConfig(raw: unknown, file: string): Config {
   const proxy = input.proxy_commands ?? DEFAULTS.proxy_commands;
   if (!Array.isArray(proxy) || proxy.some((name) => typeof name !== 'string' || !COMMAND_NAME.test(name)))
     problems.push('proxy_commands: must be a list of command names such as [git] ([] turns the proxy off)');
+  const signing = input.proxy_git_signing ?? DEFAULTS.proxy_git_signing;
+  if (typeof signing !== 'boolean')
+    problems.push('proxy_git_signing: must be true or false (false: git from the workspace never signs)');
   const maxMb = input.hot_sync_max_file_mb ?? DEFAULTS.hot_sync_max_file_mb;
   if (typeof maxMb !== 'number' || !Number.isInteger(maxMb) || maxMb < 1 || maxMb > 10_240)
     problems.push('hot_sync_max_file_mb: must be a whole number of megabytes from 1 to 10240');
@@ -118,6 +125,7 @@ export function validateConfig(raw: unknown, file: string): Config {
     mount_mode: mountMode as MountMode,
     session_command: (sessionCommand as string).trim(),
     proxy_commands: [...new Set(proxy as string[])],
+    proxy_git_signing: signing as boolean,
     hot_sync_max_file_mb: maxMb as number,
     hot_sync_ignore: [...new Set(ignore as string[])],
   };

@@ -28,7 +28,7 @@ const LABEL = { ok: 'ok  ', warn: 'warn', fail: 'FAIL', skip: 'skip' } as const;
 const COLOUR = { ok: 32, warn: 33, fail: 31, skip: 2 } as const;
 
 /** The oldest git whose options the command policy relies on (docs/cli.md). */
-const GIT_MINIMUM = [2, 31] as const;
+const GIT_MINIMUM = [2, 32] as const;
 
 const failure = (what: string, error: unknown, advice = ''): Finding => ({
   what,
@@ -271,7 +271,7 @@ async function proxyCommandFindings(names: string[]): Promise<Finding[]> {
       findings.push({
         what,
         state: 'warn',
-        text: 'git is not installed here, so git in the workspace cannot act on your repository: install git (2.31 or later), or set proxy_commands: []',
+        text: 'git is not installed here, so git in the workspace cannot act on your repository: install git (2.32 or later), or set proxy_commands: []',
       });
     else if (major < wantMajor || (major === wantMajor && minor < wantMinor))
       findings.push({

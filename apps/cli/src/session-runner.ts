@@ -139,7 +139,12 @@ async function runOnce(
  */
 export async function runSession(options: RunOptions): Promise<number> {
   const mounts = new FolderMountKeeper(options.mountMode, options.cwd, options.config);
-  const proxy = new CommandProxy(options.config.proxy_commands, options.cwd, () => mounts.flush());
+  const proxy = new CommandProxy(
+    options.config.proxy_commands,
+    options.cwd,
+    () => mounts.flush(),
+    options.config.proxy_git_signing,
+  );
   const input: Input = { buffer: new InputBuffer(), sink: null, unconfirmed: [] };
   const status = new StatusLine();
   const stdin = process.stdin;

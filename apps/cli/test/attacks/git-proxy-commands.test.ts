@@ -104,10 +104,10 @@ describe('attack: the workspace makes the proxied git run or read something on t
       [`git --exec-path=${work} status`, /--exec-path=.* is refused/],
       [`git -C ${work} status`, /-C is refused/],
       [`git --git-dir=${repo}/.git status`, /--git-dir=.* is refused/],
-      [`git rebase --exec '${evil} rebase' HEAD`, /git rebase is not run on your machine/],
-      [`git config --global alias.st '!${evil} global-alias'`, /git config is not run on your machine/],
-      [`git fetch --upload-pack='${evil} upload-pack' .`, /--upload-pack=.* is refused/],
-      [`git push --exec='${evil} receive-pack' . main`, /--exec=.* is refused/],
+      [`git rebase --exec '${evil} rebase' HEAD`, /git rebase --exec is refused/],
+      [`git config --global alias.st '!${evil} global-alias'`, /git config --global is refused/],
+      [`git fetch --upload-pack='${evil} upload-pack' .`, /--upload-pack is refused/],
+      [`git push --exec='${evil} receive-pack' . main`, /--exec is refused/],
       [`git ls-remote -u '${evil} ls-remote' .`, /-u is refused/],
       [`git fetch --all`, /--all is refused/],
       [`git remote update`, /git remote update is not run on your machine/],
@@ -185,9 +185,9 @@ describe('attack: the workspace makes the proxied git run or read something on t
     assert.equal(patch.code, 0, patch.stderr);
     const fetch = await inWorkspace(repo, 'git fetch origin');
     assert.notEqual(fetch.code, 0);
+    // Remotes the repository did not have when ccp started are not reached.
     const ext = await inWorkspace(repo, 'git fetch ext');
-    assert.notEqual(ext.code, 0);
-    assert.match(ext.stderr, /transport 'ext' not allowed/);
+    assertRefused(ext, /name a remote this repository had when ccp started/);
     assertNothingRan();
   });
 
@@ -221,10 +221,10 @@ describe('attack: the workspace makes the proxied git run or read something on t
     mkdirSync(privateRepo);
     git(privateRepo, 'init', '-q', '-b', 'main');
     git(privateRepo, 'commit', '-q', '--allow-empty', '-m', 'private-history');
-    const outsidePath = /names .* outside the mounted folder/;
+    const outsidePath = /(is|leads) outside the mounted folder/;
     const attempts: [string, RegExp][] = [
-      [`git log --output=${work}/written`, /--output=.* is refused/],
-      [`git log --grep -- --output=${work}/written`, /--output=.* is refused/],
+      [`git log --output=${work}/written`, /--output is refused/],
+      [`git log --grep -- --output=${work}/written`, /--grep -- is refused/],
       [`git diff --no-index ${secret} /dev/null`, /--no-index is refused/],
       [`git diff ${secret} a.txt`, outsidePath],
       [`git commit --allow-empty -F ../../secret.txt`, outsidePath],
