@@ -1,8 +1,10 @@
 // Builds dist/ccp.mjs: the whole CLI in one file that needs only Node.js 22 (ssh2's optional native
 // speed-ups are left out; it falls back to its JavaScript code).
+import { pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 
-await build({
+/** The bundle's esbuild options (a test builds with them to see which packages ship inside). */
+export const bundleOptions = {
   entryPoints: [new URL('../src/main.ts', import.meta.url).pathname],
   outfile: new URL('../dist/ccp.mjs', import.meta.url).pathname,
   bundle: true,
@@ -23,4 +25,6 @@ await build({
     ].join('\n'),
   },
   logLevel: 'warning',
-});
+};
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) await build(bundleOptions);
