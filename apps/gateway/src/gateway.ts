@@ -305,6 +305,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     bus,
     accessSettings,
     repositories.accessTickets,
+    (taskId) => box.derive(`bootstrap handoff ${taskId}`, 24).toString('base64url'),
   );
   const scripts = new AccessScripts(config.publicApiUrl);
   const cli = new CliBundle(config.cliBundle, config.publicApiUrl);

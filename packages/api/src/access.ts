@@ -50,6 +50,22 @@ export const BootstrapSessionRequest = Type.Object(
   { additionalProperties: false },
 );
 
+export const BootstrapSessionAccepted = Type.Object({
+  task_id: Uuid,
+  status_url: Type.String(),
+  handoff_secret: Type.String({
+    description:
+      'sent back as the `X-Bootstrap-Secret` header of the handoff: the one-time SSH ticket goes only to the client that began the session (administrators see task IDs)',
+  }),
+});
+
+/** The header that carries a bootstrap session's `handoff_secret` back on its handoff. */
+export const BOOTSTRAP_SECRET_HEADER = 'x-bootstrap-secret';
+
+export const BootstrapHandoffHeaders = Type.Object({
+  [BOOTSTRAP_SECRET_HEADER]: Type.Optional(Type.String({ maxLength: 200 })),
+});
+
 export const BootstrapTask = Type.Object({
   task_id: Uuid,
   status: TaskStatus,
@@ -76,5 +92,6 @@ export type EntryStarting = Type.Static<typeof EntryStarting>;
 export type EntryCheckRequest = Type.Static<typeof EntryCheckRequest>;
 export type EntryCheck = Type.Static<typeof EntryCheck>;
 export type BootstrapSessionRequest = Type.Static<typeof BootstrapSessionRequest>;
+export type BootstrapSessionAccepted = Type.Static<typeof BootstrapSessionAccepted>;
 export type BootstrapTask = Type.Static<typeof BootstrapTask>;
 export type BootstrapHandoff = Type.Static<typeof BootstrapHandoff>;

@@ -36,6 +36,10 @@ ccp_main() {
   done
   ccp_task=$(ccp_field task_id)
   case $ccp_task in '' | *[!0-9a-f-]*) ccp_die 2 'the gateway answered without a task' ;; esac
+  ccp_secret=$(ccp_field handoff_secret)
+  case $ccp_secret in '' | *[!A-Za-z0-9_-]*) ccp_die 2 'the gateway answered without a handoff secret' ;; esac
+  (umask 077 && printf 'X-Bootstrap-Secret: %s\n' "$ccp_secret" >"$ccp_tmp/headers") ||
+    ccp_die 4 'cannot write a temporary file'
 
   while :; do
     ccp_http GET "/v1/bootstrap/tasks/$ccp_task"

@@ -65,14 +65,19 @@ ccp_json() {
 
 # ccp_http METHOD PATH [BODY]: the answer's status in ccp_status, its body in "$ccp_tmp/body".
 # The body goes through a pipe so that secrets never appear in a process's arguments.
+# Headers in $ccp_tmp/headers (a secret the gateway gave) go with every request: read by curl from the file, so
+# they never appear in its arguments, which every account on this machine can read.
 ccp_http() {
+  ccp_headers=/dev/null
+  [ ! -f "$ccp_tmp/headers" ] || ccp_headers=$ccp_tmp/headers
   if [ $# -ge 3 ]; then
-    ccp_status=$(printf '%s' "$3" | curl -sS -X "$1" -H 'content-type: application/json' \
+    ccp_status=$(printf '%s' "$3" | curl -sS -X "$1" -H 'content-type: application/json' -H "@$ccp_headers" \
       --data-binary @- -o "$ccp_tmp/body" -w '%{http_code}' --connect-timeout 15 --max-time 60 \
       "$CCP_API_URL$2") || ccp_die 2 "cannot reach $CCP_API_URL (curl failed); check the network and try again"
   else
-    ccp_status=$(curl -sS -X "$1" -o "$ccp_tmp/body" -w '%{http_code}' --connect-timeout 15 --max-time 60 \
-      "$CCP_API_URL$2") || ccp_die 2 "cannot reach $CCP_API_URL (curl failed); check the network and try again"
+    ccp_status=$(curl -sS -X "$1" -H "@$ccp_headers" -o "$ccp_tmp/body" -w '%{http_code}' --connect-timeout 15 \
+      --max-time 60 "$CCP_API_URL$2") ||
+      ccp_die 2 "cannot reach $CCP_API_URL (curl failed); check the network and try again"
   fi
 }
 

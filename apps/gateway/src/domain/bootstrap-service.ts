@@ -1,5 +1,5 @@
-import { createHash } from 'node:crypto';
-import type { Actor, BootstrapHandoff, BootstrapTask, TaskAccepted } from '@ccp/api';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { Actor, BootstrapHandoff, BootstrapSessionAccepted, BootstrapTask } from '@ccp/api';
 import type { EventBus } from '../events/event-bus.js';
 import type { AccessTicketsRepository } from '../store/access-tickets-repository.js';
 import type { HostsRepository, HostWithOwner } from '../store/hosts-repository.js';
@@ -9,7 +9,7 @@ import type { Access } from './access.js';
 import type { AccessTickets } from './access-tickets.js';
 import { isExpired } from './auth-service.js';
 import { isoOut } from './clock.js';
-import { errors } from './errors.js';
+import { DomainError, errors } from './errors.js';
 import type { HostLifecycle } from './host-lifecycle.js';
 import type { AccessSettings } from './host-view.js';
 
@@ -35,12 +35,14 @@ export class BootstrapService {
     private readonly bus: EventBus,
     private readonly access: AccessSettings,
     private readonly handoffs: AccessTicketsRepository,
+    /** The secret of a session's handoff, derived from its task ID with the gateway's key (nothing stored). */
+    private readonly handoffSecretOf: (taskId: string) => string,
   ) {}
 
   async createSession(
     input: { username: string; password: string; host?: string | null },
     clientAddress: string,
-  ): Promise<TaskAccepted> {
+  ): Promise<BootstrapSessionAccepted> {
     const user = await this.gate.verify(
       { kind: 'password', username: input.username, password: input.password },
       'bootstrap',
@@ -57,7 +59,11 @@ export class BootstrapService {
       taskId: accepted.task_id,
       data: { short_id: host.short_id, client_address: clientAddress },
     });
-    return { task_id: accepted.task_id, status_url: `/v1/bootstrap/tasks/${accepted.task_id}` };
+    return {
+      task_id: accepted.task_id,
+      status_url: `/v1/bootstrap/tasks/${accepted.task_id}`,
+      handoff_secret: this.handoffSecretOf(accepted.task_id),
+    };
   }
 
   async taskStatus(taskId: string): Promise<BootstrapTask> {
@@ -72,8 +78,21 @@ export class BootstrapService {
     };
   }
 
-  async handoff(taskId: string, clientAddress: string): Promise<BootstrapHandoff> {
+  async handoff(
+    taskId: string,
+    secret: string | undefined,
+    clientAddress: string,
+  ): Promise<BootstrapHandoff> {
     const task = await this.bootstrapTask(taskId);
+    // Task IDs are seen by administrators (and in the event log): the ticket goes to the session's creator only.
+    const expected = Buffer.from(this.handoffSecretOf(task.id));
+    const given = Buffer.from(secret ?? '');
+    if (given.length !== expected.length || !timingSafeEqual(given, expected))
+      throw new DomainError(
+        'forbidden',
+        'handoff_secret_mismatch',
+        'Only the client that began this bootstrap session can take its handoff: send the handoff_secret it was given as the X-Bootstrap-Secret header',
+      );
     if (task.status === 'pending' || task.status === 'running')
       throw errors.conflict('not_ready', `The host is still starting (${task.stage})`, {
         progress: task.progress,

@@ -228,7 +228,10 @@ for (const kind of DATABASES) {
         created = await session({ username: `bs1${kind}`, password: user.password });
         assert.equal(created.status, 202, JSON.stringify(created.body));
         assert.equal(created.body.status_url, `/v1/bootstrap/tasks/${created.body.task_id}`);
-        const early = await t.request('GET', `${created.body.status_url}/handoff`, { token: null });
+        const early = await t.request('GET', `${created.body.status_url}/handoff`, {
+          token: null,
+          headers: { 'x-bootstrap-secret': created.body.handoff_secret },
+        });
         assert.equal(early.status, 409);
         assert.equal(early.body.code, 'not_ready');
       } finally {
@@ -247,7 +250,10 @@ for (const kind of DATABASES) {
       assert.equal(status.body.status, 'succeeded');
       assert.equal((await t.request('GET', `/v1/admin/hosts/${host.id}`)).body.status, 'running');
 
-      const handoff = await t.request('GET', `${created.body.status_url}/handoff`, { token: null });
+      const handoff = await t.request('GET', `${created.body.status_url}/handoff`, {
+        token: null,
+        headers: { 'x-bootstrap-secret': created.body.handoff_secret },
+      });
       assert.equal(handoff.status, 200, JSON.stringify(handoff.body));
       assert.equal(handoff.body.user, `bs1${kind}+${host.short_id}`);
       assert.equal(handoff.body.host, 'gw.example.test');
@@ -255,7 +261,10 @@ for (const kind of DATABASES) {
       assert.match(handoff.body.password, /^ccpt_[\w-]{32}$/);
       const lifetime = Date.parse(handoff.body.expires_at) - Date.now();
       assert.ok(lifetime > 100_000 && lifetime <= 120_000, String(lifetime));
-      const twice = await t.request('GET', `${created.body.status_url}/handoff`, { token: null });
+      const twice = await t.request('GET', `${created.body.status_url}/handoff`, {
+        token: null,
+        headers: { 'x-bootstrap-secret': created.body.handoff_secret },
+      });
       assert.equal(twice.status, 409);
       assert.equal(twice.body.code, 'handoff_used');
 
@@ -289,7 +298,10 @@ for (const kind of DATABASES) {
       const status = await t.request('GET', created.body.status_url, { token: null });
       assert.equal(status.body.status, 'failed');
       assert.equal(status.body.error.code, 'egress_unreachable');
-      const handoff = await t.request('GET', `${created.body.status_url}/handoff`, { token: null });
+      const handoff = await t.request('GET', `${created.body.status_url}/handoff`, {
+        token: null,
+        headers: { 'x-bootstrap-secret': created.body.handoff_secret },
+      });
       assert.equal(handoff.status, 409);
       assert.equal(handoff.body.code, 'task_failed');
       assert.equal(handoff.body.task_error.code, 'egress_unreachable');

@@ -230,7 +230,12 @@ describe('the entry and bootstrap scripts, typed at in a terminal, against real 
       assert.notEqual(status, 'failed');
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
-    const handoff = (await t.request('GET', `${created.body.status_url}/handoff`, { token: null })).body;
+    const handoff = (
+      await t.request('GET', `${created.body.status_url}/handoff`, {
+        token: null,
+        headers: { 'x-bootstrap-secret': created.body.handoff_secret },
+      })
+    ).body;
     const ssh = (password: string) =>
       sshWithPassword(handoff.port, password, [`${handoff.user}@${handoff.host}`, 'id -un']);
     const first = await ssh(handoff.password);

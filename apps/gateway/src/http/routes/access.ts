@@ -1,5 +1,8 @@
 import {
+  BOOTSTRAP_SECRET_HEADER,
   BootstrapHandoff,
+  BootstrapHandoffHeaders,
+  BootstrapSessionAccepted,
   BootstrapSessionRequest,
   BootstrapTask,
   EntryAuthRequest,
@@ -8,7 +11,6 @@ import {
   EntryReady,
   EntryStarting,
   ShortIdParams,
-  TaskAccepted,
   TaskIdParams,
 } from '@ccp/api';
 import Type from 'typebox';
@@ -104,7 +106,7 @@ export function registerAccessRoutes(app: Api, services: HttpServices): void {
         operationId: 'createBootstrapSession',
         summary: 'Begin a bootstrap session: starts the user’s host (or succeeds at once when it runs)',
         body: BootstrapSessionRequest,
-        response: { 202: TaskAccepted, ...errorResponses(400, 401, 403, 404, 409, 429) },
+        response: { 202: BootstrapSessionAccepted, ...errorResponses(400, 401, 403, 404, 409, 429) },
       },
     },
     async (request, reply) => reply.status(202).send(await bootstrap.createSession(request.body, request.ip)),
@@ -130,11 +132,14 @@ export function registerAccessRoutes(app: Api, services: HttpServices): void {
       schema: {
         tags,
         operationId: 'getBootstrapHandoff',
-        summary: 'SSH parameters with a one-time ticket (2 minutes) once the bootstrap task has succeeded',
+        summary:
+          'SSH parameters with a one-time ticket (2 minutes) once the bootstrap task has succeeded, for the client holding the session’s handoff_secret',
         params: TaskIdParams,
+        headers: BootstrapHandoffHeaders,
         response: { 200: BootstrapHandoff, ...errorResponses(403, 404, 409) },
       },
     },
-    (request) => bootstrap.handoff(request.params.taskID, request.ip),
+    (request) =>
+      bootstrap.handoff(request.params.taskID, request.headers[BOOTSTRAP_SECRET_HEADER], request.ip),
   );
 }
