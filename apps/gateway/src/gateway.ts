@@ -36,7 +36,7 @@ import { BackgroundEvents } from './events/background-events.js';
 import { EventBus } from './events/event-bus.js';
 import { EventLogWriter } from './events/event-log.js';
 import { LiveFeed } from './events/live-feed.js';
-import { SseHub } from './events/sse-hub.js';
+import { SseHub, type SseSubscriber } from './events/sse-hub.js';
 import { SseProjection } from './events/sse-projection.js';
 import type { Api } from './http/api.js';
 import { buildEntryApp, buildHttpApp } from './http/app.js';
@@ -119,6 +119,12 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
   };
   const sse = new SseHub({
     heartbeatMs: config.sseHeartbeatSeconds * 1000,
+    // The access rules come below; the hub asks only once streams exist.
+    stillHolds: (stream: SseSubscriber): Promise<boolean> =>
+      access.holder(stream.userId, stream.tokenVersion, stream.role).then(
+        () => true,
+        () => false,
+      ),
   });
   // Several gateways may share PostgreSQL: live messages go through its table so every gateway's streams get them.
   const live =

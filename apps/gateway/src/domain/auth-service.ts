@@ -95,6 +95,13 @@ export class AuthService {
     return this.access.holder(String(payload.sub ?? ''), payload.ver, payload.role);
   }
 
+  /** `authenticateHolder`, with when the token expires (epoch ms): a stream it opens ends then. */
+  async streamHolder(token: string): Promise<CredentialHolder & { expiresAt: number | null }> {
+    const payload = verified(() => this.verify(token), 'token');
+    const holder = await this.access.holder(String(payload.sub ?? ''), payload.ver, payload.role);
+    return { ...holder, expiresAt: typeof payload.exp === 'number' ? payload.exp * 1000 : null };
+  }
+
   /**
    * The pass of one host's desktop (its cookie): good below that host's desktop path only, for as long as an API
    * token lives, and only while the account stays as it was (like a token).

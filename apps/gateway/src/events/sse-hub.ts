@@ -5,11 +5,18 @@ export interface SseSubscriber {
   role: 'admin' | 'user';
   userId: string;
   topics: ReadonlySet<SseTopic>;
+  /** The account's token version when the stream was opened: the stream ends when it moves on. */
+  tokenVersion: number;
+  /** When the token that opened the stream expires (epoch ms): the stream ends then. */
+  expiresAt: number | null;
 }
 
 interface Client extends SseSubscriber {
   res: ServerResponse;
 }
+
+/** setTimeout's longest wait (about 24.8 days); a later expiry is met by the heartbeat's re-check. */
+const LONGEST_TIMER_MS = 2 ** 31 - 1;
 
 interface Buffered {
   seq: number;
@@ -25,6 +32,11 @@ export interface SseHubOptions {
   replayBufferSize?: number;
   /** A client whose socket holds more unsent bytes than this is dropped, so it never slows the others. */
   maxPendingBytes?: number;
+  /**
+   * Whether a stream's holder still holds its rights (same role and token version, account enabled): asked at
+   * every heartbeat, once per holder, for what no revocation announced (a role change, a notice the feed lost).
+   */
+  stillHolds?: (subscriber: SseSubscriber) => Promise<boolean>;
 }
 
 /** Fans event-bus messages out to SSE clients, filtered by topic and, on user streams, by owner. */
@@ -35,11 +47,14 @@ export class SseHub {
   private readonly heartbeat: NodeJS.Timeout;
   private readonly replayBufferSize: number;
   private readonly maxPendingBytes: number;
+  private readonly stillHolds: SseHubOptions['stillHolds'];
+  private rechecking = false;
   droppedSlowClients = 0;
 
   constructor(options: SseHubOptions = {}) {
     this.replayBufferSize = options.replayBufferSize ?? 1000;
     this.maxPendingBytes = options.maxPendingBytes ?? 1024 * 1024;
+    this.stillHolds = options.stillHolds;
     this.heartbeat = setInterval(() => this.beat(), options.heartbeatMs ?? 15_000);
     this.heartbeat.unref();
   }
@@ -59,7 +74,18 @@ export class SseHub {
     });
     res.write(': connected\n\n');
     this.clients.add(client);
-    res.on('close', () => this.clients.delete(client));
+    const expiry =
+      subscriber.expiresAt === null
+        ? null
+        : setTimeout(
+            () => this.drop(client),
+            Math.min(LONGEST_TIMER_MS, Math.max(0, subscriber.expiresAt - Date.now())),
+          );
+    expiry?.unref();
+    res.on('close', () => {
+      if (expiry) clearTimeout(expiry);
+      this.clients.delete(client);
+    });
     if (lastEventId !== null) {
       for (const entry of this.buffer) {
         if (entry.seq > lastEventId && this.wants(client, entry)) this.send(client, entry);
@@ -117,6 +143,29 @@ export class SseHub {
 
   private beat(): void {
     for (const client of this.clients) this.write(client, ': heartbeat\n\n');
+    void this.recheck();
+  }
+
+  /** Ends the streams whose token expired or whose holder lost the rights that opened them. */
+  private async recheck(): Promise<void> {
+    if (this.rechecking || !this.stillHolds) return;
+    this.rechecking = true;
+    try {
+      const byHolder = new Map<string, Client[]>();
+      for (const client of this.clients) {
+        if (client.expiresAt !== null && client.expiresAt <= Date.now()) this.drop(client);
+        else {
+          const key = `${client.userId} ${client.role} ${client.tokenVersion}`;
+          byHolder.set(key, [...(byHolder.get(key) ?? []), client]);
+        }
+      }
+      for (const clients of byHolder.values()) {
+        const holds = await this.stillHolds(clients[0]!).catch(() => true); // a database hiccup ends nothing
+        if (!holds) for (const client of clients) this.drop(client);
+      }
+    } finally {
+      this.rechecking = false;
+    }
   }
 
   private write(client: Client, frame: string): void {

@@ -41,7 +41,11 @@ function setup() {
   );
   const attach = (role: 'admin' | 'user', userId: string) => {
     const stream = new Stream();
-    hub.attach(stream as unknown as ServerResponse, { role, userId, topics: ALL }, null);
+    hub.attach(
+      stream as unknown as ServerResponse,
+      { role, userId, topics: ALL, tokenVersion: 1, expiresAt: null },
+      null,
+    );
     return stream;
   };
   return { rows, hub, bus, attach };

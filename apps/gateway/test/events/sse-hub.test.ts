@@ -13,7 +13,11 @@ describe('SSE hub back-pressure', () => {
   before(async () => {
     hub = new SseHub({ maxPendingBytes: 64 * 1024, heartbeatMs: 60_000 });
     server = http.createServer((_req, res) =>
-      hub.attach(res, { role: 'admin', userId: 'u', topics: new Set(['hosts']) }, null),
+      hub.attach(
+        res,
+        { role: 'admin', userId: 'u', topics: new Set(['hosts']), tokenVersion: 1, expiresAt: null },
+        null,
+      ),
     );
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     port = (server.address() as net.AddressInfo).port;

@@ -2,7 +2,7 @@ import { ADMIN_TOPICS, type Role, SseQuery, SseStream, type SseTopic, USER_TOPIC
 import { errors } from '../../domain/errors.js';
 import type { Api } from '../api.js';
 import type { ApiTag } from '../api-tags.js';
-import { principalOf } from '../plugins/authentication.js';
+import { principalOf, tokenOf } from '../plugins/authentication.js';
 import { errorResponses } from '../schemas.js';
 import type { HttpServices } from '../services.js';
 
@@ -26,7 +26,7 @@ function parseTopics(raw: string | undefined, role: Role): Set<SseTopic> {
 }
 
 /** `GET /sse` inside the admin or user scope: the live event stream for that role. */
-export function registerSseRoute(app: Api, { sse }: HttpServices, role: Role): void {
+export function registerSseRoute(app: Api, { sse, auth }: HttpServices, role: Role): void {
   app.get(
     '/sse',
     {
@@ -45,13 +45,15 @@ export function registerSseRoute(app: Api, { sse }: HttpServices, role: Role): v
         },
       },
     },
-    (request, reply) => {
+    async (request, reply) => {
       const principal = principalOf(request);
       const topics = parseTopics(request.query.topics, role);
       const header = request.headers['last-event-id'];
       const lastEventId = typeof header === 'string' && /^\d+$/.test(header) ? Number(header) : null;
+      // The stream lives no longer than the token that opened it, nor past the rights it was opened with.
+      const { tokenVersion, expiresAt } = await auth.streamHolder(tokenOf(request) ?? '');
       reply.hijack();
-      sse.attach(reply.raw, { role, userId: principal.id, topics }, lastEventId);
+      sse.attach(reply.raw, { role, userId: principal.id, topics, tokenVersion, expiresAt }, lastEventId);
     },
   );
 }
