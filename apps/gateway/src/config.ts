@@ -92,8 +92,13 @@ export interface EgressSettings {
    * tunnel's DNS leaves from the exit. Null turns that check off.
    */
   dnsWhoami: string | null;
-  /** IP echo endpoints asked through the tunnel; every one must see the declared exit (EGRESS_EXIT_IP_URLS). */
+  /** IP echo endpoints asked through the tunnel; every one that answers must see the declared exit (EGRESS_EXIT_IP_URLS). */
   exitIpUrls: string[];
+  /**
+   * How many of them must answer (EGRESS_EXIT_IP_MIN_ANSWERS, default 1): one provider's outage is its own outcome,
+   * not a verdict on every upstream.
+   */
+  minEchoAnswers: number;
   /** The operator's own egress probe (EGRESS_PROBE_*): the strongest verification. Null: public endpoints only. */
   probe: EgressProbe | null;
   caFile: string | null;
@@ -505,6 +510,16 @@ function parseEgressSettings(env: Env, problems: string[]): EgressSettings {
     );
   if (probe) exitIpUrls.unshift(probe.url);
   if (exitIpUrls.length === 0) problems.push('EGRESS_EXIT_IP_URLS must name at least one IP echo');
+  const minText = env.EGRESS_EXIT_IP_MIN_ANSWERS;
+  const minEchoAnswers = minText ? Number(minText) : 1;
+  if (
+    !Number.isInteger(minEchoAnswers) ||
+    minEchoAnswers < 1 ||
+    minEchoAnswers > Math.max(1, exitIpUrls.length)
+  )
+    problems.push(
+      `EGRESS_EXIT_IP_MIN_ANSWERS must be a whole number from 1 to the number of IP echoes (${exitIpUrls.length}) (got "${minText}")`,
+    );
 
   const caFile = env.EGRESS_TLS_CA_FILE || null;
   if (caFile && !existsSync(caFile)) problems.push(`EGRESS_TLS_CA_FILE: no such file: ${caFile}`);
@@ -513,6 +528,7 @@ function parseEgressSettings(env: Env, problems: string[]): EgressSettings {
     dnsServer,
     dnsWhoami,
     exitIpUrls,
+    minEchoAnswers,
     probe,
     caFile,
     v2rayCommand: env.V2RAY_BIN || 'v2ray',

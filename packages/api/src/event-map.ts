@@ -59,7 +59,8 @@ export interface RecordedEvents {
 
   'host.created': { data: { short_id: string; egress_ip_id: string | null; node: string }; host: Host };
   'host.deleted': { data: { short_id: string } };
-  'host.started': { data: { egress_ip_id: string }; host: Host };
+  /** `echoes_out`: the IP echoes (EGRESS_EXIT_IP_URLS) that did not answer when the path was verified. */
+  'host.started': { data: { egress_ip_id: string; echoes_out?: string[] }; host: Host };
   'host.stopped': { host: Host };
   'host.rebuilt': { host: Host };
   'host.reconciled': { host: Host };

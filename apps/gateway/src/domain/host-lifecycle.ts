@@ -132,7 +132,7 @@ export class HostLifecycle {
       const upstream = await this.activeUpstream(current.id);
       if (!upstream) throw noEgressBound(actor);
       await this.setStatus(current, { status: 'starting', last_error: null }, actor);
-      await this.runtime.start(this.spec(current), upstream, progress, signal);
+      const { echoesOut } = await this.runtime.start(this.spec(current), upstream, progress, signal);
       this.current.set(current.id, upstream);
       await this.setStatus(
         current,
@@ -140,8 +140,15 @@ export class HostLifecycle {
         actor,
         {
           type: 'host.started',
-          message: `host ${current.short_id} running through ${upstream.label} (${upstream.exitIp})`,
-          data: { egress_ip_id: upstream.egressIpId },
+          message:
+            `host ${current.short_id} running through ${upstream.label} (${upstream.exitIp})` +
+            (echoesOut.length > 0
+              ? `; verified without the IP echoes that were out: ${echoesOut.join(', ')}`
+              : ''),
+          data: {
+            egress_ip_id: upstream.egressIpId,
+            ...(echoesOut.length > 0 ? { echoes_out: echoesOut } : {}),
+          },
         },
       );
       return `running through ${upstream.label} (${upstream.exitIp})`;

@@ -100,7 +100,9 @@ class EngineLog {
       const line = /(?:x509|tls): [^\n]*/i.exec(text)?.[0] ?? 'TLS error';
       return `the TLS handshake with the upstream ${server} failed (${line.trim()})`;
     }
-    if (/i\/o timeout|deadline exceeded|dial tcp[^\n]*timed out/i.test(text))
+    // Only the engine's own dial timing out says the upstream did not answer; any other timeout in the log is a
+    // request through a connection the upstream accepted and then left unanswered (as a wrong UUID is).
+    if (/dial tcp[^\n]*(?:timed out|i\/o timeout)/i.test(text))
       return `the upstream ${server} did not answer in time`;
     if (/connection reset|unexpected EOF|\bEOF\b|closed/i.test(text))
       return `the upstream ${server} closed the connection (a wrong password, UUID or method looks like this)`;
@@ -241,8 +243,9 @@ export class TunnelEgressTester implements EgressTester {
   }
 
   /**
-   * Every IP echo through the tunnel: connectivity is the first one answering at all, the exit IP check wants
-   * all of them to see the declared address.
+   * Every IP echo through the tunnel, all at once: connectivity is any of them answering (one provider's outage
+   * says nothing of the upstream), the exit IP check wants every answer to see the declared address and at least
+   * EGRESS_EXIT_IP_MIN_ANSWERS answers.
    */
   private async connectivityAndExit(
     checks: Checks,
@@ -251,28 +254,30 @@ export class TunnelEgressTester implements EgressTester {
     ends: number,
     upstreamFailure: () => Promise<string>,
   ) {
-    const outcomes: EchoOutcome[] = [];
-    for (const [index, url] of this.plan.exitIpUrls.entries()) {
-      const began = Date.now();
-      const budget = Math.min(this.connectTimeoutMs, ends - Date.now());
-      try {
-        const body = await this.echo(ports, new URL(url), budget);
-        outcomes.push({ url, status: 200, body });
-        if (index === 0) checks.connectivity = { ok: true, latency_ms: Date.now() - began, error: null };
-      } catch (error) {
-        const message = error instanceof Error ? error.message : String(error);
-        outcomes.push({ url, error: message });
-        if (index === 0) {
-          // The HTTP side only sees a timeout or a 503: name the hop that failed (the upstream itself, or past it).
-          const hop = await upstreamFailure();
-          checks.connectivity.error = `${hop} (${url}: ${message})`;
-          checks.exit_ip.error = 'no answer through the upstream (connectivity failed)';
-          return;
+    const began = Date.now();
+    let firstAnswerMs: number | null = null;
+    const outcomes: EchoOutcome[] = await Promise.all(
+      this.plan.exitIpUrls.map(async (url): Promise<EchoOutcome> => {
+        const budget = Math.min(this.connectTimeoutMs, ends - Date.now());
+        try {
+          const body = await this.echo(ports, new URL(url), budget);
+          firstAnswerMs ??= Date.now() - began;
+          return { url, status: 200, body };
+        } catch (error) {
+          return { url, error: error instanceof Error ? error.message : String(error) };
         }
-      }
+      }),
+    );
+    if (firstAnswerMs === null) {
+      // The HTTP side only sees a timeout or a 503: name the hop that failed (the upstream itself, or past it).
+      const hop = await upstreamFailure();
+      checks.connectivity.error = `${hop} (${outcomes.map((o) => `${o.url}: ${o.error}`).join('; ')})`;
+      checks.exit_ip.error = 'no answer through the upstream (connectivity failed)';
+      return;
     }
+    checks.connectivity = { ok: true, latency_ms: firstAnswerMs, error: null };
     checks.exit_ip.observed = observedExit(outcomes, declaredIp);
-    const verdict = exitVerdict(outcomes, declaredIp);
+    const verdict = exitVerdict(outcomes, declaredIp, this.plan.minEchoAnswers);
     checks.exit_ip.ok = verdict === null;
     checks.exit_ip.error = verdict?.message ?? null;
   }

@@ -13,6 +13,8 @@ import type { SocketAddress } from './tunnel-engine.js';
 export interface VerificationPlan {
   /** IP echoes (docs/egress-probe.md); a host name is resolved through the tunnel, IPv4 only. */
   exitIpUrls: string[];
+  /** How many echoes must answer; every answer must see the exit. */
+  minEchoAnswers: number;
   /** CH TXT name answered by the tunnel's TCP resolver with the address the question came from. */
   whoami: { name: string; server: SocketAddress } | null;
   probe: EgressProbe | null;
@@ -23,6 +25,7 @@ export interface VerificationPlan {
 export function verificationPlan(settings: EgressSettings): VerificationPlan {
   return {
     exitIpUrls: settings.exitIpUrls,
+    minEchoAnswers: settings.minEchoAnswers,
     whoami: settings.dnsWhoami ? { name: settings.dnsWhoami, server: settings.dnsServer } : null,
     probe: settings.probe,
     caPem: settings.caFile ? readFileSync(settings.caFile, 'utf8') : null,
@@ -66,32 +69,36 @@ export interface EchoOutcome {
 export const sameAddress = (a: string, b: string) =>
   a.replace(/^::ffff:/, '').toLowerCase() === b.replace(/^::ffff:/, '').toLowerCase();
 
-/** Every echo must answer, and each must see the declared exit: one source alone could lie or be wrong. */
-export function exitVerdict(outcomes: EchoOutcome[], exitIp: string): CheckVerdict | null {
+/**
+ * Every echo that answers must see the declared exit (one source alone could lie or be wrong), and at least
+ * `minAnswers` must answer: one provider's outage is its own outcome (echoOutages), not a verdict on the path.
+ */
+export function exitVerdict(outcomes: EchoOutcome[], exitIp: string, minAnswers = 1): CheckVerdict | null {
   for (const outcome of outcomes) {
-    if (outcome.error !== undefined || outcome.status !== 200) {
-      const why = outcome.error ?? `HTTP ${outcome.status}`;
-      return {
-        code: 'upstream_unreachable',
-        message: `no answer from ${outcome.url} through the upstream (${why}); the IP echoes are EGRESS_EXIT_IP_URLS, see docs/troubleshooting.md#host-start-errors`,
-      };
-    }
-  }
-  for (const outcome of outcomes) {
-    const observed = parseEcho(outcome.body ?? '');
-    if (observed === null)
-      return {
-        code: 'upstream_unreachable',
-        message: `${outcome.url} answered through the upstream, but with no address in its answer`,
-      };
-    if (!sameAddress(observed, exitIp))
+    const observed = answered(outcome) ? parseEcho(outcome.body ?? '') : null;
+    if (observed !== null && !sameAddress(observed, exitIp))
       return {
         code: 'exit_ip_mismatch',
         message: `${outcome.url} sees the traffic from ${observed}, not the declared ${exitIp}`,
       };
   }
-  return null;
+  const out = echoOutages(outcomes);
+  if (outcomes.length - out.length >= Math.min(minAnswers, outcomes.length)) return null;
+  return {
+    code: 'upstream_unreachable',
+    message: `${out.length === outcomes.length ? 'no IP echo answered' : `fewer than ${minAnswers} IP echoes answered`} through the upstream (${out.join('; ')}); the IP echoes are EGRESS_EXIT_IP_URLS, see docs/troubleshooting.md#host-start-errors`,
+  };
 }
+
+/** The echoes that gave no address, each with why: "<url> (<reason>)". */
+export function echoOutages(outcomes: EchoOutcome[]): string[] {
+  return outcomes.flatMap((outcome) => {
+    if (!answered(outcome)) return [`${outcome.url} (${outcome.error ?? `HTTP ${outcome.status}`})`];
+    return parseEcho(outcome.body ?? '') === null ? [`${outcome.url} (an answer with no address in it)`] : [];
+  });
+}
+
+const answered = (outcome: EchoOutcome) => outcome.error === undefined && outcome.status === 200;
 
 /** The first address each echo reported (for the egress test's `observed`). */
 export function observedExit(outcomes: EchoOutcome[], exitIp: string): string | null {

@@ -39,6 +39,7 @@ import {
   type ProgressReporter,
   RuntimeError,
   type RuntimeNotice,
+  type StartedWorkspace,
   startCancelled,
   type UpstreamSpec,
   UpstreamSwitchReverted,
@@ -157,7 +158,7 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
     upstream: UpstreamSpec,
     progress: ProgressReporter,
     signal?: AbortSignal,
-  ): Promise<WorkspaceEndpoints> {
+  ): Promise<StartedWorkspace> {
     checkSpec(spec);
     return this.lock.run(spec.hostId, () => this.startNow(spec, upstream, progress, signal));
   }
@@ -345,7 +346,7 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
     upstream: UpstreamSpec,
     progress: ProgressReporter,
     signal?: AbortSignal,
-  ): Promise<WorkspaceEndpoints> {
+  ): Promise<StartedWorkspace> {
     // Cancelled while waiting for its turn: nothing was touched yet.
     if (signal?.aborted) throw startCancelled();
     const began = Date.now();
@@ -379,7 +380,7 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
       await step(70, `verifying the path through ${upstream.label} (${upstream.exitIp})`);
       if (!gateway.uplinkAddress)
         throw new RuntimeError('network_setup_failed', 'the egress gateway has no uplink address');
-      await verifyEgressPath(
+      const { echoesOut } = await verifyEgressPath(
         {
           workspacePid: workspace.pid,
           gatewayPid: gateway.pid,
@@ -395,8 +396,9 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
       await this.waitForSsh(endpoints.ssh.host, workspace.id, signal);
       await step(95, `checking as ${spec.linuxUser} that names resolve and the exit answers`);
       await this.verifyAsUser(workspace.id, spec.linuxUser, upstream.exitIp);
-      await progress(100, `running through ${upstream.label}, verified in ${Date.now() - began} ms`);
-      return endpoints;
+      const out = echoesOut.length > 0 ? `; IP echoes out: ${echoesOut.join(', ')}` : '';
+      await progress(100, `running through ${upstream.label}, verified in ${Date.now() - began} ms${out}`);
+      return { ...endpoints, echoesOut };
     } catch (error) {
       if (signal?.aborted) {
         await this.undoStart(spec.hostId, made);

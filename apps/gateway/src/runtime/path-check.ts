@@ -3,6 +3,7 @@ import net from 'node:net';
 import {
   type CheckVerdict,
   type EchoOutcome,
+  echoOutages,
   exitVerdict,
   probeLogVerdict,
   type VerificationPlan,
@@ -163,7 +164,7 @@ export async function verifyEgressPath(
   target: PathCheckTarget,
   plan: VerificationPlan,
   options: PathCheckOptions,
-): Promise<void> {
+): Promise<{ echoesOut: string[] }> {
   const canary = new Canary();
   try {
     const leakName = plan.probe ? probeLeakName(plan.probe) : null;
@@ -199,7 +200,7 @@ export async function verifyEgressPath(
       );
     }
     if (gateway) throw new RuntimeError('direct_path_open', gateway);
-    fail(exitVerdict(result.echoes, target.exitIp));
+    fail(exitVerdict(result.echoes, target.exitIp, plan.minEchoAnswers));
 
     const replies = [...result.dns];
     if (leakName && plan.probe) {
@@ -224,6 +225,7 @@ export async function verifyEgressPath(
         whoamiVerdict(decodeReply(hex(outcome.reply), outcome.error, what), plan.whoami.name, target.exitIp),
       );
     }
+    return { echoesOut: echoOutages(result.echoes) };
   } finally {
     canary.close();
   }

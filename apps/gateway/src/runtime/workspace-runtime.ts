@@ -86,6 +86,9 @@ export interface ExecResult {
   stderr: string;
 }
 
+/** A started workspace: where it answers, and the IP echoes that were out when its path was verified. */
+export type StartedWorkspace = WorkspaceEndpoints & { echoesOut: string[] };
+
 /** The container engine behind hosts. Docker today; a Kubernetes driver can implement the same contract. */
 export interface WorkspaceRuntime {
   /**
@@ -98,7 +101,7 @@ export interface WorkspaceRuntime {
     upstream: UpstreamSpec,
     progress: ProgressReporter,
     signal?: AbortSignal,
-  ): Promise<WorkspaceEndpoints>;
+  ): Promise<StartedWorkspace>;
   stop(hostId: string): Promise<void>;
   /** Recreates the workspace container from the current image, keeping its home and SSH host keys. */
   rebuild(spec: WorkspaceSpec, upstream: UpstreamSpec | null, progress: ProgressReporter): Promise<void>;

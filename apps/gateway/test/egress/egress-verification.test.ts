@@ -5,6 +5,7 @@ import { ConfigError, EGRESS_DEFAULTS, egressSettingsFrom } from '../../src/conf
 import { TunnelEgressTester } from '../../src/egress/egress-tester.js';
 import {
   describeVerification,
+  echoOutages,
   exitVerdict,
   observedExit,
   probeLogVerdict,
@@ -100,7 +101,7 @@ describe('exit-IP verdicts', () => {
     assert.equal(parseEcho('ip=not-an-address'), null);
   });
 
-  it('wants every echo to answer and to see the declared exit', () => {
+  it('wants every echo that answers to see the declared exit', () => {
     const trace = { url: 'https://203.0.113.53/cdn-cgi/trace', status: 200, body: `ip=${EXIT}\n` };
     const checkip = { url: 'https://checkip.public.test/', status: 200, body: `${EXIT}\n` };
     assert.equal(exitVerdict([trace, checkip], EXIT), null);
@@ -110,11 +111,29 @@ describe('exit-IP verdicts', () => {
       message: `https://checkip.public.test/ sees the traffic from 198.51.100.37, not the declared ${EXIT}`,
     });
     assert.equal(observedExit([trace, other], EXIT), '198.51.100.37');
+    assert.equal(observedExit([trace, other], EXIT), '198.51.100.37');
+  });
+
+  it("takes one provider's outage as its own outcome: enough answers that agree pass, a disagreeing one fails", () => {
+    const trace = { url: 'https://203.0.113.53/cdn-cgi/trace', status: 200, body: `ip=${EXIT}\n` };
+    const down = { url: 'https://checkip.public.test/', error: 'timed out' };
+    // One of two out, the default minimum of one answer: passes, and the outage is named.
+    assert.equal(exitVerdict([trace, down], EXIT), null);
+    assert.deepEqual(echoOutages([trace, down]), ['https://checkip.public.test/ (timed out)']);
+    assert.deepEqual(echoOutages([trace, { ...trace, url: 'https://x.test/', status: 503 }]), [
+      'https://x.test/ (HTTP 503)',
+    ]);
+    // The one that answers sees another address: fails, whatever the other did.
     assert.equal(
-      exitVerdict([trace, { url: checkip.url, error: 'timed out' }], EXIT)?.code,
-      'upstream_unreachable',
+      exitVerdict([{ ...trace, body: 'ip=198.51.100.37\n' }, down], EXIT)?.code,
+      'exit_ip_mismatch',
     );
-    assert.equal(exitVerdict([trace, { ...checkip, status: 503 }], EXIT)?.message.includes('HTTP 503'), true);
+    // Two answers wanted (EGRESS_EXIT_IP_MIN_ANSWERS=2): one out fails and says which.
+    const short = exitVerdict([trace, down], EXIT, 2);
+    assert.equal(short?.code, 'upstream_unreachable');
+    assert.match(short?.message ?? '', /fewer than 2 IP echoes answered .*checkip\.public\.test.*timed out/);
+    // None answers, or none with an address in it.
+    assert.match(exitVerdict([down], EXIT)?.message ?? '', /^no IP echo answered/);
     assert.equal(exitVerdict([{ ...trace, body: 'hello' }], EXIT)?.code, 'upstream_unreachable');
   });
 });

@@ -77,7 +77,7 @@ export class MemoryRuntime implements WorkspaceRuntime {
       throw new RuntimeError(code, `simulated ${code}`);
     }
     this.hosts.set(spec.hostId, { state: 'running', upstream, spec });
-    return this.endpoints(spec.hostId) as Promise<WorkspaceEndpoints>;
+    return { ...((await this.endpoints(spec.hostId)) as WorkspaceEndpoints), echoesOut: [] };
   }
 
   async stop(hostId: string) {
