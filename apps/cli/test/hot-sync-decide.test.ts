@@ -239,6 +239,26 @@ const rows: Row[] = [
   },
   { what: 'new workspace link', local: undefined, remote: link, base: undefined, action: { kind: 'pull' } },
   {
+    what: 'new workspace link, absolute: not made here',
+    local: undefined,
+    remote: { type: 'link', target: '/home/user/.ssh' },
+    base: undefined,
+    action: {
+      kind: 'leave',
+      problem: `${REL} in the workspace: a link made from the workspace must lead down within the folder: its target "/home/user/.ssh" is absolute; not copied`,
+    },
+  },
+  {
+    what: 'workspace link changed to climb out: not made here',
+    local: link,
+    remote: { type: 'link', target: 'up/../../.ssh' },
+    base: synced(link, link),
+    action: {
+      kind: 'leave',
+      problem: `${REL} in the workspace: a link made from the workspace must lead down within the folder: its target "up/../../.ssh" climbs with ".."; not copied`,
+    },
+  },
+  {
     what: 'new workspace file, deletions held',
     local: undefined,
     remote: remoteFile,
