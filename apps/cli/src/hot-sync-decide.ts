@@ -39,7 +39,7 @@ export interface DecideContext {
  * What a path needs, from what is there locally (`l`), in the workspace (`r`), and what both sides agreed on
  * at the last sync (`base`). A side changed when its signature differs from the base, or there is no base.
  * Nothing the workspace made is copied here where git on this machine would run it (git-control-files.ts),
- * nor a link whose target is absolute or climbs with `..` (link-targets.ts).
+ * nor a link whose target is absolute or climbs out of the folder (link-targets.ts).
  */
 export function decide(
   l: Entry | undefined,
@@ -55,7 +55,7 @@ export function decide(
     };
   // A link is made here with its target as it is: programs on this machine would follow it out of the folder.
   if (action.kind === 'pull' && r?.type === 'link' && !coldSource(context.coldRoot, context.rel, r)) {
-    const why = refusedLinkText(r.target);
+    const why = refusedLinkText(r.target, context.rel.split('/').length - 1);
     if (why)
       return { kind: 'leave', problem: `${context.rel} in the workspace: ${linkRefusal(why)}; not copied` };
   }

@@ -285,7 +285,7 @@ export class Transfers {
     if (r.type === 'link' && !coldSource(this.options.coldRoot, rel, r)) {
       const temp = tempName(rel);
       const linkAt = await this.paths.checkedLocalPath(temp);
-      // `decide` refused targets that climb or are absolute; here, where the kernel resolves it now.
+      // `decide` refused targets that climb out or are absolute; here, where the kernel resolves it now.
       const why = await refusedLink(this.paths.realLocalRoot, path.dirname(linkAt), r.target);
       if (why) throw new Error(linkRefusal(why));
       await fs.symlink(r.target, linkAt);

@@ -3,7 +3,7 @@ import * as fs from 'node:fs/promises';
 import path from 'node:path';
 import ssh2, { type Attributes, type ClientChannel, type FileEntry, type SFTPWrapper } from 'ssh2';
 import { isGitControlFile, isGitDirEntry, isInsideGitDir } from './git-control-files.js';
-import { isWithin, linkRefusal, refusedLink } from './link-targets.js';
+import { isWithin, linkRefusal, refusedLink, refusedMove } from './link-targets.js';
 import { adoptChannelAsSftpServer } from './ssh2-internals.js';
 
 const { STATUS_CODE, OPEN_MODE } = ssh2.utils.sftp;
@@ -296,6 +296,9 @@ export class FolderSftpServer {
         isGitDirEntry(rel) ||
         ((folderFromOutside || moved.isSymbolicLink()) && isInsideGitDir(rel));
       if (await gitControlled(reqId, target, intoGit)) return;
+      // A link's `..` are taken from where it is: moved (or its folder moved up), it could climb out.
+      const why = await refusedMove(await fs.realpath(this.root), source, target);
+      if (why) return sftp.status(reqId, STATUS_CODE.PERMISSION_DENIED, why);
       await fs.rename(source, target).then(() => ok(reqId));
     });
     on('READLINK', async (reqId, requested: string) => {
@@ -310,7 +313,7 @@ export class FolderSftpServer {
       const gitLink = (rel: string) => isGitDirEntry(rel) || isInsideGitDir(rel);
       if (await gitControlled(reqId, local, gitLink)) return;
       // A link that leads out of the folder would be followed by this machine's own programs (the user's
-      // editor, git, hot sync), which the checks here never see: only links down within the folder are made.
+      // editor, git, hot sync), which the checks here never see: only links that stay within it are made.
       const why = await refusedLink(await fs.realpath(this.root), path.dirname(local), targetPath);
       if (why) return sftp.status(reqId, STATUS_CODE.PERMISSION_DENIED, linkRefusal(why));
       await fs.symlink(targetPath, local).then(() => ok(reqId));
