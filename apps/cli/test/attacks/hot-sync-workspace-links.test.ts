@@ -11,8 +11,10 @@ import {
   mkdirSync,
   mkdtempSync,
   readdirSync,
+  readFileSync,
   readlinkSync,
   realpathSync,
+  renameSync,
   rmSync,
   symlinkSync,
   writeFileSync,
@@ -101,6 +103,8 @@ describe('attack: the workspace makes links in the full-mode copy that lead out 
       remoteRoot: remote,
       coldRoot: cold,
       maxFileBytes: 1000,
+      // node_modules copied, not linked to the sshfs layer (hot_sync_ignore without it), so npm's links are synced.
+      ignore: ['.git'],
       pollMs: 60_000,
       onNotice: (text) => notices.push(text),
     });
@@ -119,5 +123,54 @@ describe('attack: the workspace makes links in the full-mode copy that lead out 
       );
     }
     assert.equal(readlinkSync(L('d/ok')), 'sub/file');
+  });
+  it("makes npm's and pnpm's node_modules links on the laptop, and none that climb out, also after a folder moved up", async () => {
+    assert.ok(engine, 'the first case attached hot sync');
+    const files: Record<string, string> = {
+      'node_modules/pkg/bin/x.js': 'x\n',
+      'node_modules/@scope/p/bin/y.js': 'y\n',
+      'node_modules/.pnpm/a@1/node_modules/a/index.js': 'a\n',
+      'node_modules/.pnpm/b@2/node_modules/b/index.js': 'b\n',
+      'a/x': 'ax\n',
+    };
+    for (const [rel, text] of Object.entries(files)) {
+      mkdirSync(path.dirname(R(rel)), { recursive: true });
+      writeFileSync(R(rel), text);
+    }
+    mkdirSync(R('node_modules/.bin'));
+    mkdirSync(R('a/b/.bin'), { recursive: true });
+    const allowed: Record<string, string> = {
+      'node_modules/.bin/x': '../pkg/bin/x.js',
+      'node_modules/.bin/y': '../@scope/p/bin/y.js',
+      'node_modules/a': '.pnpm/a@1/node_modules/a',
+      'node_modules/.pnpm/a@1/node_modules/b': '../../b@2/node_modules/b',
+      // a/b/.bin is 3 deep: ../../x is a/x.
+      'a/b/.bin/k': '../../x',
+    };
+    const refusedLinks: Record<string, string> = {
+      'node_modules/.bin/far': '../../../.ssh',
+      'd/after-name': 'a/../../x',
+      'd/dot': './x/../..',
+    };
+    for (const [rel, target] of Object.entries({ ...allowed, ...refusedLinks })) symlinkSync(target, R(rel));
+    await engine?.flush();
+
+    for (const [rel, target] of Object.entries(allowed)) assert.equal(readlinkSync(L(rel)), target, rel);
+    const reads = {
+      'node_modules/.bin/x': 'x\n',
+      'node_modules/.bin/y': 'y\n',
+      'node_modules/a/index.js': 'a\n',
+      'node_modules/.pnpm/a@1/node_modules/b/index.js': 'b\n',
+      'a/b/.bin/k': 'ax\n',
+    };
+    for (const [rel, text] of Object.entries(reads)) assert.equal(readFileSync(L(rel), 'utf8'), text, rel);
+    for (const rel of Object.keys(refusedLinks))
+      assert.throws(() => lstatSync(L(rel)), /ENOENT/, `${rel} was made on the laptop`);
+
+    // The folder moved up in the workspace: hot sync sees .bin/k as a new link, 1 deep, climbing 2.
+    renameSync(R('a/b/.bin'), R('.bin'));
+    await engine?.flush();
+    assert.throws(() => lstatSync(L('.bin/k')), /ENOENT/, '.bin/k was made on the laptop');
+    assert.deepEqual(linksLeadingOut(realpathSync.native(local)), []);
   });
 });
