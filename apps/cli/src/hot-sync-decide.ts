@@ -2,6 +2,7 @@ import { isGitControlFile, isGitDirEntry, isInsideGitDir } from './git-control-f
 import { coldSource, isColdLink, wantsColdLink } from './hot-sync-cold-link.js';
 import type { Base } from './hot-sync-history.js';
 import { type Entry, signature } from './hot-sync-tree.js';
+import { linkRefusal, refusedLinkText } from './link-targets.js';
 
 /** What one path needs so that both sides show the same thing. */
 export type Action =
@@ -37,7 +38,8 @@ export interface DecideContext {
 /**
  * What a path needs, from what is there locally (`l`), in the workspace (`r`), and what both sides agreed on
  * at the last sync (`base`). A side changed when its signature differs from the base, or there is no base.
- * Nothing the workspace made is copied here where git on this machine would run it (git-control-files.ts).
+ * Nothing the workspace made is copied here where git on this machine would run it (git-control-files.ts),
+ * nor a link whose target is absolute or climbs out of the folder (link-targets.ts).
  */
 export function decide(
   l: Entry | undefined,
@@ -51,6 +53,12 @@ export function decide(
       kind: 'leave',
       problem: `${context.rel} in the workspace is git's own to make on this machine (config, hooks, a .git that is not a folder); not copied`,
     };
+  // A link is made here with its target as it is: programs on this machine would follow it out of the folder.
+  if (action.kind === 'pull' && r?.type === 'link' && !coldSource(context.coldRoot, context.rel, r)) {
+    const why = refusedLinkText(r.target, context.rel.split('/').length - 1);
+    if (why)
+      return { kind: 'leave', problem: `${context.rel} in the workspace: ${linkRefusal(why)}; not copied` };
+  }
   return action;
 }
 

@@ -29,7 +29,7 @@ export function tempName(rel: string): string {
 /** Where a path relative to the synced folder (POSIX, `''` for the root) is on each side. */
 export class SyncPaths {
   /** The roots with links resolved, known once attached (`resolveRoots`). */
-  private realLocalRoot = '';
+  private realLocal = '';
   private realRemoteRoot = '';
 
   /** `localRoot` absolute on this machine, `remoteRoot` absolute (POSIX) in the workspace. */
@@ -39,8 +39,13 @@ export class SyncPaths {
   ) {}
 
   async resolveRoots(remote: RemoteFs): Promise<void> {
-    this.realLocalRoot = await fs.realpath(this.localRoot);
+    this.realLocal = await fs.realpath(this.localRoot);
     this.realRemoteRoot = await remote.realpath(this.remoteRoot);
+  }
+
+  /** The local root with links resolved (once attached). */
+  get realLocalRoot(): string {
+    return this.realLocal;
   }
 
   /** The parts of `rel`; a part that is not a plain name is refused, whatever the path came from. */
@@ -62,7 +67,7 @@ export class SyncPaths {
    */
   async checkedLocalPath(rel: string): Promise<string> {
     const parts = this.partsOf(rel);
-    const folder = path.join(this.realLocalRoot, ...parts.slice(0, -1));
+    const folder = path.join(this.realLocal, ...parts.slice(0, -1));
     if ((await fs.realpath(folder)) !== folder)
       throw new Error(
         `${parts.slice(0, -1).join('/') || 'the folder'} leads outside the folder on this machine`,

@@ -9,6 +9,7 @@ import { type SyncPaths, tempName } from './hot-sync-paths.js';
 import { pool } from './hot-sync-pool.js';
 import type { RemoteScanner } from './hot-sync-remote-scan.js';
 import { type Entry, signature } from './hot-sync-tree.js';
+import { linkRefusal, refusedLink } from './link-targets.js';
 import type { RemoteFs } from './remote-fs.js';
 
 const CHUNK = 32 * 1024;
@@ -283,7 +284,11 @@ export class Transfers {
     }
     if (r.type === 'link' && !coldSource(this.options.coldRoot, rel, r)) {
       const temp = tempName(rel);
-      await fs.symlink(r.target, await this.paths.checkedLocalPath(temp));
+      const linkAt = await this.paths.checkedLocalPath(temp);
+      // `decide` refused targets that climb out or are absolute; here, where the kernel resolves it now.
+      const why = await refusedLink(this.paths.realLocalRoot, path.dirname(linkAt), r.target);
+      if (why) throw new Error(linkRefusal(why));
+      await fs.symlink(r.target, linkAt);
       await place(temp);
       this.base.set(rel, { local: `l:${r.target}`, remote: `l:${r.target}` });
       return;

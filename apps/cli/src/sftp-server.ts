@@ -3,6 +3,7 @@ import * as fs from 'node:fs/promises';
 import path from 'node:path';
 import ssh2, { type Attributes, type ClientChannel, type FileEntry, type SFTPWrapper } from 'ssh2';
 import { isGitControlFile, isGitDirEntry, isInsideGitDir } from './git-control-files.js';
+import { isWithin, linkRefusal, refusedLink, refusedMove } from './link-targets.js';
 import { adoptChannelAsSftpServer } from './ssh2-internals.js';
 
 const { STATUS_CODE, OPEN_MODE } = ssh2.utils.sftp;
@@ -66,7 +67,11 @@ export class FolderSftpServer {
   private readonly handles = new Map<number, Handle>();
   private nextHandle = 1;
 
-  constructor(private readonly root: string) {}
+  private readonly root: string;
+
+  constructor(root: string) {
+    this.root = path.resolve(root);
+  }
 
   attach(
     client: Parameters<typeof adoptChannelAsSftpServer>[0],
@@ -81,24 +86,49 @@ export class FolderSftpServer {
 
   private inside(requested: string): string | null {
     const resolved = path.resolve(this.root, requested);
-    return resolved === this.root || resolved.startsWith(`${this.root}${path.sep}`) ? resolved : null;
+    return isWithin(this.root, resolved) ? resolved : null;
   }
 
   /**
-   * The real path to act on, or null when it leads outside the folder: symlinks are resolved (the last one
-   * too when `follow`), so a link made from the workspace cannot reach other files of this machine.
+   * The real path to act on, or null when it leads outside the folder. The path is resolved the way the
+   * kernel does, one component at a time from the folder's real root: each link on the way (the last one too
+   * when `follow`) is resolved where it is, and a `..` goes up from where the path got to, not from the text
+   * before it (`up/..` with `up -> ..` is the folder's parent). Requests come one at a time, and only they
+   * (and hot sync, which makes no link out) change the folder from the workspace, so the answer still holds
+   * when the request acts.
    */
   private async confined(requested: string, follow: boolean): Promise<string | null> {
-    const local = this.inside(requested);
-    if (!local) return null;
+    const parts = this.partsOf(requested);
+    if (!parts) return null;
     const realRoot = await fs.realpath(this.root);
-    let real: string;
-    if (local === this.root) real = realRoot;
-    else {
-      const viaParent = async () => path.join(await fs.realpath(path.dirname(local)), path.basename(local));
-      real = follow ? await fs.realpath(local).catch(viaParent) : await viaParent();
+    let at = realRoot;
+    for (const [index, part] of parts.entries()) {
+      const last = index === parts.length - 1;
+      if (part === '..') {
+        if (at === realRoot) return null;
+        at = path.dirname(at);
+        continue;
+      }
+      const next = path.join(at, part);
+      if (last && !follow) return next;
+      // A missing last component is a name to create; a missing folder on the way is the request's error.
+      at = await fs.realpath(next).catch((error: NodeJS.ErrnoException) => {
+        if (last && error.code === 'ENOENT') return next;
+        throw error;
+      });
+      if (!isWithin(realRoot, at)) return null;
     }
-    return real === realRoot || real.startsWith(`${realRoot}${path.sep}`) ? real : null;
+    return at;
+  }
+
+  /** The components of `requested` below the folder (absolute, or relative to it), or null if not below it. */
+  private partsOf(requested: string): string[] | null {
+    let rest = requested;
+    if (path.isAbsolute(requested)) {
+      if (!isWithin(this.root, requested)) return null;
+      rest = requested.slice(this.root.length);
+    }
+    return rest.split(path.sep).filter((part) => part !== '' && part !== '.');
   }
 
   /** The folder-relative form of a path `confined` returned, for the git checks. */
@@ -257,12 +287,18 @@ export class FolderSftpServer {
       const source = await within(reqId, from, false);
       const target = source && (await within(reqId, to, false));
       if (!source || !target) return;
-      // A folder moved into a git dir from outside it could bring a config or hooks along.
-      const folderFromOutside =
-        !isInsideGitDir(await this.relative(source)) && (await fs.lstat(source)).isDirectory();
+      // A folder moved into a git dir from outside it could bring a config, hooks or links along; a link
+      // moved there is one made inside `.git`, which SYMLINK refuses.
+      const moved = await fs.lstat(source);
+      const folderFromOutside = !isInsideGitDir(await this.relative(source)) && moved.isDirectory();
       const intoGit = (rel: string) =>
-        isGitControlFile(rel) || isGitDirEntry(rel) || (folderFromOutside && isInsideGitDir(rel));
+        isGitControlFile(rel) ||
+        isGitDirEntry(rel) ||
+        ((folderFromOutside || moved.isSymbolicLink()) && isInsideGitDir(rel));
       if (await gitControlled(reqId, target, intoGit)) return;
+      // A link's `..` are taken from where it is: moved (or its folder moved up), it could climb out.
+      const why = await refusedMove(await fs.realpath(this.root), source, target);
+      if (why) return sftp.status(reqId, STATUS_CODE.PERMISSION_DENIED, why);
       await fs.rename(source, target).then(() => ok(reqId));
     });
     on('READLINK', async (reqId, requested: string) => {
@@ -277,11 +313,9 @@ export class FolderSftpServer {
       const gitLink = (rel: string) => isGitDirEntry(rel) || isInsideGitDir(rel);
       if (await gitControlled(reqId, local, gitLink)) return;
       // A link that leads out of the folder would be followed by this machine's own programs (the user's
-      // editor, git, hot sync), which the checks here never see: only links within the folder are made.
-      if (!this.inside(path.resolve(path.dirname(local), targetPath))) {
-        sftp.status(reqId, STATUS_CODE.PERMISSION_DENIED, 'a link may only lead within the mounted folder');
-        return;
-      }
+      // editor, git, hot sync), which the checks here never see: only links that stay within it are made.
+      const why = await refusedLink(await fs.realpath(this.root), path.dirname(local), targetPath);
+      if (why) return sftp.status(reqId, STATUS_CODE.PERMISSION_DENIED, linkRefusal(why));
       await fs.symlink(targetPath, local).then(() => ok(reqId));
     });
     on('EXTENDED', async (reqId) => {

@@ -18,6 +18,8 @@ const ignoredDir: Entry = { type: 'dir', ignored: true, mode: 0o755 };
 const ownColdLink: Entry = { type: 'link', target: `/cold/${REL}` };
 const movedColdLink: Entry = { type: 'link', target: '/cold/src/b.bin' };
 const link: Entry = { type: 'link', target: 'elsewhere' };
+const ALLOWED =
+  'a link made from the workspace must stay within the folder (a relative target that goes down, or starts with no more "../" than its folder is deep, as npm\'s node_modules/.bin links do)';
 const otherLink: Entry = { type: 'link', target: 'somewhere else' };
 
 /** The base both sides agreed on when the local side was `l` and the workspace `r`. */
@@ -238,6 +240,43 @@ const rows: Row[] = [
     action: { kind: 'pull' },
   },
   { what: 'new workspace link', local: undefined, remote: link, base: undefined, action: { kind: 'pull' } },
+  {
+    what: 'new workspace link, absolute: not made here',
+    local: undefined,
+    remote: { type: 'link', target: '/home/user/.ssh' },
+    base: undefined,
+    action: {
+      kind: 'leave',
+      problem: `${REL} in the workspace: ${ALLOWED}: its target "/home/user/.ssh" is absolute; not copied`,
+    },
+  },
+  {
+    what: 'workspace link changed to climb out: not made here',
+    local: link,
+    remote: { type: 'link', target: 'up/../../.ssh' },
+    base: synced(link, link),
+    action: {
+      kind: 'leave',
+      problem: `${REL} in the workspace: ${ALLOWED}: its target "up/../../.ssh" has ".." after a name; not copied`,
+    },
+  },
+  {
+    what: 'new workspace link climbing to a sibling folder (as npm makes): made here',
+    local: undefined,
+    remote: { type: 'link', target: '../lib/a.js' },
+    base: undefined,
+    action: { kind: 'pull' },
+  },
+  {
+    what: 'new workspace link climbing above the folder: not made here',
+    local: undefined,
+    remote: { type: 'link', target: '../../.ssh' },
+    base: undefined,
+    action: {
+      kind: 'leave',
+      problem: `${REL} in the workspace: ${ALLOWED}: its target "../../.ssh" climbs 2 folders from one 1 deep; not copied`,
+    },
+  },
   {
     what: 'new workspace file, deletions held',
     local: undefined,

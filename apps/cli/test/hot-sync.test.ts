@@ -466,7 +466,7 @@ describe('hot sync: a two-way copy of small files, links to sshfs for the rest',
   });
 
   it('copies links as links and never writes through them', async () => {
-    const { engine, L, R } = setup();
+    const { engine, notices, L, R } = setup();
     const outside = path.join(work, `outside-${n}`);
     mkdirSync(outside);
     writeFileSync(path.join(outside, 'secret.txt'), 'outside\n');
@@ -474,9 +474,23 @@ describe('hot sync: a two-way copy of small files, links to sshfs for the rest',
     const { sftp } = await openSftp();
     await engine.attach(sftp);
     assert.equal(readlinkSync(R('local link out')), outside);
+    // The workspace's links are made here only when they lead down from their folder.
     symlinkSync(path.join(outside, 'secret.txt'), R('remote link out'));
+    // Through the user's own link out: refused too, where it leads is what counts.
+    symlinkSync('local link out/secret.txt', R('remote link through'));
+    symlinkSync('inside.txt', R('remote link in'));
     await engine.flush();
-    assert.equal(readlinkSync(L('remote link out')), path.join(outside, 'secret.txt'));
+    assert.throws(() => lstatSync(L('remote link out')), /ENOENT/);
+    assert.throws(() => lstatSync(L('remote link through')), /ENOENT/);
+    assert.ok(
+      notices.some((text) => /remote link out.*is absolute/.test(text)),
+      notices.join('\n'),
+    );
+    assert.ok(
+      notices.some((text) => /remote link through.*leads outside the folder/.test(text)),
+      notices.join('\n'),
+    );
+    assert.equal(readlinkSync(L('remote link in')), 'inside.txt');
     // Content under a link is not synced, and nothing was written outside.
     assert.deepEqual(readdirSync(outside), ['secret.txt']);
     assert.equal(readFileSync(path.join(outside, 'secret.txt'), 'utf8'), 'outside\n');

@@ -1,7 +1,7 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { chown, mkdir, rmdir } from 'node:fs/promises';
+import { chmod, chown, mkdir, rmdir } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { Actor } from '@ccp/api';
@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import type { ServerChannel } from 'ssh2';
 import type { BackgroundEvents } from '../events/background-events.js';
 import { isMountPoint, MOUNTS_IN_WORKSPACE, mountsUnder } from '../runtime/folder-mount-points.js';
+import { closeMountTree } from '../runtime/handed-over-files.js';
 import type { WorkspaceRuntime } from '../runtime/workspace-runtime.js';
 import type { Traffic } from './relay.js';
 
@@ -240,10 +241,15 @@ export class FolderMounts {
     const mountPoint = path.join(hostDir, id);
     const source = `${MOUNTS_IN_WORKSPACE}/${id}`;
     if (isMountPoint(mountPoint)) await lazyUnmount(mountPoint);
+    // The gateway's folder of all hosts' mounts; the workspace reaches its own host's folder by a bind mount.
+    await closeMountTree(path.dirname(hostDir), owner.gid);
     await mkdir(mountPoint, { recursive: true });
     await chown(mountPoint, owner.uid, owner.gid);
+    await chmod(mountPoint, 0o700);
 
     const { workspaceUid } = this.options;
+    // allow_other lets the workspace's user in; default_permissions has the kernel check each file's mode
+    // against who asks (files show as the workspace user's), as for any other folder of the machine.
     const child = spawn(
       'setpriv',
       [
@@ -253,7 +259,7 @@ export class FolderMounts {
         'sshfs',
         '-f',
         '-o',
-        `passive,allow_other,uid=${workspaceUid},gid=${workspaceUid},dir_cache=no,noatime`,
+        `passive,allow_other,default_permissions,uid=${workspaceUid},gid=${workspaceUid},dir_cache=no,noatime`,
         `:${request.path}`,
         mountPoint,
       ],
