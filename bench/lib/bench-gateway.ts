@@ -28,8 +28,11 @@ const TASK_TIMEOUT_MS = 180_000;
 export interface GatewayOptions {
   dataDir: string;
   lab: LabDescription;
-  /** WORKSPACE_MEMORY_MB and WORKSPACE_PIDS: raised so the workspace can hold every session of the bench. */
-  limits: { memoryMb: number; pids: number };
+  /**
+   * WORKSPACE_MEMORY_MB and WORKSPACE_PIDS, raised so the workspace can hold every session of the bench, and
+   * SSH_MAX_SESSIONS_PER_USER when the bench opens more sessions than one user may have (100).
+   */
+  limits: { memoryMb: number; pids: number; sshSessionsPerUser?: number };
   /** Extra node flags for the gateway process (--cpu-prof). */
   nodeFlags: string[];
 }
@@ -86,6 +89,9 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       WORKSPACE_IMAGE_VARIANT: 'test',
       WORKSPACE_MEMORY_MB: String(options.limits.memoryMb),
       WORKSPACE_PIDS: String(options.limits.pids),
+      ...(options.limits.sshSessionsPerUser
+        ? { SSH_MAX_SESSIONS_PER_USER: String(options.limits.sshSessionsPerUser) }
+        : {}),
       // Nothing here may depend on the upstream's health checks.
       EGRESS_HEALTH_SECONDS: '0',
       ...labEgressEnv(options.lab),

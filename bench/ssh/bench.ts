@@ -37,6 +37,8 @@ const TARGETS = { throughputRatio: 0.8, addedP50Ms: 1 };
 const LIMITS = {
   memoryMb: Math.max(2048, 512 + 10 * SESSIONS),
   pids: Math.max(1024, 256 + 4 * SESSIONS),
+  // All its sessions are one user's: past the default of 100 they would be refused.
+  sshSessionsPerUser: Math.max(100, SESSIONS + 10),
 };
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -91,7 +93,8 @@ await runBench('ssh bench', 30 * 60_000, async () => {
   console.log(
     `Host ${host.id} running; login ${host.proxyLogin} at the proxy, ${host.direct.linuxUser}@` +
       `${host.direct.host}:${host.direct.port} directly (the relay in its egress gateway). Workspace limits ` +
-      `for ${SESSIONS} sessions: WORKSPACE_MEMORY_MB=${LIMITS.memoryMb}, WORKSPACE_PIDS=${LIMITS.pids} ` +
+      `for ${SESSIONS} sessions: WORKSPACE_MEMORY_MB=${LIMITS.memoryMb}, WORKSPACE_PIDS=${LIMITS.pids}, ` +
+      `SSH_MAX_SESSIONS_PER_USER=${LIMITS.sshSessionsPerUser} ` +
       '(defaults 2048 and 1024; raised with the session count); WORKSPACE_CPUS stays 1.',
   );
   const proxyLogin: Login = {

@@ -7,6 +7,7 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
+  readlinkSync,
   rmSync,
   statSync,
   writeFileSync,
@@ -203,6 +204,16 @@ describe('ccp, the command-line client, against a real workspace', { skip, timeo
     assert.match(seen, /fuse\.sshfs/);
     assert.ok(seen.includes(bigSum), seen);
     assert.equal(readFileSync(path.join(project, 'inside1.txt'), 'utf8'), 'from-ws-1\n');
+    // What npm does in the folder: a package's command linked from node_modules/.bin with `../`, then run by name.
+    const npmShaped = await shell(
+      plain,
+      'NPM',
+      `cd '${project}' && mkdir -p node_modules/greeter node_modules/.bin && printf '#!/bin/sh\\necho greeted\\n' > node_modules/greeter/cli.sh && chmod +x node_modules/greeter/cli.sh && ln -s ../greeter/cli.sh node_modules/.bin/greet && node_modules/.bin/greet; ln -s ../../../etc node_modules/.bin/away || echo refused-away`,
+    );
+    assert.match(npmShaped, /greeted/);
+    assert.match(npmShaped, /refused-away/);
+    assert.equal(readlinkSync(path.join(project, 'node_modules/.bin/greet')), '../greeter/cli.sh');
+    rmSync(path.join(project, 'node_modules'), { recursive: true, force: true });
     plain.type('exit\r');
     assert.equal(await plain.exitCode(30_000), 0, plain.screen);
     rmSync(path.join(project, 'inside1.txt'));

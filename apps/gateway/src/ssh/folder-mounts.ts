@@ -250,6 +250,11 @@ export class FolderMounts {
     const { workspaceUid } = this.options;
     // allow_other lets the workspace's user in; default_permissions has the kernel check each file's mode
     // against who asks (files show as the workspace user's), as for any other folder of the machine.
+    // no_contain_symlinks: sshfs's newer default (CVE-2026-47187) guards a client from its server's links, and
+    // here the server is the user's own laptop, whose links the workspace must follow (npm's node_modules/.bin
+    // links are `../pkg/...`); they resolve in the workspace's own namespace, and the links the workspace makes
+    // are held to safe shapes by ccp.
+    const links = (await sshfsHasContainSymlinks()) ? ',no_contain_symlinks' : '';
     const child = spawn(
       'setpriv',
       [
@@ -259,7 +264,7 @@ export class FolderMounts {
         'sshfs',
         '-f',
         '-o',
-        `passive,allow_other,default_permissions,uid=${workspaceUid},gid=${workspaceUid},dir_cache=no,noatime`,
+        `passive,allow_other,default_permissions,uid=${workspaceUid},gid=${workspaceUid},dir_cache=no,noatime${links}`,
         `:${request.path}`,
         mountPoint,
       ],
@@ -407,4 +412,16 @@ async function waitForMount(
 
 function lazyUnmount(mountPoint: string): Promise<unknown> {
   return run('umount', ['-l', mountPoint]);
+}
+
+let containSymlinks: Promise<boolean> | null = null;
+
+/** Whether this machine's sshfs has the contain_symlinks option (older ones refuse it as unknown). */
+function sshfsHasContainSymlinks(): Promise<boolean> {
+  containSymlinks ??= run('sshfs', ['-h']).then(
+    ({ stdout, stderr }) => `${stdout}${stderr}`.includes('no_contain_symlinks'),
+    (error: { stdout?: string; stderr?: string }) =>
+      `${error.stdout ?? ''}${error.stderr ?? ''}`.includes('no_contain_symlinks'),
+  );
+  return containSymlinks;
 }
