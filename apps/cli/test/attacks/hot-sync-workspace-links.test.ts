@@ -10,7 +10,6 @@ import {
   lstatSync,
   mkdirSync,
   mkdtempSync,
-  readdirSync,
   readFileSync,
   readlinkSync,
   realpathSync,
@@ -27,25 +26,8 @@ import { needs } from '../../../../test/support/needs.js';
 import { HotSync } from '../../src/hot-sync.js';
 import { KnownHosts } from '../../src/known-hosts.js';
 import { connectSsh } from '../../src/ssh-connection.js';
+import { linksLeadingOut } from '../helpers/links-leading-out.js';
 import { startLocalSshd } from '../helpers/local-sshd.js';
-
-/** Every link under `dir` that the kernel resolves outside `root`. */
-function linksLeadingOut(root: string, dir = root): string[] {
-  const out: string[] = [];
-  for (const name of readdirSync(dir)) {
-    const at = path.join(dir, name);
-    const stats = lstatSync(at);
-    if (stats.isSymbolicLink()) {
-      let real: string | null = null;
-      try {
-        real = realpathSync.native(at);
-      } catch {}
-      if (real !== null && real !== root && !real.startsWith(`${root}/`))
-        out.push(`${path.relative(root, at)} -> ${real}`);
-    } else if (stats.isDirectory()) out.push(...linksLeadingOut(root, at));
-  }
-  return out;
-}
 
 describe('attack: the workspace makes links in the full-mode copy that lead out of the laptop folder', {
   skip: needs('sftp-server'),

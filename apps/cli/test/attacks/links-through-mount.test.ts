@@ -27,26 +27,9 @@ import type { Client } from 'ssh2';
 import { needs } from '../../../../test/support/needs.js';
 import { KnownHosts } from '../../src/known-hosts.js';
 import { connectSsh, execCollect, shellQuote } from '../../src/ssh-connection.js';
+import { linksLeadingOut } from '../helpers/links-leading-out.js';
 import { startLocalSshd } from '../helpers/local-sshd.js';
 import { mountWithPassiveSshfs } from '../helpers/passive-sshfs.js';
-
-/** Every link under `dir` whose target the kernel resolves outside `root` (dangling links count as unknown). */
-function linksLeadingOut(root: string, dir = root): string[] {
-  const out: string[] = [];
-  for (const name of readdirSync(dir)) {
-    const at = path.join(dir, name);
-    const stats = lstatSync(at);
-    if (stats.isSymbolicLink()) {
-      let real: string | null = null;
-      try {
-        real = realpathSync.native(at);
-      } catch {}
-      if (real !== null && real !== root && !real.startsWith(`${root}/`))
-        out.push(`${path.relative(root, at)} -> ${real}`);
-    } else if (stats.isDirectory()) out.push(...linksLeadingOut(root, at));
-  }
-  return out;
-}
 
 describe('attack: the workspace makes links on the mount that the laptop follows out of the folder', {
   skip: needs('fuse'),
