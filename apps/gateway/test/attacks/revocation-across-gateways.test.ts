@@ -73,9 +73,15 @@ describe('attack: keeping access open through another gateway', {
     });
     assert.equal(created.status, 202, JSON.stringify(created.body));
     await a.gateway.tasks.idle();
-    const atA = await a.request('GET', `${created.body.status_url}/handoff`, { token: null });
+    const atA = await a.request('GET', `${created.body.status_url}/handoff`, {
+      token: null,
+      headers: { 'x-bootstrap-secret': created.body.handoff_secret },
+    });
     assert.equal(atA.status, 200, JSON.stringify(atA.body));
-    const atB = await b.request('GET', `${created.body.status_url}/handoff`, { token: null });
+    const atB = await b.request('GET', `${created.body.status_url}/handoff`, {
+      token: null,
+      headers: { 'x-bootstrap-secret': created.body.handoff_secret },
+    });
     assert.equal(atB.status, 409, 'a second handoff at the other gateway would be a second SSH ticket');
     assert.equal(atB.body.code, 'handoff_used');
   });
