@@ -200,11 +200,18 @@ describe('DockerWorkspaceRuntime (real Docker, egress lab)', { skip, timeout: 60
   it('starts through vmess: the workspace leaves from the exit, resolving through the tunnel', async () => {
     const stages: string[] = [];
     const began = Date.now();
-    endpoints = await runtime.start(spec(ids.main), upstream('vmess-tcp'), async (_progress, stage) => {
-      stages.push(stage);
-    });
+    const { echoesOut, ...answering } = await runtime.start(
+      spec(ids.main),
+      upstream('vmess-tcp'),
+      async (_progress, stage) => {
+        stages.push(stage);
+      },
+    );
+    endpoints = answering;
     console.log(`start took ${Date.now() - began} ms`);
     assert.ok(stages.some((stage) => stage.startsWith('verifying the path')));
+    // Every IP echo of the lab answered while the path was verified.
+    assert.deepEqual(echoesOut, []);
     assert.equal(endpoints.ssh.port, 22);
     assert.equal(await runtime.state(ids.main), 'running');
     assert.deepEqual(await runtime.endpoints(ids.main), endpoints);
