@@ -68,8 +68,10 @@ pg_database=${BUILTIN_PG_DATABASE:-cloud_cli_proxy}
 
 if [ "$install" -eq 1 ]; then
   ensure_node
-  # v2ray is the tunnel engine the egress test runs on this machine; jq is what the README's examples read JSON with.
-  apt_install v2ray jq ca-certificates
+  # v2ray is the tunnel engine the egress test runs on this machine; jq is what the README's examples read JSON with;
+  # nftables guards each egress gateway's uplink from this machine (the kill switch nothing in a container can undo);
+  # iproute2 and util-linux link workspaces to their gateways.
+  apt_install v2ray jq ca-certificates nftables iproute2 util-linux
   bash scripts/docker.sh ensure || warn "the Docker engine is not available; the gateway starts and /healthz reports it"
   bash scripts/folder-mounts.sh ensure || warn "folder mounts (ccp's mount modes) will not be available; see docs/cli.md"
   npm_install

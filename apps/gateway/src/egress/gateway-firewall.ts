@@ -1,4 +1,5 @@
 import { isIP, isIPv4 } from 'node:net';
+import { nftInterface, nftMark, nftPort, nftTable } from './nft-values.js';
 import type { UpstreamEndpoint } from './tunnel-engine.js';
 
 export interface GatewayFirewallParams {
@@ -26,9 +27,6 @@ export interface GatewayFirewallParams {
   relay?: { source: string; ports: readonly number[] };
 }
 
-const INTERFACE = /^[A-Za-z0-9_.@-]{1,15}$/;
-const TABLE = /^[A-Za-z_][A-Za-z0-9_]{0,31}$/;
-
 /**
  * The kill switch of a host's egress gateway (spike-egress.md §12, design (c)), as text for `nft -f`. The first
  * two lines make loading it an atomic replace, so a new upstream never opens a gap.
@@ -41,16 +39,16 @@ const TABLE = /^[A-Za-z_][A-Za-z0-9_]{0,31}$/;
  * `ip rule add fwmark <tproxyMark> lookup <table>; ip route add local 0.0.0.0/0 dev lo table <table>`.
  */
 export function renderGatewayFirewall(params: GatewayFirewallParams): string {
-  const { table, upstream } = params;
-  if (!TABLE.test(table)) throw new TypeError(`table is not a valid nftables name: ${table}`);
-  const workspace = interfaceName('workspaceInterface', params.workspaceInterface);
-  const uplink = interfaceName('uplinkInterface', params.uplinkInterface);
-  const socketMark = mark('socketMark', params.socketMark);
-  const tproxyMark = mark('tproxyMark', params.tproxyMark);
+  const { upstream } = params;
+  const table = nftTable(params.table);
+  const workspace = nftInterface('workspaceInterface', params.workspaceInterface);
+  const uplink = nftInterface('uplinkInterface', params.uplinkInterface);
+  const socketMark = nftMark('socketMark', params.socketMark);
+  const tproxyMark = nftMark('tproxyMark', params.tproxyMark);
   if (params.socketMark === params.tproxyMark) throw new TypeError('socketMark and tproxyMark must differ');
-  const transparentPort = port('transparentPort', params.transparentPort);
-  const dnsPort = port('dnsPort', params.dnsPort);
-  const upstreamPort = port('upstream.port', upstream.port);
+  const transparentPort = nftPort('transparentPort', params.transparentPort);
+  const dnsPort = nftPort('dnsPort', params.dnsPort);
+  const upstreamPort = nftPort('upstream.port', upstream.port);
   const family = isIP(upstream.address);
   if (family === 0) throw new TypeError(`upstream.address must be an IP literal: ${upstream.address}`);
   if (upstream.protocols.length === 0) throw new TypeError('upstream.protocols is empty');
@@ -104,28 +102,9 @@ function relayRules(relay: GatewayFirewallParams['relay'], uplink: string) {
   if (!relay) return { input: [], output: [] };
   if (!isIPv4(relay.source)) throw new TypeError(`relay.source must be an IPv4 literal: ${relay.source}`);
   if (relay.ports.length === 0) throw new TypeError('relay.ports is empty');
-  const ports = `{ ${relay.ports.map((value) => port('relay.ports', value)).join(', ')} }`;
+  const ports = `{ ${relay.ports.map((value) => nftPort('relay.ports', value)).join(', ')} }`;
   return {
     input: [`    iifname ${uplink} ip saddr ${relay.source} tcp dport ${ports} accept`],
     output: [`    oifname ${uplink} ip daddr ${relay.source} tcp sport ${ports} ct state established accept`],
   };
-}
-
-function interfaceName(name: string, value: string): string {
-  if (!INTERFACE.test(value)) throw new TypeError(`${name} is not a valid interface name: ${value}`);
-  return `"${value}"`;
-}
-
-function mark(name: string, value: number): string {
-  if (!Number.isInteger(value) || value < 1 || value > 0xffffffff) {
-    throw new TypeError(`${name} must be a non-zero 32-bit mark: ${value}`);
-  }
-  return `0x${value.toString(16).padStart(8, '0')}`;
-}
-
-function port(name: string, value: number): number {
-  if (!Number.isInteger(value) || value < 1 || value > 65535) {
-    throw new TypeError(`${name} must be a port number: ${value}`);
-  }
-  return value;
 }

@@ -32,6 +32,7 @@ import { imageStatuses, type RuntimeImages, requireImages, workspaceVariant } fr
 import { linkWorkspace, unlinkWorkspace, workspaceLinked } from './netns.js';
 import { verifyEgressPath } from './path-check.js';
 import { delay, sshBanner, tunnelReady, v2rayPid } from './readiness.js';
+import { guardUplink, releaseUplink } from './uplink-guard.js';
 import { verifyAsWorkspaceUser } from './user-path-check.js';
 import {
   type ExecResult,
@@ -210,6 +211,7 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
         for (const volume of Volumes ?? []) {
           await this.docker.getVolume(volume.Name).remove().catch(ignoreStatus(404));
         }
+        await releaseUplink(hostId);
         await rm(this.provisioning.gatewayDir(hostId), { recursive: true, force: true });
         // rmdir, never a recursive removal: a live folder mount there holds the user's own files.
         const mounts = this.options.folderMountsDir;
@@ -232,6 +234,8 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
           const serverIp = await resolveServer(target.config.server);
           await this.provisioning.writeGatewayFiles(hostId, target, serverIp, hostAddress);
           if (gateway.image === this.options.images.egressGateway) {
+            // The host's guard first: until v2ray restarts, the old upstream is refused by both.
+            await this.guardUplink(hostId, gateway);
             const before = await v2rayPid(gateway.pid);
             // The entrypoint reloads the ruleset (one nft transaction) and restarts v2ray: while v2ray is down
             // the TPROXY rules find no socket and the packets are dropped; nothing else may leave. The relay
@@ -246,6 +250,7 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
             // today's files expect, such as the relay: it is replaced, which ends open sessions this once.
             await unlinkWorkspace(gateway.pid);
             gateway = await this.waitForGateway(await this.recreateGateway(hostId), null);
+            await this.guardUplink(hostId, gateway);
             await linkWorkspace(gateway.pid, workspace.pid);
           }
           await verifyEgressPath(
@@ -376,10 +381,11 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
         }),
       ]);
       await step(60, 'linking the workspace to its egress gateway');
-      await linkWorkspace(gateway.pid, workspace.pid);
-      await step(70, `verifying the path through ${upstream.label} (${upstream.exitIp})`);
       if (!gateway.uplinkAddress)
         throw new RuntimeError('network_setup_failed', 'the egress gateway has no uplink address');
+      await this.guardUplink(spec.hostId, gateway);
+      await linkWorkspace(gateway.pid, workspace.pid);
+      await step(70, `verifying the path through ${upstream.label} (${upstream.exitIp})`);
       const { echoesOut } = await verifyEgressPath(
         {
           workspacePid: workspace.pid,
@@ -417,6 +423,7 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
   private async undoStart(hostId: string, made: StartMade): Promise<void> {
     const gateway = await this.find(hostId, 'egress-gateway');
     if (gateway) await this.removeContainer(gateway.id);
+    await releaseUplink(hostId);
     if (made.workspaceId) await this.removeContainer(made.workspaceId);
     else await this.stopNow(hostId);
     for (const volume of made.volumes) await this.docker.getVolume(volume).remove().catch(ignoreStatus(404));
@@ -440,6 +447,7 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
           .catch(ignoreStatus(304, 404));
       }
     }
+    await releaseUplink(hostId);
   }
 
   private async relink(hostId: string): Promise<void> {
@@ -450,8 +458,23 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
         return;
       // Linking waits for the gateway's kill switch and v2ray, as at start.
       const ready = await this.waitForGateway(gateway.id, null);
+      // A gateway Docker started again has a new port on the uplink, unguarded until now.
+      await this.guardUplink(hostId, ready);
       await linkWorkspace(ready.pid, workspace.pid);
     });
+  }
+
+  /** The host-side guard on the gateway's uplink port (uplink-guard.ts), with the policy its files were written with. */
+  private async guardUplink(hostId: string, gateway: ContainerFacts): Promise<void> {
+    const policy = await this.provisioning.readUplinkPolicy(hostId);
+    if (!gateway.uplinkAddress || !policy)
+      throw new RuntimeError(
+        'network_setup_failed',
+        gateway.uplinkAddress
+          ? 'the egress gateway has no uplink policy: start the host again'
+          : 'the egress gateway has no uplink address',
+      );
+    await guardUplink(hostId, { pid: gateway.pid, uplinkAddress: gateway.uplinkAddress }, policy);
   }
 
   // ------------------------------------------------------------------ containers

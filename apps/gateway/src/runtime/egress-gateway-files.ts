@@ -1,5 +1,6 @@
 import { renderGatewayFirewall } from '../egress/gateway-firewall.js';
 import type { ResolvedUpstream, TunnelDnsSettings, TunnelEngine } from '../egress/tunnel-engine.js';
+import { checkUplinkPolicy, type UplinkPolicy } from '../egress/uplink-guard.js';
 
 /**
  * The point-to-point link between a workspace and its egress gateway. Every pair lives in its own two network
@@ -54,6 +55,8 @@ export interface EgressGatewayFiles {
   v2ray: string;
   /** nftables ruleset: the kill switch. */
   ruleset: string;
+  /** What the host lets the gateway send on the uplink (uplink-guard.ts), the kill switch outside its reach. */
+  uplink: UplinkPolicy;
 }
 
 /**
@@ -70,16 +73,19 @@ export function renderEgressGatewayFiles(params: EgressGatewayFilesParams): Egre
     dns: params.dns,
     sniffing: true,
   });
+  const upstream = params.engine.upstreamEndpoint(params.upstream);
+  const relayPorts = Object.values(WORKSPACE_PORTS);
   const ruleset = renderGatewayFirewall({
     table: GATEWAY_NETWORK.table,
     workspaceInterface: WORKSPACE_LINK.gatewayInterface,
     uplinkInterface: GATEWAY_NETWORK.uplinkInterface,
-    upstream: params.engine.upstreamEndpoint(params.upstream),
+    upstream,
     socketMark: GATEWAY_NETWORK.socketMark,
     tproxyMark: GATEWAY_NETWORK.tproxyMark,
     transparentPort: GATEWAY_NETWORK.transparentPort,
     dnsPort: GATEWAY_NETWORK.dnsPort,
-    relay: { source: params.relaySource, ports: Object.values(WORKSPACE_PORTS) },
+    relay: { source: params.relaySource, ports: relayPorts },
   });
-  return { v2ray, ruleset };
+  const uplink = checkUplinkPolicy({ upstream, relay: { client: params.relaySource, ports: relayPorts } });
+  return { v2ray, ruleset, uplink };
 }

@@ -5,6 +5,7 @@ import type Docker from 'dockerode';
 import type { EgressSettings } from '../config.js';
 import { tunnelDns } from '../egress/egress-verification.js';
 import type { TunnelEngine } from '../egress/tunnel-engine.js';
+import { checkUplinkPolicy, type UplinkPolicy } from '../egress/uplink-guard.js';
 import {
   HOST_LABEL,
   homeVolume,
@@ -13,11 +14,14 @@ import {
   ROLE_LABEL,
   UPLINK_NETWORK,
 } from './container-specs.js';
-import { renderEgressGatewayFiles, WORKSPACE_LINK } from './egress-gateway-files.js';
+import { type EgressGatewayFiles, renderEgressGatewayFiles, WORKSPACE_LINK } from './egress-gateway-files.js';
 import { statusCode } from './engine-errors.js';
 import { propagatesToContainers } from './folder-mount-points.js';
 import { makeTraversableDir, writeReadableFile } from './handed-over-files.js';
 import { RuntimeError, type UpstreamSpec } from './workspace-runtime.js';
+
+/** Beside the gateway's files: not read by the gateway, by the host's guard on its uplink. */
+const UPLINK_POLICY_FILE = 'uplink.json';
 
 export interface HostProvisioningOptions {
   docker: Docker;
@@ -108,7 +112,7 @@ export class HostProvisioning {
     serverIp: string,
     relaySource: string,
   ): Promise<void> {
-    let files: { v2ray: string; ruleset: string };
+    let files: EgressGatewayFiles;
     try {
       files = renderEgressGatewayFiles({
         engine: this.options.engine,
@@ -125,11 +129,23 @@ export class HostProvisioning {
     for (const [name, text] of [
       ['ruleset.nft', files.ruleset],
       ['v2ray.json', files.v2ray],
+      [UPLINK_POLICY_FILE, JSON.stringify(files.uplink)],
     ] as const) {
       const file = path.join(dir, name);
       await writeFile(`${file}.new`, text, { mode: 0o600 });
       await rename(`${file}.new`, file);
     }
+  }
+
+  /**
+   * What the host's guard on this gateway's uplink lets out (uplink-guard.ts), as the last start or switch
+   * wrote it; null when the host never started here with a gateway of this version.
+   */
+  async readUplinkPolicy(hostId: string): Promise<UplinkPolicy | null> {
+    const text = await readFile(path.join(this.gatewayDir(hostId), UPLINK_POLICY_FILE), 'utf8').catch(
+      () => null,
+    );
+    return text === null ? null : checkUplinkPolicy(JSON.parse(text) as UplinkPolicy);
   }
 
   /** One resolv.conf for every workspace: the resolver is always the gateway's end of the link. */

@@ -233,6 +233,20 @@ sub command {
   return { ok => JSON::PP::false, error => ($lines[-1] // 'no output') . ' (exit ' . ($? >> 8) . ')' };
 }
 
+# A TCP connection and nothing more; from "source" when given, an address that is not this machine's (IP_TRANSPARENT, root's):
+# what a spoofer on the link would send.
+sub connect_only {
+  my ($a) = @_;
+  my ($family, $peer) = address($a->{host}, $a->{port});
+  socket(my $s, $family, SOCK_STREAM, IPPROTO_TCP) or return fail('socket');
+  if ($a->{source}) {
+    setsockopt($s, IPPROTO_IP, 19, 1) or return fail('IP_TRANSPARENT');
+    bind($s, pack_sockaddr_in(0, inet_aton($a->{source}))) or return fail('bind');
+  }
+  my (undef, $error) = connect_socket($s, $peer, $a->{timeoutMs});
+  return $error // { ok => JSON::PP::true, detail => 'connected' };
+}
+
 sub capabilities {
   open(my $status, '<', '/proc/self/status') or return fail('open /proc/self/status');
   my %caps = map { /^(Cap\w+):\s+(\w+)/ ? ($1 => $2) : () } <$status>;
@@ -240,7 +254,8 @@ sub capabilities {
 }
 
 my %kinds = (http => \&http_get, dns => \&dns, datagrams => \&datagrams, ping => \&ping, raw => \&raw,
-  so_mark => \&so_mark, nft => \&nft_table, command => \&command, capabilities => \&capabilities);
+  so_mark => \&so_mark, nft => \&nft_table, command => \&command, capabilities => \&capabilities,
+  connect => \&connect_only);
 
 my @children;
 for my $attempt (@$attempts) {

@@ -42,6 +42,15 @@ import { GATEWAY_NETWORK } from '../../src/runtime/egress-gateway-files.js';
 import { IMAGE_ROOT } from '../../src/runtime/image-inputs.js';
 import { listensOnTcp } from '../../src/runtime/netns.js';
 import { buildTestImages, labEgressSettings } from '../helpers/lab-egress.js';
+import {
+  type Actor,
+  dockerCli,
+  type ProbeAttempt,
+  type ProbeResult,
+  probeInNetns,
+  probeInWorkspace,
+  takeOverGateway,
+} from '../helpers/leak-probe.js';
 import { KeyFactory } from '../helpers/ssh-keygen.js';
 
 const exec = promisify(execFile);
@@ -57,7 +66,6 @@ const PROTOCOLS: readonly VariantName[] = [
 /** An HTTP proxy carries TCP only: the tunnel drops the workspace's UDP instead of sending it elsewhere. */
 const CARRIES_UDP = (name: VariantName) => name !== 'http-auth';
 
-const PROBE = readFileSync(new URL('./leak-probe.pl', import.meta.url), 'utf8');
 const ATTEMPT_MS = 3000;
 /**
  * DNS through the tunnel gets longer, asked again every second like a stub resolver: v2ray 4.34's DoH client
@@ -78,29 +86,13 @@ const SETTLE_MS = 500;
 const QUIESCE_MS = 250;
 const CAPABILITIES = { NET_ADMIN: 12n, NET_RAW: 13n, SYS_ADMIN: 21n } as const;
 
-type Actor = 'user' | 'root';
 const ACTORS: readonly Actor[] = ['user', 'root'];
-
-/** One attempt for leak-probe.pl (see its kinds). */
-interface ProbeAttempt {
-  id: string;
-  kind: string;
-  [parameter: string]: unknown;
-}
-
-interface ProbeResult {
-  id: string;
-  ok: boolean;
-  error?: string;
-  reply?: string;
-  detail?: string;
-}
 
 interface Row {
   protocol: string;
-  phase: 'live' | 'v2ray killed' | 'all windows';
+  phase: 'live' | 'v2ray killed' | 'gateway taken over' | 'all windows';
   attempt: string;
-  actor: Actor | 'host';
+  actor: Actor | 'host' | 'gateway';
   outcome: string;
   pass: boolean;
 }
@@ -110,35 +102,9 @@ const docker = new Docker({ socketPath: '/var/run/docker.sock' });
 const run = `leak${randomBytes(3).toString('hex')}`;
 const hostIdOf = (name: VariantName) => `${run}-${name}`;
 
-async function dockerCli(args: string[]): Promise<string> {
-  const { stdout } = await exec('docker', args, { timeout: 30_000, maxBuffer: 4 << 20 });
-  return stdout;
-}
-
-/** Runs attempts inside the workspace, `docker exec` as its user and, for root, through sudo. */
-async function probe(
-  container: string,
-  actor: Actor,
-  attempts: ProbeAttempt[],
-): Promise<Map<string, ProbeResult>> {
-  const command = ['perl', '-e', PROBE, JSON.stringify(attempts)];
-  const stdout = await dockerCli([
-    'exec',
-    '--user',
-    LINUX_USER,
-    container,
-    ...(actor === 'root' ? ['sudo', '-n', ...command] : command),
-  ]);
-  const results = new Map<string, ProbeResult>();
-  for (const line of stdout.split('\n')) {
-    if (!line.trim()) continue;
-    const result = JSON.parse(line) as ProbeResult;
-    results.set(result.id, result);
-  }
-  for (const attempt of attempts)
-    assert.ok(results.has(attempt.id), `leak-probe.pl gave no result for ${attempt.id} (${actor})`);
-  return results;
-}
+/** Runs attempts inside the workspace, as its user and, for root, through sudo. */
+const probe = (container: string, actor: Actor, attempts: ProbeAttempt[]) =>
+  probeInWorkspace(container, LINUX_USER, actor, attempts);
 
 function dnsAttempt(id: string, host: string, transport: 'udp' | 'tcp', question: Buffer): ProbeAttempt {
   return {
@@ -554,6 +520,98 @@ describe('leak suite: nothing leaves a workspace except through its upstream', {
         await dockerCli(['exec', gateway, 'kill', '-CONT', supervisor]).catch(() => undefined);
       }
 
+      // ------------------------------------- the egress gateway taken over: its own kill switch undone
+      // What v2ray could do if the workspace's bytes ever took it over: root in the gateway's namespace with
+      // NET_ADMIN flushes the ruleset, forwards and masquerades the workspace, sends on its own, and speaks
+      // as another machine of the uplink bridge. Only the host's guard on the gateway's port is left.
+      const policy = JSON.parse(
+        readFileSync(path.join(dataDir, 'runtime', 'egress', hostId, 'uplink.json'), 'utf8'),
+      ) as { upstream: { address: string; port: number } };
+      const ownAddress = (await docker.getContainer(gateway).inspect()).NetworkSettings.Networks[
+        UPLINK_NETWORK
+      ]!.IPAddress;
+      const { spoofed } = await takeOverGateway({
+        name: gateway,
+        pid: gatewayPid,
+        uplinkAddress: ownAddress,
+      });
+      const fromWorkspace: ProbeAttempt[] = [
+        { id: 'tcp', kind: 'http', host: inet, port: 80, path: '/ip', timeoutMs: ATTEMPT_MS },
+        dnsAttempt('dns-inet/udp', inet, 'udp', whoami()),
+        { id: 'icmp', kind: 'ping', host: inet, timeoutMs: ATTEMPT_MS },
+        { id: 'udp', kind: 'datagrams', host: inet, ...DATAGRAM },
+      ];
+      const fromGateway: ProbeAttempt[] = [
+        ...fromWorkspace,
+        {
+          id: 'spoofed/upstream',
+          kind: 'connect',
+          source: spoofed,
+          host: policy.upstream.address,
+          port: policy.upstream.port,
+          timeoutMs: ATTEMPT_MS,
+        },
+        { id: 'spoofed/tcp', kind: 'connect', source: spoofed, host: inet, port: 80, timeoutMs: ATTEMPT_MS },
+      ];
+      const takenOver = await counted(async () => {
+        const [user, root, own] = await Promise.all([
+          probe(workspace, 'user', fromWorkspace),
+          probe(workspace, 'root', fromWorkspace),
+          probeInNetns(gatewayPid, fromGateway),
+        ]);
+        return { user: user!, root: root!, gateway: own! };
+      });
+      windows.push(takenOver.counters);
+      // The one way out that stays: the gateway's own address to its upstream, asked after the window.
+      const upstreamStill = (
+        await probeInNetns(gatewayPid, [
+          {
+            id: 'upstream',
+            kind: 'connect',
+            host: policy.upstream.address,
+            port: policy.upstream.port,
+            timeoutMs: ATTEMPT_MS,
+          },
+        ])
+      ).get('upstream');
+      const reached = takenOver.counters.filter((counter) => counter.address !== exitIp);
+      // The tunnel is out of the way now; what the exit may still send is the teardown of older connections.
+      const throughExit = takenOver.counters.find((counter) => counter.address === exitIp)?.bytes ?? 0;
+      for (const who of ['user', 'root', 'gateway'] as const) {
+        const results = takenOver.value[who];
+        for (const [id, attempt] of [
+          ['tcp', `TCP ${inet}:80 (HTTP /ip)`],
+          ['dns-inet/udp', `DNS/udp to hard-coded resolver ${inet}`],
+          ['icmp', `ICMP echo to ${inet}`],
+          ['udp', `UDP ${DATAGRAM.count}×${DATAGRAM.size} B to ${inet}:${DATAGRAM.port}`],
+          ...(who === 'gateway'
+            ? ([
+                ['spoofed/upstream', `TCP to the upstream as ${spoofed} (spoofed)`],
+                ['spoofed/tcp', `TCP ${inet}:80 as ${spoofed} (spoofed)`],
+              ] as const)
+            : []),
+        ] as const) {
+          const result = results.get(id);
+          // Datagrams "succeed" at sending; whether they arrived is the counters' to say.
+          const pass =
+            (id === 'udp' ? throughExit < DATAGRAM_BYTES : result?.ok === false) && reached.length === 0;
+          record({
+            phase: 'gateway taken over',
+            attempt,
+            actor: who,
+            outcome: `${result?.ok && id !== 'udp' ? `NOT BLOCKED: ${failure(result)}` : `blocked: ${result?.error ?? 'sent'}`}; seen: ${describeCounters(takenOver.counters)}`,
+            pass,
+          });
+        }
+      }
+      record({
+        phase: 'gateway taken over',
+        attempt: `TCP to the upstream ${policy.upstream.address}:${policy.upstream.port} from the gateway's own address`,
+        actor: 'gateway',
+        outcome: upstreamStill?.ok ? 'connected (the one way out)' : `FAILED: ${failure(upstreamStill)}`,
+        pass: upstreamStill?.ok === true,
+      });
+
       // ------------------------------------------------------------------------------------ verdict
       const total = new Map<string, number>();
       for (const counter of windows.flat())
@@ -567,6 +625,14 @@ describe('leak suite: nothing leaves a workspace except through its upstream', {
       });
       console.log(`# ${name}: done in ${Date.now() - began} ms`);
       await runtime.remove(hostId);
+      const guards = (await exec('nft', ['list', 'tables', 'netdev'])).stdout;
+      record({
+        phase: 'all windows',
+        attempt: "the host's guard on the uplink port, after the host was removed",
+        actor: 'host',
+        outcome: guards.includes(`ccp_uplink_${hostId}`) ? 'LEFT BEHIND' : 'removed',
+        pass: !guards.includes(`ccp_uplink_${hostId}`),
+      });
 
       const failed = rows.filter((row) => row.protocol === name && !row.pass);
       assert.deepEqual(
