@@ -3,7 +3,7 @@
  * (dash, Debian's /bin/sh, and bash) runs from a pipe, as the docs say.
  */
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
@@ -13,37 +13,11 @@ import { after, before, describe, it } from 'node:test';
 import tls from 'node:tls';
 import { loadConfig } from '../../src/config.js';
 import { freeLoopbackPort } from '../../src/egress/loopback-ports.js';
+import { GATEWAY_NAME, homeWithCurlrc, installCcp } from '../helpers/ccp-install.js';
 import { DATABASES, startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
 
 const sha256 = (data: Buffer | string) => createHash('sha256').update(data).digest('hex');
 const shells = ['dash', 'bash'].filter((shell) => spawnSync(shell, ['-c', 'true']).status === 0);
-
-/**
- * `curl -fsSL <url> | <shell>` with a home of its own; `script` replaces the download when given. Asynchronous:
- * the gateway answering curl runs in this process.
- */
-function install(
-  shell: string,
-  home: string,
-  url: string,
-  script?: string,
-): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  const command = script === undefined ? `curl -fsSL '${url}/v1/cli/install' | ${shell}` : shell;
-  return new Promise((resolve, reject) => {
-    const child = spawn('sh', ['-c', command], {
-      env: { PATH: process.env.PATH ?? '', HOME: home },
-      stdio: ['pipe', 'pipe', 'pipe'],
-      timeout: 60_000,
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => (stdout += chunk));
-    child.stderr.on('data', (chunk) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (status) => resolve({ status, stdout, stderr }));
-    child.stdin.end(script ?? '');
-  });
-}
 
 const kind = DATABASES[0]!;
 
@@ -81,8 +55,8 @@ describe('ccp served by the gateway', () => {
 
   for (const shell of shells) {
     it(`installs it with one line under ${shell}, checked against its checksum`, async () => {
-      const home = mkdtempSync(path.join(dir, `home-${shell}-`));
-      const run = await install(shell, home, t.url);
+      const home = homeWithCurlrc(dir, shell);
+      const run = await installCcp(shell, home, t.url);
       assert.equal(run.status, 0, run.stderr);
       const installed = path.join(home, '.local/bin/ccp');
       assert.equal(spawnSync(installed, ['--version'], { encoding: 'utf8' }).stdout.trim(), '9.9.9-test');
@@ -100,8 +74,8 @@ describe('ccp served by the gateway', () => {
     const script = String((await t.request('GET', '/v1/cli/install', { token: null })).body);
     // The bundle changes after the script was fetched: what arrives is not what the script vouches for.
     writeFileSync(bundle, "#!/usr/bin/env node\nconsole.log('tampered');\n");
-    const home = mkdtempSync(path.join(dir, 'home-tampered-'));
-    const run = await install('sh', home, t.url, script);
+    const home = homeWithCurlrc(dir, 'tampered');
+    const run = await installCcp('sh', home, t.url, script);
     assert.equal(run.status, 3, run.stderr);
     assert.match(run.stderr, /does not match its checksum.*nothing was installed/);
     assert.equal(existsSync(path.join(home, '.local/bin/ccp')), false);
@@ -117,16 +91,12 @@ describe('ccp served by the gateway', () => {
   });
 });
 
-/** The gateway's public name in these tests; each test's home has a ~/.curlrc that resolves it to the loopback. */
-const GATEWAY_NAME = 'gw.example.test';
-
 /** A home whose curl reaches `GATEWAY_NAME:port` on the loopback (and trusts `ca`, for the TLS front). */
-function homeFor(dir: string, label: string, port: number, ca?: string): string {
-  const home = mkdtempSync(path.join(dir, `home-${label}-`));
-  const lines = [`resolve = "${GATEWAY_NAME}:${port}:127.0.0.1"`, ...(ca ? [`cacert = "${ca}"`] : [])];
-  writeFileSync(path.join(home, '.curlrc'), `${lines.join('\n')}\n`);
-  return home;
-}
+const homeFor = (dir: string, label: string, port: number, ca?: string) =>
+  homeWithCurlrc(dir, label, [
+    `resolve = "${GATEWAY_NAME}:${port}:127.0.0.1"`,
+    ...(ca ? [`cacert = "${ca}"`] : []),
+  ]);
 
 /** TLS in front of the gateway, as nginx would be: a certificate for GATEWAY_NAME, the bytes passed through. */
 async function tlsFront(
@@ -178,7 +148,7 @@ describe('ccp fetched by users over a network', () => {
     after(() => t?.close());
 
     it('installs, but says first that the download is not protected and where to compare the checksum', async () => {
-      const run = await install('sh', homeFor(dir, 'http', port), `http://${GATEWAY_NAME}:${port}`);
+      const run = await installCcp('sh', homeFor(dir, 'http', port), `http://${GATEWAY_NAME}:${port}`);
       assert.equal(run.status, 0, run.stderr);
       assert.match(
         run.stderr,
@@ -243,7 +213,7 @@ describe('ccp fetched by users over a network', () => {
 
     it('installs without a warning', async () => {
       const home = homeFor(dir, 'https', front.port, front.ca);
-      const run = await install('sh', home, `https://${GATEWAY_NAME}:${front.port}`);
+      const run = await installCcp('sh', home, `https://${GATEWAY_NAME}:${front.port}`);
       assert.equal(run.status, 0, run.stderr);
       assert.equal(run.stderr, '');
       assert.match(run.stdout, new RegExp(`Its SHA-256 checksum: ${sha256(readFileSync(bundle))}\n`));
