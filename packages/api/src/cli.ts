@@ -23,7 +23,9 @@ export const CliRelease = Type.Object({
     pattern: '^[0-9a-f]{64}$',
     description: 'SHA-256 of the bundle this gateway serves at `/v1/cli/ccp.mjs`, lowercase hex',
   }),
-  download_url: Type.String({ description: 'Where the install script downloads it from (`PUBLIC_API_URL`)' }),
+  download_url: Type.String({
+    description: 'Where the install script downloads it: `<PUBLIC_API_URL>/v1/cli/ccp.mjs`',
+  }),
   transport: Type.Union([Type.Literal('https'), Type.Literal('loopback'), Type.Literal('plain_http')], {
     description:
       '`https`: TLS protects the download; `loopback`: an http:// URL on the gateway machine itself, which no ' +
