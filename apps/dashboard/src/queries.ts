@@ -20,3 +20,12 @@ export function useTask(taskId: string | null, role: 'admin' | 'user') {
     enabled: taskId !== null,
   });
 }
+
+/** ccp's checksum over the signed-in API, and whether its download travels in the clear. */
+export function useCliRelease(role: 'admin' | 'user') {
+  return useQuery({
+    queryKey: ['cli', role],
+    queryFn: role === 'admin' ? api.admin.cli : api.user.cli,
+    retry: false,
+  });
+}

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -182,6 +183,13 @@ describe('everyday use of the dashboard in Chromium', { skip, timeout: 300_000 }
       await page.getByTestId('ccp-init').textContent(),
       `ccp init --gateway ${vite.url} --short-id ${host.short_id} && ccp`,
     );
+    // Its checksum, from the signed-in API, is the one of the bytes served; on the loopback nothing to warn about.
+    const served = Buffer.from(await (await fetch(`${vite.url}/v1/cli/ccp.mjs`)).arrayBuffer());
+    assert.equal(
+      await page.getByTestId('ccp-checksum').textContent(),
+      createHash('sha256').update(served).digest('hex'),
+    );
+    assert.equal(await page.getByTestId('ccp-install-warning').count(), 0);
     await shot(page, 'portal-host-running');
     await stop.click();
     await page.getByRole('heading', { name: /stopped/ }).waitFor();
@@ -407,5 +415,52 @@ describe('everyday use of the dashboard in Chromium', { skip, timeout: 300_000 }
     const moved = (await t.request('GET', `/v1/admin/hosts/${farHost.id}`)).body;
     assert.deepEqual([moved.node, moved.status], ['local', 'stopped']);
     await page.context().close();
+  });
+});
+
+/** A gateway whose PUBLIC_API_URL is plain HTTP on a network: the portal says so beside the install line. */
+describe('the portal of a gateway over plain HTTP, in Chromium', { skip, timeout: 120_000 }, () => {
+  let t: TestGateway;
+  let vite: { url: string; child: ChildProcess };
+  let browser: Browser;
+
+  before(async () => {
+    const port = await freePort();
+    t = await startTestGateway('sqlite', {
+      HTTP_PORT: String(port),
+      PUBLIC_HOST: 'gw.example.test',
+      PUBLIC_API_URL: `http://gw.example.test:${port}`,
+    });
+    await t.listen();
+    vite = await startVite(t.url);
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  });
+  after(async () => {
+    await browser?.close();
+    vite?.child.kill();
+    await t?.close();
+  });
+
+  it('warns beside the install line and shows the checksum to compare with', async () => {
+    const user = await t.createUser('erin');
+    const created = await t.request('POST', '/v1/admin/hosts', { body: { user_id: user.id } });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const context = await browser.newContext({ baseURL: vite.url });
+    const page = await context.newPage();
+    await page.goto('/portal');
+    await signIn(page, 'erin', user.password);
+    const warning = page.getByTestId('ccp-install-warning');
+    await warning.waitFor();
+    assert.match(
+      (await warning.textContent()) ?? '',
+      /Not protected in transit\. This gateway serves ccp over plain HTTP \(http:\/\/gw\.example\.test:\d+\): anyone on the network path can replace ccp/,
+    );
+    const served = Buffer.from(await (await fetch(`${t.url}/v1/cli/ccp.mjs`)).arrayBuffer());
+    assert.equal(
+      await page.getByTestId('ccp-checksum').textContent(),
+      createHash('sha256').update(served).digest('hex'),
+    );
+    await page.screenshot({ path: `${SHOTS}everyday-portal-plain-http.png`, fullPage: true });
+    await context.close();
   });
 });

@@ -1,4 +1,5 @@
 import { ConfigError, loadConfig, readEnvironment } from './config.js';
+import { plainHttpNotice } from './domain/download-transport.js';
 import { describeVerification } from './egress/egress-verification.js';
 import { createGateway } from './gateway.js';
 import { createLogger } from './logger.js';
@@ -28,6 +29,8 @@ async function main(): Promise<void> {
   const logger = createLogger(config);
   // Before listening, so the line is in the log by the time the gateway answers.
   logger.info(describeVerification(config.egress));
+  const plainHttp = plainHttpNotice(config.publicApiUrl);
+  if (plainHttp) logger.warn(plainHttp);
   const gateway = await createGateway(config, { logger });
   await gateway.listen();
   logger.info(

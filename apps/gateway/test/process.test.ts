@@ -93,6 +93,8 @@ describe('the gateway process (npm start)', {
         assert.equal(await gateway.exit, 0, gateway.output());
         assert.match(gateway.output(), /"msg":"stopped"/);
         assert.doesNotMatch(gateway.output(), /first-admin-pass/);
+        // PUBLIC_API_URL defaults to http://localhost:<port>: the loopback, which no network path carries.
+        assert.doesNotMatch(gateway.output(), /is plain HTTP/);
       } finally {
         gateway.child.kill('SIGKILL');
       }
@@ -112,9 +114,15 @@ describe('the gateway process (npm start)', {
       HTTP_PORT: String(httpPort),
       SSH_PROXY_HOST: '127.0.0.2',
       SSH_PROXY_PORT: String(sshPort),
+      PUBLIC_API_URL: `http://gw.example.test:${httpPort}`,
     });
     try {
       await waitHealthy(`http://127.0.0.1:${httpPort}`);
+      // A public address in the clear: the administrator is told once, with what to do.
+      const notices = gateway
+        .output()
+        .match(/PUBLIC_API_URL http:\/\/gw\.example\.test:\d+ is plain HTTP.*?nginx/g);
+      assert.equal(notices?.length, 1, gateway.output());
       assert.match(await sshGreeting(sshPort, '127.0.0.2'), /^SSH-2\.0-/);
       await assert.rejects(sshGreeting(sshPort, '127.0.0.1'), /ECONNREFUSED/);
       await assert.rejects(

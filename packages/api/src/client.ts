@@ -1,5 +1,6 @@
 import type Type from 'typebox';
 import type { LoginRequest, LoginResponse, Role } from './auth.js';
+import type { CliRelease } from './cli.js';
 import type { ErrorBody } from './common.js';
 import type {
   CreateEgressIpRequest,
@@ -264,10 +265,12 @@ export function createApiClient(options: ApiClientOptions = {}) {
       nodes: () => get<S<typeof NodeList>>('/v1/admin/nodes'),
       removeNode: (name: string) => del(`/v1/admin/nodes/${id(name)}`),
       images: () => get<S<typeof ImageList>>('/v1/admin/images'),
+      cli: () => get<S<typeof CliRelease>>('/v1/admin/cli'),
       buildImages: (body: S<typeof BuildImagesRequest> = {}) =>
         post<S<typeof TaskAccepted>>('/v1/admin/images/build', body),
     },
     user: {
+      cli: () => get<S<typeof CliRelease>>('/v1/user/cli'),
       changePassword: (body: S<typeof ChangePasswordRequest>) =>
         post<unknown>('/v1/user/change-password', body),
       keys: {

@@ -1,6 +1,7 @@
 # --- installs ccp, the cloud-cli-proxy command-line client (POSIX sh) ---
 # Downloads the CLI from the gateway, checks it against the checksum above, and puts it at
-# ${CCP_INSTALL_DIR:-$HOME/.local/bin}/ccp. Needs Node.js 22 or newer and curl.
+# ${CCP_INSTALL_DIR:-$HOME/.local/bin}/ccp. Needs Node.js 22 or newer and curl. Over plain HTTP this script and
+# the download can both be replaced on their way: then it says so first (CCP_PLAIN_HTTP_WARNING, set above).
 # Exit codes: 2 download failed, 3 checksum mismatch, 4 something this machine lacks.
 set -u
 
@@ -12,6 +13,7 @@ ccp_die() {
 }
 
 ccp_install() {
+  [ -z "$CCP_PLAIN_HTTP_WARNING" ] || printf 'ccp install: WARNING: %s\n' "$CCP_PLAIN_HTTP_WARNING" >&2
   command -v curl >/dev/null 2>&1 || ccp_die 4 "needs curl"
   command -v node >/dev/null 2>&1 || ccp_die 4 "needs Node.js 22 or newer (node was not found)"
   ccp_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null) || ccp_major=0
@@ -38,6 +40,8 @@ ccp_install() {
   mv -f "$ccp_tmp" "$ccp_dir/ccp" || ccp_die 4 "cannot install $ccp_dir/ccp"
   trap - EXIT
   printf 'ccp installed: %s (%s)\n' "$ccp_dir/ccp" "$("$ccp_dir/ccp" --version 2>/dev/null || echo 'version unknown')"
+  printf 'Its SHA-256 checksum: %s\n' "$ccp_got"
+  printf 'The portal shows the checksum the gateway serves under "Install ccp" once you sign in: they must be the same.\n'
   case ":$PATH:" in
     *":$ccp_dir:"*) ;;
     *) printf 'Add %s to your PATH, e.g.: export PATH="%s:$PATH"\n' "$ccp_dir" "$ccp_dir" ;;

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import { shellQuote } from './access-scripts.js';
+import { downloadTransportOf, plainHttpWarning } from './download-transport.js';
 import { DomainError } from './errors.js';
 
 const installScript = () => readFile(new URL('../../assets/access/install-ccp.sh', import.meta.url), 'utf8');
@@ -48,10 +49,31 @@ export class CliBundle {
     return `${(await this.file()).sha256}  ccp.mjs\n`;
   }
 
-  /** The install script: the API URL and the bundle's checksum as quoted words, then a fixed body. */
+  /**
+   * The checksum and how the download travels, for the portal: there it comes over an authenticated call, which
+   * no shared cache answers for someone else, and a user can hold it against what the install script printed.
+   */
+  async release() {
+    return {
+      file_name: 'ccp.mjs' as const,
+      sha256: (await this.file()).sha256,
+      download_url: `${this.apiUrl}/v1/cli/ccp.mjs`,
+      transport: downloadTransportOf(this.apiUrl),
+      warning: plainHttpWarning(this.apiUrl),
+    };
+  }
+
+  /**
+   * The install script: the API URL, the bundle's checksum and the plain-HTTP warning (empty over TLS or the
+   * loopback) as quoted words, then a fixed body.
+   */
   async installer(): Promise<string> {
     const { sha256 } = await this.file();
-    const settings = `CCP_API_URL=${shellQuote(this.apiUrl)}\nCCP_SHA256=${shellQuote(sha256)}`;
+    const settings = [
+      `CCP_API_URL=${shellQuote(this.apiUrl)}`,
+      `CCP_SHA256=${shellQuote(sha256)}`,
+      `CCP_PLAIN_HTTP_WARNING=${shellQuote(plainHttpWarning(this.apiUrl) ?? '')}`,
+    ].join('\n');
     return `#!/bin/sh\n# cloud-cli-proxy: installs the ccp command-line client\n${settings}\n\n${await installScript()}`;
   }
 }

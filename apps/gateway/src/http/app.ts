@@ -16,7 +16,7 @@ import { registerAdminActivityRoutes } from './routes/admin-activity.js';
 import { registerAdminEgressRoutes } from './routes/admin-egress-ips.js';
 import { registerAdminHostRoutes } from './routes/admin-hosts.js';
 import { registerAdminUserRoutes } from './routes/admin-users.js';
-import { registerCliDownloadRoutes } from './routes/cli-download.js';
+import { registerCliDownloadRoutes, registerCliReleaseRoute } from './routes/cli-download.js';
 import { registerDesktopProxyRoutes, registerHostDesktopRoutes } from './routes/host-desktop.js';
 import { registerPublicRoutes } from './routes/public.js';
 import { registerSseRoute } from './routes/sse.js';
@@ -121,6 +121,7 @@ export async function buildHttpApp(
       registerAdminHostRoutes(admin, services);
       registerHostDesktopRoutes(admin, services, 'admin');
       registerAdminActivityRoutes(admin, services);
+      registerCliReleaseRoute(admin, services, 'admin');
       registerSseRoute(admin, services, 'admin');
     },
     { prefix: '/v1/admin' },
@@ -134,6 +135,7 @@ export async function buildHttpApp(
       registerUserAccountRoutes(user, services);
       registerUserHostRoutes(user, services);
       registerHostDesktopRoutes(user, services, 'user');
+      registerCliReleaseRoute(user, services, 'user');
       registerSseRoute(user, services, 'user');
     },
     { prefix: '/v1/user' },

@@ -110,7 +110,7 @@ export function HostDetail() {
       </Section>
       <div className="grid-2">
         <Section title="Access">
-          <HostAccess host={h} />
+          <HostAccess host={h} scope="admin" />
           <HostDesktop host={h} scope="admin" />
         </Section>
         <Section title="Egress bindings">

@@ -38,7 +38,7 @@ export function PortalHosts() {
           >
             {h.status === 'failed' ? <HostFailure host={h} onList /> : null}
             {nodeLost(h) ? <NodeUnavailableNotice host={h} scope="user" /> : null}
-            <HostAccess host={h} />
+            <HostAccess host={h} scope="user" />
             <OpenDesktopButton host={h} scope="user" />
           </Section>
         ))
@@ -75,7 +75,7 @@ export function PortalHost() {
       {h.status === 'failed' ? <HostFailure host={h} /> : null}
       {nodeLost(h) ? <NodeUnavailableNotice host={h} scope="user" /> : null}
       <Section title="Access">
-        <HostAccess host={h} />
+        <HostAccess host={h} scope="user" />
         <HostDesktop host={h} scope="user" />
       </Section>
       <Section title="Start and stop">
