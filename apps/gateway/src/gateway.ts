@@ -78,6 +78,8 @@ export interface Gateway {
   egressIps: EgressIpsService;
   hosts: HostsService;
   lifecycle: HostLifecycle;
+  /** Grants: every lifecycle call needs one (the gateway's own work asks `access.system(reason)`). */
+  access: Access;
   tasks: TaskRunner;
   limiter: FailureRateLimiter;
   revocation: AccessRevocation;
@@ -151,6 +153,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     tickets,
     bus,
     repositories.accessTickets,
+    repositories.tasks,
     { ipv6PrefixBits: config.rateLimitIpv6Prefix },
   );
   const auth = new AuthService(access, bus, config);
@@ -186,7 +189,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       // Called from the heartbeat, after `images` exists.
       imagesReady: () => images.ready,
       // Not a full reconcile: the tasks it runs now are not interrupted.
-      onRejoin: () => lifecycle.stopMovedAway(config.node.name),
+      onRejoin: () => lifecycle.stopMovedAway(access.system('node rejoined'), config.node.name),
     },
     logger.child({ component: 'nodes' }),
   );
@@ -239,7 +242,6 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
   });
   const desktop = new DesktopControl({
     dialer,
-    access,
     bus,
     log: logger.child({ component: 'vnc' }),
   });
@@ -317,12 +319,13 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
   const cli = new CliBundle(config.cliBundle, config.publicApiUrl);
   const images = new ImagesService(runtime, bus, taskRunner);
   bus.on('egress_ip.upstream_changed', ({ egressIpId, replaced }) =>
-    lifecycle.egressChanged(egressIpId, replaced),
+    lifecycle.egressChanged(access.system('egress IP changed'), egressIpId, replaced),
   );
-  bus.on('runtime.notice', ({ notice }) => lifecycle.runtimeNotice(notice));
+  bus.on('runtime.notice', ({ notice }) => lifecycle.runtimeNotice(access.system('engine notice'), notice));
   bus.on('user.access_revoked', async ({ userId, reason }) => {
-    if (reason === 'deleted') await lifecycle.removeHostsOf(userId);
-    else if (reason === 'disabled' || reason === 'expired') await lifecycle.stopHostsOf(userId, reason);
+    if (reason === 'deleted') await lifecycle.removeHostsOf(access.system('owner deleted'), userId);
+    else if (reason === 'disabled' || reason === 'expired')
+      await lifecycle.stopHostsOf(access.system(`owner ${reason}`), userId);
   });
 
   await live?.start();
@@ -383,6 +386,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     egressIps,
     hosts,
     lifecycle,
+    access,
     tasks: taskRunner,
     limiter,
     revocation,
@@ -405,13 +409,15 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       every(3600, 'event-retention', () => events.prune(config.eventRetentionDays));
       if (live) every(60, 'live-message-retention', () => live.prune());
       if (config.hostCheckSeconds > 0)
-        every(config.hostCheckSeconds, 'host-check', () => lifecycle.checkRunning(nodes.name));
+        every(config.hostCheckSeconds, 'host-check', () =>
+          lifecycle.checkRunning(access.system('host check'), nodes.name),
+        );
       if (config.egressHealthSeconds > 0) {
         let checking = false;
         every(config.egressHealthSeconds, 'egress-health', async () => {
           if (checking) return; // a slow round (failing upstreams time out) is not stacked
           checking = true;
-          await lifecycle.checkUpstreams().finally(() => {
+          await lifecycle.checkUpstreams(access.system('egress health round')).finally(() => {
             checking = false;
           });
         });
@@ -425,7 +431,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       );
       await FolderMounts.sweep(mountsRoot, logger);
       every(config.node.heartbeatSeconds, 'node-heartbeat', () => nodes.heartbeat());
-      await lifecycle.reconcile(nodes.name);
+      await lifecycle.reconcile(access.system('start-up reconcile'), nodes.name);
       lifecycle.follow();
       taskRunner.start();
       const checkImages = () =>

@@ -1,15 +1,17 @@
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Actor, Role } from '@ccp/api';
-import type { EventBus } from '../events/event-bus.js';
+import { type EventBus, systemActor } from '../events/event-bus.js';
 import type { AccessTicketsRepository } from '../store/access-tickets-repository.js';
 import type { HostsRepository, HostWithOwner } from '../store/hosts-repository.js';
 import type { SshKeysRepository } from '../store/ssh-keys-repository.js';
+import type { TasksRepository } from '../store/tasks-repository.js';
 import type { UserRow, UsersRepository } from '../store/users-repository.js';
 import { sessionEndReason } from './access-revocation.js';
 import { AccessTickets, type TicketGrant } from './access-tickets.js';
 import { isExpired } from './auth-service.js';
 import { type DomainError, errors } from './errors.js';
-import type { CredentialHolder, Principal } from './principal.js';
+import { type HostAction, type HostGrant, mint, type SystemGrant, type TaskGrant } from './grants.js';
+import { type CredentialHolder, type Principal, actorOf as principalActor } from './principal.js';
 import { FailureRateLimiter, limitedSource } from './rate-limiter.js';
 import type { SecretBox } from './secret-box.js';
 import { SHORT_ID_PATTERN, verifyAgainstNothing, verifyPassword } from './secrets.js';
@@ -34,9 +36,6 @@ export type Admission =
   | { admitted: true; user: UserRow; ticket: TicketGrant | null }
   | ({ admitted: false } & Refusal);
 
-/** What may be done to a host. A user may do the listed ones to their own hosts; anything else is an admin's,
- * except SSH, which is the owner's only. */
-export type HostAction = 'view' | 'operate' | 'desktop' | 'ssh' | 'manage';
 const USER_HOST_ACTIONS: ReadonlySet<HostAction> = new Set(['view', 'operate', 'desktop', 'ssh']);
 
 export interface AccessLimits {
@@ -84,6 +83,7 @@ export class Access {
     private readonly tickets: AccessTickets,
     private readonly bus: EventBus,
     ticketStore: AccessTicketsRepository,
+    private readonly tasks: TasksRepository,
     limits: Partial<AccessLimits> = {},
   ) {
     this.limits = { ...DEFAULT_LIMITS, ...limits };
@@ -211,11 +211,37 @@ export class Access {
     return host;
   }
 
-  /** A host the principal may act on; anything else is "not found", so host ids cannot be probed. */
-  async requireHost(principal: Principal, hostId: string, action: HostAction): Promise<HostWithOwner> {
+  /**
+   * The grant to do `action` to a host the principal may act on; anything else is "not found", so host ids
+   * cannot be probed. Every host-scoped method of the domain takes what this returns, never a bare id.
+   */
+  async requireHost(principal: Principal, hostId: string, action: HostAction): Promise<HostGrant> {
     const host = await this.hosts.findById(hostId);
     if (!host || !mayActOn(principal, host, action)) throw errors.notFound('Host');
-    return host;
+    return mint<HostGrant>({ host, action, actor: principalActor(principal) }, 'host');
+  }
+
+  /** A task the principal may read: any for an admin, a user's own (queued for them or their hosts). */
+  async requireTask(principal: Principal, taskId: string): Promise<TaskGrant> {
+    const task = await this.tasks.findById(taskId);
+    if (
+      !task ||
+      !(principal.role === 'admin' || (principal.role === 'user' && task.user_id === principal.id))
+    )
+      throw errors.notFound('Task');
+    return mint<TaskGrant>({ task, actor: principalActor(principal) }, 'task');
+  }
+
+  /** The gateway's own work, which no caller asked for: a reconcile, an expiry, a health round. */
+  system(reason: string): SystemGrant {
+    return mint<SystemGrant>({ reason, actor: systemActor }, 'system');
+  }
+
+  /** A grant to manage one host for the gateway's own work (`system`): the host as it is now, or "not found". */
+  async hostForSystem(system: SystemGrant, hostId: string): Promise<HostGrant> {
+    const host = await this.hosts.findById(hostId);
+    if (!host) throw errors.notFound('Host');
+    return mint<HostGrant>({ host, action: 'manage', actor: system.actor }, 'host');
   }
 
   /** The host an SSH login names (`user+shortId`, or the user's only host), or why there is none. */
@@ -285,7 +311,7 @@ export class Access {
     principal: Principal,
     hostId: string,
   ): Promise<{ ticket: string; expiresAt: Date; host: HostWithOwner }> {
-    const host = await this.requireHost(principal, hostId, 'desktop');
+    const { host } = await this.requireHost(principal, hostId, 'desktop');
     if (host.status !== 'running')
       throw errors.conflict('host_not_running', 'The host is not running; start it before its desktop');
     // The caller's token was checked against this version moments ago; the ticket dies when it moves on.
@@ -408,7 +434,12 @@ function mayActOn(principal: Principal, host: HostWithOwner, action: HostAction)
 export const desktopPasswordOf = (box: SecretBox, hostId: string): string =>
   box.derive(`desktop vnc password ${hostId}`, 6).toString('base64url');
 
-const principalOf = (user: UserRow): Principal => ({ id: user.id, username: user.username, role: user.role });
+/** The principal an admitted account acts as. */
+export const principalOf = (user: UserRow): Principal => ({
+  id: user.id,
+  username: user.username,
+  role: user.role,
+});
 
 /** The API error for a refusal. */
 export function refusalError(refusal: Refusal): DomainError {

@@ -5,7 +5,7 @@ import type { AccessTicketsRepository } from '../store/access-tickets-repository
 import type { HostsRepository, HostWithOwner } from '../store/hosts-repository.js';
 import type { TaskRow, TasksRepository } from '../store/tasks-repository.js';
 import type { UserRow, UsersRepository } from '../store/users-repository.js';
-import type { Access } from './access.js';
+import { type Access, principalOf } from './access.js';
 import type { AccessTickets } from './access-tickets.js';
 import { isExpired } from './auth-service.js';
 import { isoOut } from './clock.js';
@@ -49,7 +49,8 @@ export class BootstrapService {
       clientAddress,
     );
     const host = await this.chooseHost(user, input.host ?? null);
-    const accepted = await this.lifecycle.start(host.id, actorOf(user), 'bootstrap');
+    const grant = await this.gate.requireHost(principalOf(user), host.id, 'operate');
+    const accepted = await this.lifecycle.start(grant, 'bootstrap');
     await this.bus.emit({
       type: 'bootstrap.session.created',
       message: `${user.username} began a bootstrap session for host ${host.short_id}`,

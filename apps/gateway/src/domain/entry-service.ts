@@ -3,7 +3,7 @@ import type { EventBus } from '../events/event-bus.js';
 import type { HostsRepository, HostWithOwner } from '../store/hosts-repository.js';
 import type { TasksRepository } from '../store/tasks-repository.js';
 import type { UserRow } from '../store/users-repository.js';
-import type { Access } from './access.js';
+import { type Access, principalOf } from './access.js';
 import { errors } from './errors.js';
 import type { HostLifecycle } from './host-lifecycle.js';
 import type { AccessSettings } from './host-view.js';
@@ -65,7 +65,6 @@ export class EntryService {
       'entry',
       clientAddress,
     );
-    const actor = actorOf(user);
 
     const awaited = awaitedTaskId ? await this.tasks.findById(awaitedTaskId) : undefined;
     if (awaited?.host_id === host.id && awaited.status === 'failed') {
@@ -93,7 +92,9 @@ export class EntryService {
         },
       };
     }
-    const accepted = await this.lifecycle.start(host.id, actor);
+    const accepted = await this.lifecycle.start(
+      await this.gate.requireHost(principalOf(user), host.id, 'operate'),
+    );
     await this.succeeded(user, host, clientAddress, 'starting');
     return this.starting(accepted.task_id, 'queued', 0);
   }

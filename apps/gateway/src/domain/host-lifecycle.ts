@@ -23,6 +23,7 @@ import type { HostPatch, HostsRepository, HostWithOwner } from '../store/hosts-r
 import { nowIso } from './clock.js';
 import type { EgressIpsService, ReplacedUpstream } from './egress-ips-service.js';
 import { errors } from './errors.js';
+import { confirmSystem, type HostGrant, hostOf, type SystemGrant } from './grants.js';
 import { type AccessSettings, activeBinding, adminHostView, linuxUserFor } from './host-view.js';
 import type { QueuedTask, TaskRunner } from './task-runner.js';
 
@@ -74,21 +75,19 @@ export class HostLifecycle {
   }
 
   /** Queues a start; `bootstrap` marks the task as one the bootstrap paths may show and hand off. */
-  async start(hostId: string, actor: Actor, kind: 'start' | 'bootstrap' = 'start'): Promise<TaskAccepted> {
-    const host = await this.requireReachable(hostId);
-    if (!(await this.activeUpstream(host.id))) throw noEgressBound(actor);
-    return this.queue(kind, host, actor);
+  async start(grant: HostGrant, kind: 'start' | 'bootstrap' = 'start'): Promise<TaskAccepted> {
+    const host = await this.requireReachable(hostOf(grant, 'operate').id);
+    if (!(await this.activeUpstream(host.id))) throw noEgressBound(grant.actor);
+    return this.queue(kind, host, grant.actor);
   }
 
   /** Queues a stop; a start still running for the host is cancelled first (its task fails as `cancelled`). */
-  async stop(hostId: string, actor: Actor): Promise<TaskAccepted> {
-    const host = await this.requireReachable(hostId);
-    await this.tasks.cancel(hostId, 'the host was stopped', actor);
-    return this.queue('stop', host, actor);
+  async stop(grant: HostGrant): Promise<TaskAccepted> {
+    return this.stopHost(hostOf(grant, 'operate').id, grant.actor);
   }
 
-  async rebuild(hostId: string, actor: Actor): Promise<TaskAccepted> {
-    return this.queue('rebuild', await this.requireReachable(hostId), actor);
+  async rebuild(grant: HostGrant): Promise<TaskAccepted> {
+    return this.queue('rebuild', await this.requireReachable(hostOf(grant, 'operate').id), grant.actor);
   }
 
   /**
@@ -96,7 +95,17 @@ export class HostLifecycle {
    * while another task runs for it. A host on another node is removed by that node (a `remove` task), and this
    * call waits for it.
    */
-  async remove(host: HostWithOwner, actor: Actor): Promise<void> {
+  async remove(grant: HostGrant): Promise<void> {
+    return this.removeHost(hostOf(grant, 'manage'), grant.actor);
+  }
+
+  private async stopHost(hostId: string, actor: Actor): Promise<TaskAccepted> {
+    const host = await this.requireReachable(hostId);
+    await this.tasks.cancel(hostId, 'the host was stopped', actor);
+    return this.queue('stop', host, actor);
+  }
+
+  private async removeHost(host: HostWithOwner, actor: Actor): Promise<void> {
     if (host.status === 'node_unavailable') throw this.nodeUnavailable(host);
     await this.tasks.cancel(host.id, 'the host was deleted', actor);
     if (await this.tasks.isBusy(host.id))
@@ -234,7 +243,11 @@ export class HostLifecycle {
    * the host goes back to the upstream it had (`previous` when this gateway did not apply it itself), as long
    * as that upstream is still bound to it, and stays running.
    */
-  async switchToActiveUpstream(hostId: string, actor: Actor, previous?: UpstreamSpec): Promise<void> {
+  async switchToActiveUpstream(grant: HostGrant): Promise<void> {
+    return this.switchHost(hostOf(grant, 'manage').id, grant.actor);
+  }
+
+  private async switchHost(hostId: string, actor: Actor, previous?: UpstreamSpec): Promise<void> {
     const host = await this.hosts.findById(hostId);
     if (host?.status !== 'running') return;
     if (!this.isLocal(host)) {
@@ -283,7 +296,8 @@ export class HostLifecycle {
   }
 
   /** An egress IP's upstream changed: running hosts that use it switch in place. */
-  async egressChanged(egressIpId: string, replaced: ReplacedUpstream): Promise<void> {
+  async egressChanged(system: SystemGrant, egressIpId: string, replaced: ReplacedUpstream): Promise<void> {
+    confirmSystem(system);
     await this.changes.announce(EGRESS_CHANGED, `${this.tasks.node} ${egressIpId}`);
     await this.switchHostsUsing(egressIpId, {
       egressIpId,
@@ -302,9 +316,7 @@ export class HostLifecycle {
       if (!hostId) return;
       void this.hosts
         .findById(hostId)
-        .then((host) =>
-          host && this.isLocal(host) ? this.switchToActiveUpstream(host.id, systemActor) : undefined,
-        )
+        .then((host) => (host && this.isLocal(host) ? this.switchHost(host.id, systemActor) : undefined))
         .catch((error: unknown) => this.log.error({ err: error, hostId }, 'switching upstream failed'));
     });
     this.changes.subscribe(EGRESS_CHANGED, (detail) => {
@@ -319,7 +331,7 @@ export class HostLifecycle {
   private async switchHostsUsing(egressIpId: string, previous?: UpstreamSpec): Promise<void> {
     for (const host of await this.hosts.list({ node: this.tasks.node, statuses: ['running'] })) {
       if (await this.usesUpstream(host.id, egressIpId)) {
-        await this.switchToActiveUpstream(host.id, systemActor, previous).catch((error: unknown) =>
+        await this.switchHost(host.id, systemActor, previous).catch((error: unknown) =>
           this.log.error({ err: error, hostId: host.id }, 'switching upstream failed'),
         );
       }
@@ -327,7 +339,8 @@ export class HostLifecycle {
   }
 
   /** Logs what the engine did on its own for a host (the egress gateway's supervisor restarting v2ray). */
-  async runtimeNotice(notice: RuntimeNotice): Promise<void> {
+  async runtimeNotice(system: SystemGrant, notice: RuntimeNotice): Promise<void> {
+    confirmSystem(system);
     const host = await this.hosts.findById(notice.hostId);
     if (!host) return;
     await this.bus.emit({
@@ -343,7 +356,8 @@ export class HostLifecycle {
 
   /** Tests the upstreams running hosts depend on, and moves each host whose upstream failed to a healthy
    * standby binding. */
-  async checkUpstreams(): Promise<void> {
+  async checkUpstreams(system: SystemGrant): Promise<void> {
+    confirmSystem(system);
     const running = await this.hosts.list({ node: this.tasks.node, statuses: ['running'] });
     const bindings = await this.hosts.bindings(running.map((h) => h.id));
     const tested = new Set<string>();
@@ -370,13 +384,13 @@ export class HostLifecycle {
         // Started before this gateway did (a restart, a crash): which upstream its egress gateway has is not
         // known here, so a healthy active binding is applied again; skipping the host would leave it on an
         // upstream that failed, for good.
-        if (desired.healthy) await this.switchToActiveUpstream(host.id, systemActor);
+        if (desired.healthy) await this.switchHost(host.id, systemActor);
         continue;
       }
       if (desired.egress_ip_id === current) {
         // A switch that failed left the host on the upstream it had; each round tries it again.
         const wanted = await this.activeUpstream(host.id);
-        if (wanted && !sameUpstream(wanted, runs)) await this.switchToActiveUpstream(host.id, systemActor);
+        if (wanted && !sameUpstream(wanted, runs)) await this.switchHost(host.id, systemActor);
         continue;
       }
       await this.bus.emit({
@@ -388,7 +402,7 @@ export class HostLifecycle {
         hostId: host.id,
         data: { from_egress_ip_id: current, to_egress_ip_id: desired.egress_ip_id },
       });
-      await this.switchToActiveUpstream(host.id, systemActor);
+      await this.switchHost(host.id, systemActor);
     }
   }
 
@@ -408,20 +422,22 @@ export class HostLifecycle {
   }
 
   /** Stops the running hosts of a user whose access ended (disabled, expired). */
-  async stopHostsOf(userId: string, reason: string): Promise<void> {
+  async stopHostsOf(system: SystemGrant, userId: string): Promise<void> {
+    const { reason } = confirmSystem(system);
     for (const host of await this.hosts.list({ userId, statuses: ['running', 'starting'] })) {
-      await this.stop(host.id, systemActor).catch((error: unknown) =>
+      await this.stopHost(host.id, system.actor).catch((error: unknown) =>
         this.log.warn({ err: error, hostId: host.id, reason }, 'could not queue the stop of a host'),
       );
     }
   }
 
   /** Removes the engine's resources of every host of a user about to be deleted, on each host's node. */
-  async removeHostsOf(userId: string): Promise<void> {
+  async removeHostsOf(system: SystemGrant, userId: string): Promise<void> {
+    confirmSystem(system);
     for (const host of await this.hosts.list({ userId })) {
-      await this.tasks.cancel(host.id, 'the owner was deleted', systemActor);
+      await this.tasks.cancel(host.id, 'the owner was deleted', system.actor);
       await this.tasks.settled(host.id);
-      await this.remove(host, systemActor).catch((error: unknown) =>
+      await this.removeHost(host, system.actor).catch((error: unknown) =>
         this.log.warn({ err: error, hostId: host.id }, 'could not remove the workspace of a deleted user'),
       );
     }
@@ -431,9 +447,10 @@ export class HostLifecycle {
    * After a restart: this node's unfinished tasks fail as interrupted, and each of its hosts is checked against
    * the engine.
    */
-  async reconcile(node: string): Promise<void> {
+  async reconcile(system: SystemGrant, node: string): Promise<void> {
+    confirmSystem(system);
     await this.tasks.failInterrupted();
-    await this.stopMovedAway(node);
+    await this.stopMovedAway(system, node);
     for (const host of await this.hosts.list({
       node,
       statuses: ['starting', 'running', 'stopping', 'rebuilding'],
@@ -474,7 +491,8 @@ export class HostLifecycle {
    * (a container stopped or removed outside the gateway, or one the engine could not restart) is marked
    * `failed`, so nobody is told it runs; a start makes it again. Hosts with a task are left to it.
    */
-  async checkRunning(node: string): Promise<void> {
+  async checkRunning(system: SystemGrant, node: string): Promise<void> {
+    confirmSystem(system);
     // A round slower than the interval is not run twice at once.
     if (this.checkingRunning) return;
     this.checkingRunning = true;
@@ -519,7 +537,8 @@ export class HostLifecycle {
    * while it was silent); their containers and home volumes are left as they are, for the operator to keep or
    * delete.
    */
-  async stopMovedAway(node: string): Promise<void> {
+  async stopMovedAway(system: SystemGrant, node: string): Promise<void> {
+    confirmSystem(system);
     let held: string[];
     try {
       held = await this.runtime.hostIds();

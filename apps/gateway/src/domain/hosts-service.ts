@@ -8,6 +8,7 @@ import type { UsersRepository } from '../store/users-repository.js';
 import type { Access } from './access.js';
 import { isoOut, nowIso } from './clock.js';
 import { errors } from './errors.js';
+import { type HostGrant, hostOf } from './grants.js';
 import type { HostLifecycle } from './host-lifecycle.js';
 import { type AccessSettings, activeBinding, hostView } from './host-view.js';
 import type { Principal } from './principal.js';
@@ -100,20 +101,16 @@ export class HostsService {
     return this.views(rows, portal);
   }
 
-  async get(id: string, portal: 'admin' | 'user'): Promise<Host> {
-    return this.view(id, portal);
+  /** A host as its grant's holder sees it: an admin's view, or its owner's. */
+  async get(grant: HostGrant): Promise<Host> {
+    return this.view(hostOf(grant, 'view').id, grant.actor.kind === 'admin' ? 'admin' : 'user');
   }
 
-  /** A user's own host; another user's host is "not found" so ids cannot be probed. */
-  async getOwn(principal: Principal, id: string): Promise<Host> {
-    await this.gate.requireHost(principal, id, 'view');
-    return this.view(id, 'user');
-  }
-
-  async delete(id: string, actor: Actor): Promise<void> {
-    const row = await this.hosts.findById(id);
-    if (!row) throw errors.notFound('Host');
-    await this.lifecycle.remove(row, actor);
+  async delete(grant: HostGrant): Promise<void> {
+    const row = hostOf(grant, 'manage');
+    const { actor } = grant;
+    const id = row.id;
+    await this.lifecycle.remove(grant);
     await this.hosts.delete(id);
     await this.bus.emit({
       type: 'host.deleted',
@@ -125,9 +122,8 @@ export class HostsService {
     });
   }
 
-  async bind(input: { host_id: string; egress_ip_id: string }, actor: Actor): Promise<Binding> {
-    const host = await this.hosts.findById(input.host_id);
-    if (!host) throw errors.notFound('Host');
+  async bind(principal: Principal, input: { host_id: string; egress_ip_id: string }): Promise<Binding> {
+    const { host, actor } = await this.gate.requireHost(principal, input.host_id, 'manage');
     const egress = await this.egressIps.findById(input.egress_ip_id);
     if (!egress) throw errors.notFound('Egress IP');
     const binding = { id: randomUUID(), host_id: host.id, egress_ip_id: egress.id, created_at: nowIso() };
@@ -151,10 +147,11 @@ export class HostsService {
     return { ...binding, created_at: isoOut(binding.created_at) };
   }
 
-  async unbind(bindingId: string, actor: Actor): Promise<void> {
+  async unbind(principal: Principal, bindingId: string): Promise<void> {
     const binding = await this.hosts.findBinding(bindingId);
     if (!binding) throw errors.notFound('Binding');
-    const host = (await this.hosts.findById(binding.host_id))!;
+    const grant = await this.gate.requireHost(principal, binding.host_id, 'manage');
+    const { host, actor } = grant;
     const bindings = (await this.hosts.bindings([host.id])).get(host.id) ?? [];
     const live = host.status === 'running' || host.status === 'starting';
     if (live && bindings.length <= 1) {
@@ -165,7 +162,7 @@ export class HostsService {
     }
     const wasActive = activeBinding(bindings)?.id === bindingId;
     await this.hosts.deleteBinding(bindingId);
-    if (live && wasActive) await this.lifecycle.switchToActiveUpstream(host.id, actor);
+    if (live && wasActive) await this.lifecycle.switchToActiveUpstream(grant);
     await this.bus.emit({
       type: 'binding.deleted',
       message: `egress IP unbound from host ${host.short_id}`,

@@ -1,6 +1,6 @@
 import type { Task } from '@ccp/api';
 import type { TasksRepository } from '../store/tasks-repository.js';
-import { errors } from './errors.js';
+import { type TaskGrant, taskOf } from './grants.js';
 import { taskView } from './task-runner.js';
 
 /** Reads tasks; they are written by the task runner. */
@@ -16,9 +16,8 @@ export class TasksService {
     return rows.map(taskView);
   }
 
-  async get(id: string): Promise<Task> {
-    const row = await this.tasks.findById(id);
-    if (!row) throw errors.notFound('Task');
-    return taskView(row);
+  /** A task its grant's holder may read (Access.requireTask). */
+  get(grant: TaskGrant): Task {
+    return taskView(taskOf(grant));
   }
 }

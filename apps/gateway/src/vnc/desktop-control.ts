@@ -3,10 +3,8 @@ import type { Socket } from 'node:net';
 import type { VncStatus } from '@ccp/api';
 import type { Logger } from 'pino';
 import { type HostDialer, HostUnreachable } from '../cluster/host-dialer.js';
-import type { Access } from '../domain/access.js';
 import { DomainError, errors } from '../domain/errors.js';
-import type { Principal } from '../domain/principal.js';
-import { actorOf } from '../domain/principal.js';
+import { type HostGrant, hostOf } from '../domain/grants.js';
 import type { EventBus } from '../events/event-bus.js';
 import { type ExecResult, RuntimeError } from '../runtime/workspace-runtime.js';
 import type { HostWithOwner } from '../store/hosts-repository.js';
@@ -37,7 +35,6 @@ interface ControlReport {
 export interface DesktopControlOptions {
   /** Runs the control program and reaches the desktop, on this node or through the host's node. */
   dialer: HostDialer;
-  access: Access;
   bus: EventBus;
   log: Logger;
 }
@@ -50,34 +47,21 @@ export interface DesktopControlOptions {
 export class DesktopControl {
   constructor(private readonly options: DesktopControlOptions) {}
 
-  /** The host whose desktop the caller may use: any for an admin, only their own for a user (404 otherwise). */
-  hostFor(principal: Principal, hostId: string): Promise<HostWithOwner> {
-    return this.options.access.requireHost(principal, hostId, 'desktop');
-  }
-
-  async status(host: HostWithOwner): Promise<VncStatus> {
+  /** The desktop's state, for whoever may use it (Access.requireHost with `desktop`). */
+  async status(grant: HostGrant): Promise<VncStatus> {
+    const host = hostOf(grant, 'desktop');
     if (host.status !== 'running') return hostStopped();
     const report = await this.run(host, 'status', STATUS_TIMEOUT_MS);
     return report ? statusOf(report.report) : unavailable();
   }
 
-  start(host: HostWithOwner, principal: Principal): Promise<VncStatus> {
-    return this.control(host, principal, 'start');
-  }
-
-  restart(host: HostWithOwner, principal: Principal): Promise<VncStatus> {
-    return this.control(host, principal, 'restart');
-  }
-
-  private async control(
-    host: HostWithOwner,
-    principal: Principal,
-    action: 'start' | 'restart',
-  ): Promise<VncStatus> {
+  /** Starts or restarts the desktop; answers once it is up. */
+  async control(grant: HostGrant, action: 'start' | 'restart'): Promise<VncStatus> {
+    const host = hostOf(grant, 'desktop');
     if (host.status !== 'running') throw hostNotRunning();
     const began = Date.now();
     const event = {
-      actor: actorOf(principal),
+      actor: grant.actor,
       userId: host.user_id,
       hostId: host.id,
     };

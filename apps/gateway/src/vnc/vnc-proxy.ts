@@ -126,7 +126,7 @@ export class VncProxy {
     const principal = await this.holderOf(credential, portal, hostId);
     if (principal.role !== portal)
       throw errors.forbidden(`This desktop path needs ${portal === 'admin' ? 'an admin' : 'a user'} token`);
-    const host = await this.options.access.requireHost(principal, hostId, 'desktop');
+    const { host } = await this.options.access.requireHost(principal, hostId, 'desktop');
     if (upgrade && !originAllowed(headers, this.options.publicApiUrl, credential.kind))
       throw errors.forbidden('The WebSocket origin is not allowed');
     return { portal, principal, host, source: credential.kind, basePath: vncBasePath(portal, hostId) };

@@ -37,7 +37,7 @@ async function main(): Promise<void> {
   let round = Promise.resolve();
   process.on('SIGUSR2', () => {
     round = round.then(() =>
-      gateway.lifecycle.checkUpstreams().then(
+      gateway.lifecycle.checkUpstreams(gateway.access.system('test: health round')).then(
         () => void process.stdout.write(`${HEALTH_ROUND_DONE}\n`),
         (error: unknown) => void process.stdout.write(`health round failed: ${String(error)}\n`),
       ),

@@ -75,11 +75,11 @@ for (const kind of DATABASES) {
       const { host, primary, standby } = await runningWithStandby('198.51.100.21', '198.51.100.37', 'gina');
       assert.equal(runtime.hosts.get(host.id)?.upstream?.exitIp, '198.51.100.21');
 
-      await t.gateway.lifecycle.checkUpstreams();
+      await t.gateway.lifecycle.checkUpstreams(t.gateway.access.system('test: health round'));
       assert.equal(runtime.hosts.get(host.id)?.upstream?.exitIp, '198.51.100.21', 'healthy: no switch');
 
       tester.failing.add('198.51.100.21');
-      await t.gateway.lifecycle.checkUpstreams();
+      await t.gateway.lifecycle.checkUpstreams(t.gateway.access.system('test: health round'));
       assert.equal(runtime.hosts.get(host.id)?.upstream?.exitIp, '198.51.100.37');
       const details = (await t.request('GET', `/v1/admin/hosts/${host.id}`)).body;
       assert.deepEqual(
@@ -94,7 +94,7 @@ for (const kind of DATABASES) {
       assert.equal(failover.body.events[0].data.to_egress_ip_id, standby);
 
       tester.failing.clear();
-      await t.gateway.lifecycle.checkUpstreams();
+      await t.gateway.lifecycle.checkUpstreams(t.gateway.access.system('test: health round'));
       assert.equal(
         runtime.hosts.get(host.id)?.upstream?.exitIp,
         '198.51.100.21',
@@ -113,10 +113,10 @@ for (const kind of DATABASES) {
       });
       try {
         tester.failing.add('198.51.100.61');
-        await restarted.lifecycle.checkUpstreams();
+        await restarted.lifecycle.checkUpstreams(restarted.access.system('test: health round'));
         assert.equal(runtime.hosts.get(host.id)?.upstream?.exitIp, '198.51.100.62');
         tester.failing.clear();
-        await restarted.lifecycle.checkUpstreams();
+        await restarted.lifecycle.checkUpstreams(restarted.access.system('test: health round'));
         assert.equal(runtime.hosts.get(host.id)?.upstream?.exitIp, '198.51.100.61', 'and back');
       } finally {
         tester.failing.clear();
@@ -141,7 +141,8 @@ for (const kind of DATABASES) {
           .reverse();
 
       const round = async (times: number) => {
-        for (let n = 0; n < times; n++) await t.gateway.lifecycle.checkUpstreams();
+        for (let n = 0; n < times; n++)
+          await t.gateway.lifecycle.checkUpstreams(t.gateway.access.system('test: health round'));
       };
       await round(3);
       assert.deepEqual(await logged(), ['egress_ip.created'], 'passes are not logged');

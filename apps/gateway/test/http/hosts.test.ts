@@ -452,7 +452,7 @@ for (const kind of DATABASES) {
         })
         .execute();
       runtime.hosts.delete(created.id);
-      await t.gateway.lifecycle.reconcile('local');
+      await t.gateway.lifecycle.reconcile(t.gateway.access.system('test: reconcile'), 'local');
       const interrupted = await task(leftover);
       assert.equal(interrupted.status, 'failed');
       assert.equal(interrupted.error.code, 'interrupted');

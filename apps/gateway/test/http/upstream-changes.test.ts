@@ -144,11 +144,11 @@ for (const kind of DATABASES) {
         assert.equal((await events('host.failed', failed.id)).length, 0);
 
         // The next health round tries the host again, and this time the switch goes through.
-        await t.gateway.lifecycle.checkUpstreams();
+        await t.gateway.lifecycle.checkUpstreams(t.gateway.access.system('test: health round'));
         assert.equal(runtime.hosts.get(failed.id)?.upstream?.config.server_port, 1082, 'retried');
         assert.equal((await events('host.upstream_switched', failed.id)).length, 1);
         const switches = runtime.calls.filter((c) => c.startsWith('switch ')).length;
-        await t.gateway.lifecycle.checkUpstreams();
+        await t.gateway.lifecycle.checkUpstreams(t.gateway.access.system('test: health round'));
         assert.equal(
           runtime.calls.filter((c) => c.startsWith('switch ')).length,
           switches,

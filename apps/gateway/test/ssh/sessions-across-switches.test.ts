@@ -107,7 +107,11 @@ describe('open SSH sessions across upstream changes', {
 
   it('keeps printing while a failover moves the host to its standby exit', async () => {
     tester.down.add(lab.lab.exits[0]!.address);
-    await within(180_000, 'the health round', lab.t.gateway.lifecycle.checkUpstreams());
+    await within(
+      180_000,
+      'the health round',
+      lab.t.gateway.lifecycle.checkUpstreams(lab.t.gateway.access.system('test: health round')),
+    );
     const failover = await lab.t.request('GET', `/v1/admin/events?host_id=${host.id}&type=host.failover`);
     assert.equal(failover.body.total, 1);
     assert.equal(failover.body.events[0].data.to_egress_ip_id, standbyId);

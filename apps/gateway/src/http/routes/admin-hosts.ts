@@ -25,7 +25,10 @@ const HostParams = Type.Object({ hostID: Type.String({ format: 'uuid' }) });
 const BindingParams = Type.Object({ bindingID: Type.String({ format: 'uuid' }) });
 const TaskParams = Type.Object({ taskID: Type.String({ format: 'uuid' }) });
 
-export function registerAdminHostRoutes(app: Api, { hosts, lifecycle, tasks, images }: HttpServices): void {
+export function registerAdminHostRoutes(
+  app: Api,
+  { access, hosts, lifecycle, tasks, images }: HttpServices,
+): void {
   const tags: ApiTag[] = ['admin: hosts'];
   app.post(
     '/hosts',
@@ -63,7 +66,8 @@ export function registerAdminHostRoutes(app: Api, { hosts, lifecycle, tasks, ima
         response: { 200: Host, ...errorResponses(404) },
       },
     },
-    (request) => hosts.get(request.params.hostID, 'admin'),
+    async (request) =>
+      hosts.get(await access.requireHost(principalOf(request), request.params.hostID, 'view')),
   );
 
   registerHostActions(
@@ -83,7 +87,8 @@ export function registerAdminHostRoutes(app: Api, { hosts, lifecycle, tasks, ima
         summary: 'Recreate the workspace from the current image; the home volume and SSH host keys are kept',
       },
     },
-    (action, hostId, request) => lifecycle[action](hostId, actorOf(principalOf(request))),
+    async (action, hostId, request) =>
+      lifecycle[action](await access.requireHost(principalOf(request), hostId, 'operate')),
   );
 
   app.delete(
@@ -100,7 +105,7 @@ export function registerAdminHostRoutes(app: Api, { hosts, lifecycle, tasks, ima
       },
     },
     async (request, reply) => {
-      await hosts.delete(request.params.hostID, actorOf(principalOf(request)));
+      await hosts.delete(await access.requireHost(principalOf(request), request.params.hostID, 'manage'));
       return reply.status(204).send(null);
     },
   );
@@ -116,8 +121,7 @@ export function registerAdminHostRoutes(app: Api, { hosts, lifecycle, tasks, ima
         response: { 201: Binding, ...errorResponses(400, 404, 409) },
       },
     },
-    async (request, reply) =>
-      reply.status(201).send(await hosts.bind(request.body, actorOf(principalOf(request)))),
+    async (request, reply) => reply.status(201).send(await hosts.bind(principalOf(request), request.body)),
   );
 
   app.delete(
@@ -132,7 +136,7 @@ export function registerAdminHostRoutes(app: Api, { hosts, lifecycle, tasks, ima
       },
     },
     async (request, reply) => {
-      await hosts.unbind(request.params.bindingID, actorOf(principalOf(request)));
+      await hosts.unbind(principalOf(request), request.params.bindingID);
       return reply.status(204).send(null);
     },
   );
@@ -162,7 +166,7 @@ export function registerAdminHostRoutes(app: Api, { hosts, lifecycle, tasks, ima
         response: { 200: Task, ...errorResponses(404) },
       },
     },
-    (request) => tasks.get(request.params.taskID),
+    async (request) => tasks.get(await access.requireTask(principalOf(request), request.params.taskID)),
   );
 
   app.get(

@@ -17,7 +17,11 @@ const HostParams = Type.Object({ hostID: Type.String({ format: 'uuid' }) });
 const ProxyParams = Type.Object({ hostID: Type.String({ format: 'uuid' }), '*': Type.String() });
 
 /** Status, start, restart and tickets of a host's desktop; inside the portal's scope (its role check applies). */
-export function registerHostDesktopRoutes(app: Api, { desktop, vnc }: HttpServices, portal: Portal): void {
+export function registerHostDesktopRoutes(
+  app: Api,
+  { access, desktop, vnc }: HttpServices,
+  portal: Portal,
+): void {
   const tags: ApiTag[] = [portal === 'admin' ? 'admin: hosts' : 'user portal'];
   const whose = portal === 'admin' ? 'a host' : 'an own host';
   // getHostDesktopStatus for the admin, getOwnHostDesktopStatus for the owner.
@@ -34,8 +38,7 @@ export function registerHostDesktopRoutes(app: Api, { desktop, vnc }: HttpServic
     '/hosts/:hostID/vnc/status',
     { schema: schema(operationId('get', 'HostDesktopStatus'), `Desktop status of ${whose}`, [404, 503]) },
     async (request) => {
-      const host = await desktop.hostFor(principalOf(request), request.params.hostID);
-      return desktop.status(host);
+      return desktop.status(await access.requireHost(principalOf(request), request.params.hostID, 'desktop'));
     },
   );
 
@@ -50,9 +53,8 @@ export function registerHostDesktopRoutes(app: Api, { desktop, vnc }: HttpServic
         ),
       },
       async (request) => {
-        const principal = principalOf(request);
-        const host = await desktop.hostFor(principal, request.params.hostID);
-        return action === 'start' ? desktop.start(host, principal) : desktop.restart(host, principal);
+        const grant = await access.requireHost(principalOf(request), request.params.hostID, 'desktop');
+        return desktop.control(grant, action);
       },
     );
   }

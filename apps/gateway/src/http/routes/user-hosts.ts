@@ -1,7 +1,5 @@
 import { Host, HostList, Task } from '@ccp/api';
 import Type from 'typebox';
-import { errors } from '../../domain/errors.js';
-import { actorOf } from '../../domain/principal.js';
 import type { Api } from '../api.js';
 import type { ApiTag } from '../api-tags.js';
 import { principalOf } from '../plugins/authentication.js';
@@ -32,7 +30,8 @@ export function registerUserHostRoutes(app: Api, { access, hosts, lifecycle, tas
         response: { 200: Host, ...errorResponses(404) },
       },
     },
-    (request) => hosts.getOwn(principalOf(request), request.params.hostID),
+    async (request) =>
+      hosts.get(await access.requireHost(principalOf(request), request.params.hostID, 'view')),
   );
 
   // The owner's lifecycle calls are the admin's; the task is followed at the owner's own address.
@@ -52,9 +51,9 @@ export function registerUserHostRoutes(app: Api, { access, hosts, lifecycle, tas
       rebuild: { operationId: 'rebuildOwnHost', summary: 'Rebuild an own host; the home volume is kept' },
     },
     async (action, hostId, request) => {
-      const principal = principalOf(request);
-      const host = await access.requireHost(principal, hostId, 'operate');
-      const accepted = await lifecycle[action](host.id, actorOf(principal));
+      const accepted = await lifecycle[action](
+        await access.requireHost(principalOf(request), hostId, 'operate'),
+      );
       return { ...accepted, status_url: `/v1/user/tasks/${accepted.task_id}` };
     },
   );
@@ -70,10 +69,6 @@ export function registerUserHostRoutes(app: Api, { access, hosts, lifecycle, tas
         response: { 200: Task, ...errorResponses(404) },
       },
     },
-    async (request) => {
-      const task = await tasks.get(request.params.taskID);
-      if (task.user_id !== principalOf(request).id) throw errors.notFound('Task');
-      return task;
-    },
+    async (request) => tasks.get(await access.requireTask(principalOf(request), request.params.taskID)),
   );
 }
