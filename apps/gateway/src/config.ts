@@ -88,11 +88,16 @@ export interface EgressSettings {
   /** The tunnel's resolver for every other record type, over TCP through the upstream (EGRESS_DNS_SERVER). */
   dnsServer: { address: string; port: number };
   /**
-   * A TXT name in class CH that `dnsServer` answers with the asker's address (EGRESS_DNS_WHOAMI): proves the
-   * tunnel's DNS leaves from the exit. Null turns that check off.
+   * A TXT name in class CH that the resolvers answer with the asker's address (EGRESS_DNS_WHOAMI). Asked over
+   * DoH at `dohUrl` through the tunnel, it proves the resolver sees the exit, in an answer the upstream cannot
+   * forge; asked of the tunnel's own DNS (`dnsServer`), that the tunnel's DNS enters the upstream. Null turns
+   * both off.
    */
   dnsWhoami: string | null;
-  /** IP echo endpoints asked through the tunnel; every one that answers must see the declared exit (EGRESS_EXIT_IP_URLS). */
+  /**
+   * IP echo endpoints asked through the tunnel; every one that answers must see the declared exit: the probe's
+   * echo first when there is a probe, then EGRESS_EXIT_IP_URLS (or the public defaults).
+   */
   exitIpUrls: string[];
   /**
    * How many of them must answer (EGRESS_EXIT_IP_MIN_ANSWERS, default 1): one provider's outage is its own outcome,
@@ -105,12 +110,16 @@ export interface EgressSettings {
   v2rayCommand: string;
 }
 
-/** A self-hosted egress probe (apps/egress-probe): its IP echo, its zone, its DoH and the token of its DNS log. */
+/**
+ * A self-hosted egress probe (apps/egress-probe): its IP echo (HTTPS), its zone, its DoH, the token of its DNS
+ * log, and the CA its certificate must chain to (EGRESS_PROBE_CA_FILE; null: the system's and caFile).
+ */
 export interface EgressProbe {
   url: string;
   dnsZone: string;
   dohUrl: string;
   token: string | null;
+  caFile: string | null;
 }
 
 /** The public defaults (docs/egress-probe.md says what each proves). */
@@ -468,10 +477,15 @@ function parseEgressSettings(env: Env, problems: string[]): EgressSettings {
   let probe: EgressProbe | null = null;
   const probeUrl = env.EGRESS_PROBE_URL || null;
   if (probeUrl) {
-    if (!isEchoUrl(probeUrl, true))
+    if (probeUrl.startsWith('http://'))
+      // Plain HTTP lets the upstream answer the echo itself with the declared exit, and read the log's token.
+      problems.push(
+        `EGRESS_PROBE_URL must be https:// (got "${probeUrl}"): over plain HTTP the upstream can answer the probe's IP echo itself and read its token. Start the probe with --tls-cert and --tls-key and set EGRESS_PROBE_CA_FILE to its CA (docs/egress-probe.md)`,
+      );
+    else if (!isEchoUrl(probeUrl, true))
       // The exit-IP check must dial an IPv4 literal: a name could resolve to IPv6 and leave from another address.
       problems.push(
-        `EGRESS_PROBE_URL must be an http:// URL whose host is an IPv4 address (got "${probeUrl}")`,
+        `EGRESS_PROBE_URL must be an https:// URL whose host is an IPv4 address (got "${probeUrl}")`,
       );
     const dnsZone = env.EGRESS_PROBE_DNS_ZONE?.replace(/\.$/, '') ?? '';
     if (!DNS_NAME.test(dnsZone))
@@ -480,29 +494,34 @@ function parseEgressSettings(env: Env, problems: string[]): EgressSettings {
     if (!probeDoh)
       problems.push("EGRESS_PROBE_DOH_URL must name the probe's DoH endpoint when EGRESS_PROBE_URL is set");
     else checkDohUrl('EGRESS_PROBE_DOH_URL', probeDoh, problems);
+    const probeCa = env.EGRESS_PROBE_CA_FILE || null;
+    if (probeCa && !existsSync(probeCa)) problems.push(`EGRESS_PROBE_CA_FILE: no such file: ${probeCa}`);
     probe = {
       url: probeUrl,
       dnsZone: dnsZone.toLowerCase(),
       dohUrl: probeDoh,
       token: env.EGRESS_PROBE_TOKEN || null,
+      caFile: probeCa,
     };
   } else {
-    const stray = ['EGRESS_PROBE_DNS_ZONE', 'EGRESS_PROBE_DOH_URL', 'EGRESS_PROBE_TOKEN'].filter(
-      (name) => env[name],
-    );
+    const stray = [
+      'EGRESS_PROBE_DNS_ZONE',
+      'EGRESS_PROBE_DOH_URL',
+      'EGRESS_PROBE_TOKEN',
+      'EGRESS_PROBE_CA_FILE',
+    ].filter((name) => env[name]);
     if (stray.length > 0)
       problems.push(`${stray.join(', ')} only apply with EGRESS_PROBE_URL (the probe's IP echo)`);
   }
 
+  // The HTTPS echoes stay beside a probe: each is one more party that must see the exit.
   const urlsText = env.EGRESS_EXIT_IP_URLS;
   const exitIpUrls = urlsText
     ? urlsText
         .split(',')
         .map((entry) => entry.trim())
         .filter(Boolean)
-    : probe
-      ? []
-      : [...EGRESS_DEFAULTS.exitIpUrls];
+    : [...EGRESS_DEFAULTS.exitIpUrls];
   const badUrls = exitIpUrls.filter((entry) => !isEchoUrl(entry, false));
   if (badUrls.length > 0)
     problems.push(
@@ -537,12 +556,15 @@ function parseEgressSettings(env: Env, problems: string[]): EgressSettings {
 
 const DNS_NAME = /^[A-Za-z0-9_]([A-Za-z0-9_-]{0,62})(\.[A-Za-z0-9_]([A-Za-z0-9_-]{0,62}))*$/;
 
-/** An IP echo: http(s) with a host that is an IPv4 literal or a name (resolved through the tunnel, IPv4 only). */
+/**
+ * An IP echo: http(s) with a host that is an IPv4 literal or a name (resolved through the tunnel, IPv4 only);
+ * the probe's (`literalOnly`) is https:// to an IPv4 literal.
+ */
 function isEchoUrl(text: string, literalOnly: boolean): boolean {
   try {
     const url = new URL(text);
     if (url.protocol !== 'http:' && url.protocol !== 'https:') return false;
-    if (literalOnly) return url.protocol === 'http:' && isIPv4(url.hostname);
+    if (literalOnly) return url.protocol === 'https:' && isIPv4(url.hostname);
     return isIPv4(url.hostname) || (!url.hostname.startsWith('[') && DNS_NAME.test(url.hostname));
   } catch {
     return false;

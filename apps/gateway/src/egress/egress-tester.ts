@@ -2,7 +2,6 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { lookup } from 'node:dns/promises';
 import http from 'node:http';
 import net from 'node:net';
-import tls from 'node:tls';
 import type { EgressTestResult, ProxyConfig } from '@ccp/api';
 import type { EgressSettings } from '../config.js';
 import type { EgressTester } from '../domain/egress-ips-service.js';
@@ -12,6 +11,7 @@ import {
   observedExit,
   probeLogVerdict,
   sameAddress,
+  trustFor,
   tunnelDns,
   type VerificationPlan,
   verificationPlan,
@@ -19,15 +19,18 @@ import {
 } from './egress-verification.js';
 import { freeLoopbackPort, waitUntilListening } from './loopback-ports.js';
 import {
+  askDoh,
   askResolver,
   CheckError,
+  connectTls,
+  type DnsReply,
+  decodeReply,
   echoHeaders,
   encodeQuery,
   probeLeakName,
   readBody,
   readProbeLog,
   resolveIPv4,
-  trusting,
   txtText,
 } from './probe-client.js';
 import type { TestConfigParams, TunnelEngine } from './tunnel-engine.js';
@@ -168,7 +171,7 @@ export class TunnelEgressTester implements EgressTester {
           `the upstream ${upstream} accepted the connection, but nothing came back through it (wrong credentials, or the upstream cannot reach the IP echo)`,
       );
       if (checks.connectivity.ok)
-        await this.dnsPath(checks, dnsPort, declaredIp, checks.exit_ip.observed, ends);
+        await this.dnsPath(checks, { proxyPort, dnsPort }, declaredIp, checks.exit_ip.observed, ends);
       // Through an upstream that passes nothing there is no DNS path to judge; the resolver is not at fault.
       else checks.dns_leak.error = NOT_CHECKED;
     } catch (error) {
@@ -337,79 +340,78 @@ export class TunnelEgressTester implements EgressTester {
   }
 
   /** HTTPS: CONNECT through the proxy to the address, then TLS for the URL's own name. */
-  private getOverConnect(
+  private async getOverConnect(
     proxyPort: number,
     url: URL,
     address: string,
     port: number,
     timeoutMs: number,
   ): Promise<string> {
+    const until = Date.now() + timeoutMs;
+    const socket = await connectThrough(proxyPort, address, port, timeoutMs, url.host);
     return new Promise((resolve, reject) => {
       let settled = false;
+      const secure = connectTls(url, trustFor(this.plan, url.href), socket);
       const finish = (error: Error | null, body?: string) => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
-        connect.destroy();
+        secure.destroy();
         if (error) reject(error);
         else resolve(body ?? '');
       };
-      const timer = setTimeout(() => finish(new CheckFailure('timeout')), Math.max(0, timeoutMs));
-      const connect = http.request({
-        host: '127.0.0.1',
-        port: proxyPort,
-        method: 'CONNECT',
-        path: `${address}:${port}`,
-        headers: { host: `${address}:${port}` },
-        agent: false,
-      });
-      connect.on('connect', (response, socket) => {
-        // The request lets go of the socket it hands over; its failures reach `request` below, through TLS.
-        socket.on('error', () => {});
-        if (response.statusCode !== 200) {
-          socket.destroy();
-          finish(new CheckFailure(`the tunnel could not reach ${url.host} (HTTP ${response.statusCode})`));
-          return;
-        }
-        const secure = tls.connect({
-          socket,
-          ...(net.isIP(url.hostname) ? {} : { servername: url.hostname }),
-          host: url.hostname,
-          ...trusting(this.plan.caPem),
-        });
-        const request = http.request(
-          {
-            createConnection: () => secure,
-            method: 'GET',
-            path: `${url.pathname}${url.search}`,
-            headers: echoHeaders(url),
-          },
-          (answer) => {
-            readBody(answer).then((body) => {
-              if (answer.statusCode === 200) finish(null, body);
-              else finish(new CheckFailure(`${url} answered HTTP ${answer.statusCode} through the tunnel`));
-            }, finish);
-          },
-        );
-        request.on('error', (error) =>
-          finish(new CheckFailure(`${url} through the tunnel: ${error.message}`)),
-        );
-        request.end();
-      });
-      connect.on('error', (error) =>
-        finish(new CheckFailure(`no connection through the tunnel: ${error.message}`)),
+      const timer = setTimeout(() => finish(new CheckFailure('timeout')), Math.max(0, until - Date.now()));
+      const request = http.request(
+        {
+          createConnection: () => secure,
+          method: 'GET',
+          path: `${url.pathname}${url.search}`,
+          headers: echoHeaders(url),
+        },
+        (answer) => {
+          readBody(answer).then((body) => {
+            if (answer.statusCode === 200) finish(null, body);
+            else finish(new CheckFailure(`${url} answered HTTP ${answer.statusCode} through the tunnel`));
+          }, finish);
+        },
       );
-      connect.end();
+      request.on('error', (error) => finish(new CheckFailure(`${url} through the tunnel: ${error.message}`)));
+      request.end();
     });
   }
 
+  /** The whoami question over DoH, through the tunnel: TLS with the resolver's certificate checked. */
+  private async whoamiOverDoh(proxyPort: number, dohUrl: string, name: string, timeoutMs: number) {
+    const what = `the lookup of ${name} over DoH through the tunnel`;
+    const until = Date.now() + timeoutMs;
+    const url = new URL(dohUrl);
+    try {
+      const socket = await connectThrough(
+        proxyPort,
+        url.hostname,
+        Number(url.port || 443),
+        timeoutMs,
+        url.host,
+      );
+      const reply = await askDoh(dohUrl, encodeQuery(name, 'TXT', true), {
+        trust: trustFor(this.plan, dohUrl),
+        timeoutMs: until - Date.now(),
+        socket,
+      });
+      return decodeReply(reply, undefined, what);
+    } catch (error) {
+      return decodeReply(undefined, (error as Error).message, what);
+    }
+  }
+
   /**
-   * The DNS path: the whoami name asked of the tunnel's TCP resolver must come back with the exit address; with
-   * a probe, a fresh name under its zone must reach the probe from the exit only.
+   * The DNS path: with a probe, a fresh name under its zone must reach the probe from the exit only (its log read
+   * over HTTPS); the whoami name asked over DoH through the tunnel, and of the tunnel's own DNS, must come back
+   * with the exit address.
    */
   private async dnsPath(
     checks: Checks,
-    dnsPort: number,
+    ports: { proxyPort: number; dnsPort: number },
     declaredIp: string,
     observedExit: string | null,
     ends: number,
@@ -422,7 +424,18 @@ export class TunnelEgressTester implements EgressTester {
           )
         : new CheckFailure(`DNS leaked: ${message}`);
     const budget = () => Math.min(this.dnsTimeoutMs, ends - Date.now());
-    const resolver = tunnelResolver(dnsPort);
+    const resolver = tunnelResolver(ports.dnsPort);
+    // resolver_ip: the first asker a resolver saw, or the one that failed the check.
+    const judge = (reply: DnsReply, name: string, via: 'doh' | 'tunnel') => {
+      const seen = reply.ok ? (txtText(reply.packet)?.trim() ?? null) : null;
+      checks.dns_leak.resolver_ip ??= seen;
+      const verdict = whoamiVerdict(reply, name, declaredIp, via);
+      if (verdict?.code === 'dns_leak') {
+        checks.dns_leak.resolver_ip = seen;
+        throw leakOrMismatch(verdict.message, seen);
+      }
+      if (verdict) throw new CheckFailure(verdict.message);
+    };
     try {
       const { probe, whoami } = this.plan;
       if (probe) {
@@ -430,20 +443,23 @@ export class TunnelEgressTester implements EgressTester {
         const what = `the lookup of ${name} through the tunnel`;
         const reply = await askResolver(resolver, encodeQuery(name, 'A'), budget(), what);
         if (!reply.ok) throw new CheckFailure(reply.error);
-        const seen = await readProbeLog(probe, name, budget());
+        const seen = await readProbeLog(probe, name, {
+          trust: trustFor(this.plan, probe.url),
+          timeoutMs: budget(),
+        });
         checks.dns_leak.resolver_ip = seen.find((address) => address !== declaredIp) ?? seen[0] ?? null;
         const verdict = probeLogVerdict(seen, name, declaredIp);
         if (verdict) throw leakOrMismatch(verdict.message, seen.length === 1 ? seen[0]! : null);
       }
       if (whoami) {
+        judge(
+          await this.whoamiOverDoh(ports.proxyPort, whoami.dohUrl, whoami.name, budget()),
+          whoami.name,
+          'doh',
+        );
         const what = `the lookup of ${whoami.name} through the tunnel`;
         const reply = await askResolver(resolver, encodeQuery(whoami.name, 'TXT', true), budget(), what);
-        if (reply.ok) checks.dns_leak.resolver_ip ??= txtText(reply.packet)?.trim() ?? null;
-        const verdict = whoamiVerdict(reply, whoami.name, declaredIp);
-        if (verdict)
-          throw verdict.code === 'dns_leak'
-            ? leakOrMismatch(verdict.message, checks.dns_leak.resolver_ip)
-            : new CheckFailure(verdict.message);
+        judge(reply, whoami.name, 'tunnel');
       }
       checks.dns_leak.ok = true;
     } catch (error) {
@@ -461,6 +477,46 @@ export class TunnelEgressTester implements EgressTester {
     await exited;
     clearTimeout(timer);
   }
+}
+
+/** A TCP connection to `address:port` through the tunnel's HTTP proxy (CONNECT); `what` names it in errors. */
+function connectThrough(
+  proxyPort: number,
+  address: string,
+  port: number,
+  timeoutMs: number,
+  what: string,
+): Promise<net.Socket> {
+  return new Promise((resolve, reject) => {
+    const connect = http.request({
+      host: '127.0.0.1',
+      port: proxyPort,
+      method: 'CONNECT',
+      path: `${address}:${port}`,
+      headers: { host: `${address}:${port}` },
+      agent: false,
+    });
+    const timer = setTimeout(
+      () => {
+        connect.destroy();
+        reject(new CheckFailure('timeout'));
+      },
+      Math.max(0, timeoutMs),
+    );
+    connect.on('connect', (response, socket) => {
+      clearTimeout(timer);
+      // The request lets go of the socket it hands over; its failures reach the TLS on top of it.
+      socket.on('error', () => {});
+      if (response.statusCode === 200) return resolve(socket);
+      socket.destroy();
+      reject(new CheckFailure(`the tunnel could not reach ${what} (HTTP ${response.statusCode})`));
+    });
+    connect.on('error', (error) => {
+      clearTimeout(timer);
+      reject(new CheckFailure(`no connection through the tunnel: ${error.message}`));
+    });
+    connect.end();
+  });
 }
 
 /** The DNS inbound of the test's tunnel, on this machine. */

@@ -1,35 +1,56 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import type { EgressProbe, EgressSettings } from '../config.js';
-import { type DnsReply, parseEcho, txtText } from './probe-client.js';
+import { type DnsReply, parseEcho, type Trust, txtText } from './probe-client.js';
 import type { SocketAddress } from './tunnel-engine.js';
 
 /**
  * What proves a path, shared by the egress test (control plane, through a short-lived tunnel) and the start's
- * path check (inside the workspace): the IP echoes that must all see the exit, the whoami name the tunnel's TCP
- * resolver answers with its asker, and the operator's probe when there is one. The two callers differ only in
- * how they reach these endpoints; the questions asked (probe-client.ts) and the verdicts are made here.
+ * path check (inside the workspace): the IP echoes that must all see the exit, the whoami name a resolver
+ * answers with its asker, and the operator's probe when there is one. The two callers differ only in how they
+ * reach these endpoints; the questions asked (probe-client.ts) and the verdicts are made here.
+ *
+ * The upstream carries every one of these questions, so only what it cannot read or forge proves anything:
+ * answers over TLS whose certificate is checked (HTTPS echoes, the whoami asked over DoH, the probe over HTTPS
+ * with its CA pinned), and the probe's DNS log, read by the control plane over HTTPS.
  */
 export interface VerificationPlan {
   /** IP echoes (docs/egress-probe.md); a host name is resolved through the tunnel, IPv4 only. */
   exitIpUrls: string[];
   /** How many echoes must answer; every answer must see the exit. */
   minEchoAnswers: number;
-  /** CH TXT name answered by the tunnel's TCP resolver with the address the question came from. */
-  whoami: { name: string; server: SocketAddress } | null;
+  /**
+   * A CH TXT name a resolver answers with the address the question came from. Asked over DoH (`dohUrl`) through
+   * the tunnel, the answer proves the resolver saw the exit, and nobody on the way can forge it. Asked of the
+   * tunnel's own DNS (which sends it over TCP to `server`, through the upstream), it proves the tunnel's DNS
+   * enters the upstream; the upstream can read and answer that one, so it only ever catches a leak.
+   */
+  whoami: { name: string; dohUrl: string; server: SocketAddress } | null;
   probe: EgressProbe | null;
-  /** Extra CA certificates (PEM) trusted for HTTPS echoes besides the system's. */
+  /** Extra CA certificates (PEM) trusted for HTTPS echoes and DoH besides the system's. */
   caPem: string | null;
+  /** The probe's own CA (EGRESS_PROBE_CA_FILE): its certificate must chain to this one alone. */
+  probeCaPem: string | null;
 }
 
 export function verificationPlan(settings: EgressSettings): VerificationPlan {
   return {
     exitIpUrls: settings.exitIpUrls,
     minEchoAnswers: settings.minEchoAnswers,
-    whoami: settings.dnsWhoami ? { name: settings.dnsWhoami, server: settings.dnsServer } : null,
+    whoami: settings.dnsWhoami
+      ? { name: settings.dnsWhoami, dohUrl: settings.dohUrl, server: settings.dnsServer }
+      : null,
     probe: settings.probe,
     caPem: settings.caFile ? readFileSync(settings.caFile, 'utf8') : null,
+    probeCaPem: settings.probe?.caFile ? readFileSync(settings.probe.caFile, 'utf8') : null,
   };
+}
+
+/** Whom TLS to `url` trusts: the probe's pinned CA for the probe's own origin, else the system's and caPem. */
+export function trustFor(plan: VerificationPlan, url: string): Trust {
+  const probe = plan.probe && new URL(plan.probe.url).origin === new URL(url).origin;
+  if (probe && plan.probeCaPem) return { extra: null, pinned: plan.probeCaPem };
+  return { extra: plan.caPem, pinned: null };
 }
 
 /** The tunnel's DNS settings: the resolver for everyone, and the probe's DoH for the probe's own zone. */
@@ -46,9 +67,15 @@ export function tunnelDns(settings: EgressSettings) {
 export function describeVerification(settings: EgressSettings): string {
   const dns = `names resolve through ${settings.dohUrl} (other types ${settings.dnsServer.address}:${settings.dnsServer.port})`;
   const echoes = settings.exitIpUrls.join(' and ');
-  if (settings.probe)
-    return `egress verification: own probe ${settings.probe.url} (zone ${settings.probe.dnsZone}), exit IP from ${echoes}; ${dns}`;
-  const whoami = settings.dnsWhoami ? `, DNS path by ${settings.dnsWhoami}` : ', DNS path check off';
+  const whoami = settings.dnsWhoami
+    ? `, DNS path by ${settings.dnsWhoami} over DoH`
+    : settings.probe
+      ? ''
+      : ', DNS path check off';
+  if (settings.probe) {
+    const pinned = settings.probe.caFile ? `, its CA pinned` : '';
+    return `egress verification: own probe ${settings.probe.url} (zone ${settings.probe.dnsZone}${pinned}), exit IP from ${echoes}${whoami}; ${dns}`;
+  }
   return `egress verification: public endpoints, exit IP from ${echoes}${whoami}; ${dns}`;
 }
 
@@ -106,23 +133,33 @@ export function observedExit(outcomes: EchoOutcome[], exitIp: string): string | 
   return seen.find((ip) => !sameAddress(ip, exitIp)) ?? seen[0] ?? null;
 }
 
-/** The whoami answer must be the exit: the question left through the upstream and nowhere else. */
-export function whoamiVerdict(reply: DnsReply, name: string, exitIp: string): CheckVerdict | null {
+/**
+ * The whoami answer must be the exit: the question left through the upstream and nowhere else. `via` says
+ * which resolver was asked: over DoH (EGRESS_DOH_URL), or the tunnel's own DNS (EGRESS_DNS_SERVER).
+ */
+export function whoamiVerdict(
+  reply: DnsReply,
+  name: string,
+  exitIp: string,
+  via: 'doh' | 'tunnel',
+): CheckVerdict | null {
+  const setting = via === 'doh' ? 'EGRESS_DOH_URL' : 'EGRESS_DNS_SERVER';
+  const asked = via === 'doh' ? `the lookup of ${name} over DoH` : `the lookup of ${name}`;
   if (!reply.ok)
     return {
       code: 'dns_failed',
-      message: `${reply.error}; the tunnel's resolver for it is EGRESS_DNS_SERVER (docs/egress-probe.md)`,
+      message: `${reply.error}; the resolver asked is ${setting} (docs/egress-probe.md)`,
     };
   const text = txtText(reply.packet);
   if (text === null || !isIP(text.trim()))
     return {
       code: 'dns_failed',
-      message: `the lookup of ${name} gave no address: EGRESS_DNS_SERVER may not answer it (EGRESS_DNS_WHOAMI=off turns the check off; docs/egress-probe.md)`,
+      message: `${asked} gave no address: ${setting} may not answer it (EGRESS_DNS_WHOAMI=off turns the check off; docs/egress-probe.md)`,
     };
   if (!sameAddress(text.trim(), exitIp))
     return {
       code: 'dns_leak',
-      message: `the tunnel's resolver saw the lookup of ${name} from ${text.trim()}, not ${exitIp}`,
+      message: `the ${via === 'doh' ? 'DoH' : "tunnel's"} resolver saw ${asked} from ${text.trim()}, not ${exitIp}`,
     };
   return null;
 }

@@ -1,6 +1,6 @@
 /**
- * The client side of egress verification: DNS questions on the wire, asked of the tunnel's resolver over UDP,
- * the IP echoes asked over HTTP(S), and the egress probe's DNS log. The egress test uses it on this machine;
+ * The client side of egress verification: DNS questions on the wire, asked of the tunnel's resolver over UDP or
+ * of a DoH resolver over TLS, the IP echoes asked over HTTP(S), and the egress probe's DNS log (over HTTPS). The egress test uses it on this machine;
  * the path check runs it inside a workspace's network namespace, where plain `node` imports this very file by
  * path (runtime/path-check.ts). So at run time it imports only Node.js modules and dns-packet, and its
  * TypeScript is only what Node.js can strip (types, no enums or parameter properties): test/egress/probe-client
@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import dgram from 'node:dgram';
 import http from 'node:http';
 import https from 'node:https';
-import { isIP, isIPv4 } from 'node:net';
+import { isIP, isIPv4, type Socket } from 'node:net';
 import tls from 'node:tls';
 import dnsPacket from 'dns-packet';
 import type { EgressProbe } from '../config.js';
@@ -117,16 +117,94 @@ export const echoHeaders = (url: URL) => ({
   'user-agent': 'cloud-cli-proxy egress check',
 });
 
-/** Extra CA certificates trusted besides the system's (the operator's own probe may have its own CA). */
-export const trusting = (caPem: string | null) => (caPem ? { ca: [...tls.rootCertificates, caPem] } : {});
+/**
+ * Whom a TLS connection trusts: the system's CA certificates plus `extra` (EGRESS_TLS_CA_FILE), or `pinned`
+ * alone (EGRESS_PROBE_CA_FILE: the operator's own probe, whose certificate no public CA should be able to stand
+ * in for).
+ */
+export interface Trust {
+  extra: string | null;
+  pinned: string | null;
+}
+
+export function trusting(trust: Trust): { ca?: string[] } {
+  if (trust.pinned) return { ca: [trust.pinned] };
+  return trust.extra ? { ca: [...tls.rootCertificates, trust.extra] } : {};
+}
+
+/**
+ * TLS to `url`'s host and port, its certificate checked for the URL's name or address; over `socket` when one
+ * is given (a CONNECT through the tunnel), else dialled directly.
+ */
+export function connectTls(url: URL, trust: Trust, socket?: Socket): tls.TLSSocket {
+  const host = url.hostname;
+  return tls.connect({
+    ...(socket ? { socket } : { port: Number(url.port || 443) }),
+    host,
+    ...(isIP(host) ? {} : { servername: host }),
+    ...trusting(trust),
+  });
+}
+
+/**
+ * One DNS question asked of a DoH resolver (RFC 8484, POST) over TLS whose certificate is checked: nobody on
+ * the way can read the question or answer it in the resolver's place.
+ */
+export function askDoh(
+  dohUrl: string,
+  query: Buffer,
+  options: { trust: Trust; timeoutMs: number; socket?: Socket },
+): Promise<Buffer> {
+  const url = new URL(dohUrl);
+  return new Promise((resolve, reject) => {
+    const secure = connectTls(url, options.trust, options.socket);
+    const timer = setTimeout(() => request.destroy(new Error('timed out')), Math.max(0, options.timeoutMs));
+    const settle = (error: Error | null, reply?: Buffer) => {
+      clearTimeout(timer);
+      secure.destroy();
+      if (error) reject(error);
+      else resolve(reply!);
+    };
+    const request = http.request(
+      {
+        createConnection: () => secure,
+        method: 'POST',
+        path: url.pathname + url.search,
+        headers: {
+          host: url.host,
+          connection: 'close',
+          'content-type': 'application/dns-message',
+          accept: 'application/dns-message',
+          'content-length': query.length,
+        },
+      },
+      (response) => {
+        const chunks: Buffer[] = [];
+        let length = 0;
+        response.on('data', (chunk: Buffer) => {
+          length += chunk.length;
+          if (length <= 65_535) chunks.push(chunk);
+        });
+        response.on('end', () =>
+          response.statusCode === 200
+            ? settle(null, Buffer.concat(chunks))
+            : settle(new Error(`${url.origin} answered HTTP ${response.statusCode}`)),
+        );
+        response.on('error', (error) => settle(error));
+      },
+    );
+    request.on('error', (error: NodeJS.ErrnoException) => settle(new Error(error.code ?? error.message)));
+    request.end(query);
+  });
+}
 
 /** The start of an answer: an echo's address fits in far less, and nothing longer is read. */
-export function readBody(response: http.IncomingMessage): Promise<string> {
+export function readBody(response: http.IncomingMessage, limit = 4096): Promise<string> {
   return new Promise((resolve, reject) => {
     let body = '';
     response.setEncoding('utf8');
     response.on('data', (chunk: string) => {
-      if (body.length < 4096) body += chunk;
+      if (body.length < limit) body += chunk;
     });
     response.on('end', () => resolve(body));
     response.on('error', reject);
@@ -137,7 +215,7 @@ export function readBody(response: http.IncomingMessage): Promise<string> {
 export function getEcho(
   url: string,
   address: string,
-  options: { caPem: string | null; timeoutMs: number },
+  options: { trust: Trust; timeoutMs: number },
 ): Promise<EchoOutcome> {
   const target = new URL(url);
   const secure = target.protocol === 'https:';
@@ -151,7 +229,7 @@ export function getEcho(
         headers: echoHeaders(target),
         timeout: options.timeoutMs,
         ...(secure && !isIP(target.hostname) ? { servername: target.hostname } : {}),
-        ...(secure ? trusting(options.caPem) : {}),
+        ...(secure ? trusting(options.trust) : {}),
       },
       (response) => {
         readBody(response).then(
@@ -190,23 +268,58 @@ export function probeLeakName(probe: EgressProbe): string {
   return `${randomBytes(10).toString('hex')}.leak.${probe.dnsZone}`;
 }
 
-/** Who the probe's authoritative server saw asking for `name` (read by the control plane, not the workspace). */
-export async function readProbeLog(probe: EgressProbe, name: string, timeoutMs: number): Promise<string[]> {
+/**
+ * Who the probe's authoritative server saw asking for `name` (read by the control plane, not the workspace),
+ * over HTTPS only: the token and the log must not be readable or answerable by anyone on the way.
+ */
+export async function readProbeLog(
+  probe: EgressProbe,
+  name: string,
+  options: { trust: Trust; timeoutMs: number },
+): Promise<string[]> {
   const url = new URL('/dns-log', probe.url);
   url.searchParams.set('name', name);
-  let response: Response;
+  if (url.protocol !== 'https:')
+    throw new CheckError(
+      'probe_unreachable',
+      `the probe's DNS log is read over HTTPS only (not ${url.origin})`,
+    );
+  const { status, body } = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const request = https.get(
+      {
+        host: url.hostname,
+        port: url.port || 443,
+        path: url.pathname + url.search,
+        agent: false,
+        timeout: Math.max(1, options.timeoutMs),
+        headers: { connection: 'close', ...(probe.token ? { authorization: `Bearer ${probe.token}` } : {}) },
+        ...trusting(options.trust),
+      },
+      (response) =>
+        readBody(response, 1 << 20).then(
+          (text) => resolve({ status: response.statusCode ?? 0, body: text }),
+          reject,
+        ),
+    );
+    request.on('timeout', () => request.destroy(new Error('timed out')));
+    request.on('error', (error: NodeJS.ErrnoException) =>
+      reject(
+        new CheckError(
+          'probe_unreachable',
+          `cannot read the probe's DNS log: ${error.code ?? error.message}`,
+        ),
+      ),
+    );
+  });
+  if (status !== 200)
+    throw new CheckError('probe_unreachable', `the probe's DNS log answered HTTP ${status}`);
+  let parsed: { queries?: { address: string }[] };
   try {
-    response = await fetch(url, {
-      headers: { connection: 'close', ...(probe.token ? { authorization: `Bearer ${probe.token}` } : {}) },
-      signal: AbortSignal.timeout(Math.max(1, timeoutMs)),
-    });
-  } catch (error) {
-    throw new CheckError('probe_unreachable', `cannot read the probe's DNS log: ${(error as Error).message}`);
+    parsed = JSON.parse(body) as typeof parsed;
+  } catch {
+    throw new CheckError('probe_unreachable', "the probe's DNS log answered something that is not JSON");
   }
-  if (!response.ok)
-    throw new CheckError('probe_unreachable', `the probe's DNS log answered HTTP ${response.status}`);
-  const body = (await response.json()) as { queries?: { address: string }[] };
-  return (body.queries ?? []).map((query) => query.address);
+  return (parsed.queries ?? []).map((query) => query.address);
 }
 
 export class CheckError extends Error {

@@ -73,9 +73,12 @@ export function tunnelConfig(parts: TunnelParts): V2rayConfig {
   const resolver = { address: dns.tcpResolver.address, port: dns.tcpResolver.port };
   return {
     dns: {
+      // v2ray asks a zone's own server first for names in it, and the rest in this order, taking the first
+      // server's answer even when it has no address: the zone's server (authoritative for its zone alone) goes
+      // last, or every other name would come back empty.
       servers: [
-        ...(dns.zones ?? []).map((zone) => ({ address: zone.dohUrl, domains: [`domain:${zone.zone}`] })),
         dns.dohUrl,
+        ...(dns.zones ?? []).map((zone) => ({ address: zone.dohUrl, domains: [`domain:${zone.zone}`] })),
       ],
       tag: DNS_INTERNAL_TAG,
     },

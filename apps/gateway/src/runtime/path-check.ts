@@ -6,6 +6,7 @@ import {
   echoOutages,
   exitVerdict,
   probeLogVerdict,
+  trustFor,
   type VerificationPlan,
   whoamiVerdict,
 } from '../egress/egress-verification.js';
@@ -48,6 +49,8 @@ interface DnsOutcome {
 interface ProgramResult {
   echoes: EchoOutcome[];
   dns: DnsOutcome[];
+  /** The whoami question asked over DoH, when the plan has one. */
+  doh: DnsOutcome | null;
 }
 
 /**
@@ -60,8 +63,8 @@ const PROBE_CLIENT = import.meta.resolve('../egress/probe-client.js');
 /**
  * What runs inside the workspace's network namespace (host binary, host files, workspace network): the IP
  * echoes (names resolved by the workspace's resolver, IPv4 only), DNS queries sent as given to that resolver,
- * and a TCP connection plus a UDP datagram to a canary. Plain CommonJS for `node -e`; the verdicts are made
- * outside.
+ * one sent over DoH, and a TCP connection plus a UDP datagram to a canary. Plain CommonJS for `node -e`; the
+ * verdicts are made outside.
  */
 const PROGRAM = `'use strict';
 const net = require('node:net');
@@ -81,22 +84,27 @@ function touch(canary, ms) {
 }
 
 import(task.probeClient).then((client) => {
-  const echo = (url) =>
+  const echo = ({ url, trust }) =>
     client.resolveIPv4(new URL(url).hostname, task.dns, task.dnsMs).then(
-      (address) => client.getEcho(url, address, { caPem: task.ca, timeoutMs: task.httpMs }),
+      (address) => client.getEcho(url, address, { trust, timeoutMs: task.httpMs }),
       (error) => ({ url, error: error.message }),
     );
-  const ask = (query) =>
-    client.exchangeUdp(task.dns, Buffer.from(query, 'hex'), task.dnsMs).then(
+  const outcome = (asked) =>
+    asked.then(
       (reply) => ({ reply: reply.toString('hex') }),
       (error) => ({ error: error.message }),
     );
+  const ask = (query) => outcome(client.exchangeUdp(task.dns, Buffer.from(query, 'hex'), task.dnsMs));
+  const doh = task.doh
+    ? outcome(client.askDoh(task.doh.url, Buffer.from(task.doh.query, 'hex'), { trust: task.doh.trust, timeoutMs: task.dnsMs }))
+    : null;
   return Promise.all([
     Promise.all(task.urls.map(echo)),
     Promise.all(task.queries.map(ask)),
+    doh,
     touch(task.canary, task.canaryMs),
   ]);
-}).then(([echoes, dns]) => process.stdout.write(JSON.stringify({ echoes, dns })));
+}).then(([echoes, dns, doh]) => process.stdout.write(JSON.stringify({ echoes, dns, doh })));
 `;
 
 /**
@@ -149,9 +157,10 @@ class Canary {
  *
  * - every IP echo of the plan (asked over HTTP(S), names resolved by the workspace's resolver) sees the declared
  *   exit IP;
- * - the tunnel's TCP resolver saw the whoami question from the exit IP (when the plan has one); with a probe, a
- *   fresh name under its zone resolves through the workspace's resolver and the probe's authoritative server
- *   saw it asked only from the exit IP;
+ * - the whoami question (when the plan has one), asked over DoH with the resolver's certificate checked and of
+ *   the workspace's own resolver, comes back with the exit IP; with a probe, a fresh name under its zone
+ *   resolves through the workspace's resolver and the probe's authoritative server saw it asked only from the
+ *   exit IP (its log read by the control plane over HTTPS);
  * - nothing reaches the uplink except through the exit: the egress gateway has its kill switch loaded and
  *   forwarding off (so no packet of any protocol, ICMP included, is routed out), and a TCP connection and a
  *   UDP datagram to the control plane's own uplink address (reachable directly, never from the exit) never
@@ -174,8 +183,14 @@ export async function verifyEgressPath(
     ];
     const task = {
       probeClient: PROBE_CLIENT,
-      urls: plan.exitIpUrls,
-      ca: plan.caPem,
+      urls: plan.exitIpUrls.map((url) => ({ url, trust: trustFor(plan, url) })),
+      doh: plan.whoami
+        ? {
+            url: plan.whoami.dohUrl,
+            query: encodeQuery(plan.whoami.name, 'TXT', true).toString('hex'),
+            trust: trustFor(plan, plan.whoami.dohUrl),
+          }
+        : null,
       httpMs: options.httpTimeoutMs,
       dns: { address: WORKSPACE_LINK.gatewayAddress, port: 53 },
       dnsMs: options.dnsTimeoutMs,
@@ -211,19 +226,23 @@ export async function verifyEgressPath(
         fail({ code: 'dns_failed', message: `the lookup of ${leakName} returned no address` });
       let queriers: string[];
       try {
-        queriers = await readProbeLog(plan.probe, leakName, 5000);
+        queriers = await readProbeLog(plan.probe, leakName, {
+          trust: trustFor(plan, plan.probe.url),
+          timeoutMs: 5000,
+        });
       } catch (error) {
         if (error instanceof CheckError) throw new RuntimeError(error.code, error.message);
         throw error;
       }
       fail(probeLogVerdict(queriers, leakName, target.exitIp));
     }
-    if (plan.whoami) {
+    if (plan.whoami && result.doh) {
+      const { name } = plan.whoami;
+      const overDoh = decodeReply(hex(result.doh.reply), result.doh.error, `the lookup of ${name} over DoH`);
+      fail(whoamiVerdict(overDoh, name, target.exitIp, 'doh'));
       const outcome = replies.shift()!;
-      const what = `the lookup of ${plan.whoami.name}`;
-      fail(
-        whoamiVerdict(decodeReply(hex(outcome.reply), outcome.error, what), plan.whoami.name, target.exitIp),
-      );
+      const reply = decodeReply(hex(outcome.reply), outcome.error, `the lookup of ${name}`);
+      fail(whoamiVerdict(reply, name, target.exitIp, 'tunnel'));
     }
     return { echoesOut: echoOutages(result.echoes) };
   } finally {

@@ -1,5 +1,5 @@
 import net from 'node:net';
-import { exitVerdict, type VerificationPlan } from '../egress/egress-verification.js';
+import { exitVerdict, trustFor, type VerificationPlan } from '../egress/egress-verification.js';
 import type { ExecAs } from './container-exec.js';
 import { type ExecResult, RuntimeError } from './workspace-runtime.js';
 
@@ -13,7 +13,7 @@ const STATUS_MARK = '\nccp-http-status:';
 /**
  * What the workspace's user does first, as that user, with the workspace's own files: look a name up through
  * the system resolver (/etc/nsswitch.conf, /etc/resolv.conf), then fetch from it with curl and the system's CA
- * store (plus the plan's CA, given by content, when the echoes use a private one).
+ * store (plus the CA the plan trusts for that echo, given by content, when it is a private one).
  */
 const SCRIPT = `name=$1 url=$2 seconds=$3
 if [ -n "$name" ] && ! getent ahostsv4 "$name" >/dev/null 2>&1; then
@@ -47,10 +47,12 @@ export async function verifyAsWorkspaceUser(
   if (!url) return;
   const name = new URL(url).hostname;
   const seconds = String(Math.max(1, Math.ceil(timeoutMs / 1000)));
+  const trust = trustFor(plan, url);
+  const ca = trust.pinned ?? trust.extra;
   const result = await exec(
     ['sh', '-c', SCRIPT, 'sh', net.isIP(name) === 0 ? name : '', url, seconds],
     timeoutMs + 5000,
-    { user: linuxUser, env: plan.caPem ? [`CCP_CHECK_CA=${plan.caPem.trim()}`] : [] },
+    { user: linuxUser, env: ca ? [`CCP_CHECK_CA=${ca.trim()}`] : [] },
   );
   const said = result.stderr.trim().split('\n').slice(-3).join('; ');
   if (result.exitCode === LOOKUP_FAILED)

@@ -124,8 +124,12 @@ describe('egress test leak detection', { skip }, () => {
     const tester = new TunnelEgressTester({
       engine: v2rayEngine,
       settings: labEgressSettings(lab),
-      // `https+local://` makes v2ray ask the DoH server directly instead of through the upstream.
-      alterConfig: (config) => config.replace('"https://', '"https+local://'),
+      // `https+local://` makes v2ray ask the probe's DoH server directly instead of through the upstream.
+      alterConfig: (config) =>
+        config.replace(
+          `"${lab.internet.dohUrl}"`,
+          `"${lab.internet.dohUrl.replace('https:', 'https+local:')}"`,
+        ),
     });
     const exit = lab.exits[0]!;
     const result = await tester.test(exit.variants['vmess-tcp'].proxyConfig as never, exit.address);

@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { describe, it } from 'node:test';
 import dnsPacket from 'dns-packet';
 import { ConfigError, EGRESS_DEFAULTS, egressSettingsFrom } from '../../src/config.js';
@@ -9,7 +12,9 @@ import {
   exitVerdict,
   observedExit,
   probeLogVerdict,
+  trustFor,
   tunnelDns,
+  verificationPlan,
   whoamiVerdict,
 } from '../../src/egress/egress-verification.js';
 import { decodeReply, encodeQuery, parseEcho } from '../../src/egress/probe-client.js';
@@ -41,21 +46,56 @@ describe('egress settings', () => {
     );
   });
 
-  it('uses the own probe as the exit-IP source and for its zone', () => {
+  it('uses the own probe over HTTPS beside the public echoes, its CA pinned, and for its zone', () => {
+    const probeCa = path.join(mkdtempSync(path.join(tmpdir(), 'ccp-probe-ca-')), 'probe-ca.pem');
+    writeFileSync(probeCa, 'probe CA\n');
     const settings = egressSettingsFrom({
-      EGRESS_PROBE_URL: 'http://203.0.113.10/ip',
+      EGRESS_PROBE_URL: 'https://203.0.113.10/ip',
       EGRESS_PROBE_DNS_ZONE: 'probe.example.com.',
       EGRESS_PROBE_DOH_URL: 'https://203.0.113.10/dns-query',
       EGRESS_PROBE_TOKEN: 'secret-token',
+      EGRESS_PROBE_CA_FILE: probeCa,
     });
-    assert.deepEqual(settings.exitIpUrls, ['http://203.0.113.10/ip']);
+    // The public HTTPS echoes stay: each is one more party the upstream cannot answer for.
+    assert.deepEqual(settings.exitIpUrls, ['https://203.0.113.10/ip', ...EGRESS_DEFAULTS.exitIpUrls]);
     assert.deepEqual(tunnelDns(settings).zones, [
       { zone: 'probe.example.com', dohUrl: 'https://203.0.113.10/dns-query' },
     ]);
     assert.equal(tunnelDns(settings).dohUrl, EGRESS_DEFAULTS.dohUrl, 'other names use the public resolver');
+    const plan = verificationPlan(settings);
+    assert.deepEqual(trustFor(plan, 'https://203.0.113.10/ip'), { extra: null, pinned: 'probe CA\n' });
+    assert.deepEqual(trustFor(plan, 'https://1.1.1.1/dns-query'), { extra: null, pinned: null });
+    assert.deepEqual(plan.whoami, {
+      name: 'whoami.cloudflare',
+      dohUrl: EGRESS_DEFAULTS.dohUrl,
+      server: { address: '1.1.1.1', port: 53 },
+    });
     const line = describeVerification(settings);
-    assert.match(line, /own probe http:\/\/203\.0\.113\.10\/ip \(zone probe\.example\.com\)/);
+    assert.match(line, /own probe https:\/\/203\.0\.113\.10\/ip \(zone probe\.example\.com, its CA pinned\)/);
+    assert.match(line, /DNS path by whoami\.cloudflare over DoH/);
     assert.doesNotMatch(line, /secret-token/);
+  });
+
+  it('refuses a probe over plain HTTP, saying how to serve it over HTTPS', () => {
+    assert.throws(
+      () =>
+        egressSettingsFrom({
+          EGRESS_PROBE_URL: 'http://203.0.113.10/ip',
+          EGRESS_PROBE_DNS_ZONE: 'probe.test',
+          EGRESS_PROBE_DOH_URL: 'https://203.0.113.10/dns-query',
+        }),
+      /EGRESS_PROBE_URL must be https:\/\/ .*the upstream can answer the probe's IP echo itself.*--tls-cert and --tls-key.*EGRESS_PROBE_CA_FILE/,
+    );
+    assert.throws(
+      () =>
+        egressSettingsFrom({
+          EGRESS_PROBE_URL: 'https://probe.example.com/ip',
+          EGRESS_PROBE_DNS_ZONE: 'probe.test',
+          EGRESS_PROBE_DOH_URL: 'https://203.0.113.10/dns-query',
+          EGRESS_PROBE_CA_FILE: '/nonexistent/probe-ca.pem',
+        }),
+      /https:\/\/ URL whose host is an IPv4 address[\s\S]*EGRESS_PROBE_CA_FILE: no such file/,
+    );
   });
 
   it('names every setting that is wrong, and the one that is gone', () => {
@@ -67,6 +107,7 @@ describe('egress settings', () => {
           EGRESS_DNS_SERVER: 'one.one.one.one',
           EGRESS_EXIT_IP_URLS: 'ftp://203.0.113.5/',
           EGRESS_PROBE_DNS_ZONE: 'probe.test',
+          EGRESS_PROBE_CA_FILE: '/etc/hostname',
           EGRESS_TLS_CA_FILE: '/nonexistent/ca.pem',
         }),
       (error: unknown) => {
@@ -77,7 +118,7 @@ describe('egress settings', () => {
           'EGRESS_DOH_URL must be an https:// URL whose host is an IP address',
           'EGRESS_DNS_SERVER must be an IPv4 address',
           'EGRESS_EXIT_IP_URLS must list',
-          'EGRESS_PROBE_DNS_ZONE only apply with EGRESS_PROBE_URL',
+          'EGRESS_PROBE_DNS_ZONE, EGRESS_PROBE_CA_FILE only apply with EGRESS_PROBE_URL',
           'EGRESS_TLS_CA_FILE: no such file',
         ])
           assert.ok(text.includes(name), `${name} in:\n${text}`);
@@ -85,7 +126,7 @@ describe('egress settings', () => {
       },
     );
     assert.throws(
-      () => egressSettingsFrom({ EGRESS_PROBE_URL: 'http://203.0.113.10/ip' }),
+      () => egressSettingsFrom({ EGRESS_PROBE_URL: 'https://203.0.113.10/ip' }),
       /EGRESS_PROBE_DNS_ZONE must name the probe's zone[\s\S]*EGRESS_PROBE_DOH_URL must name/,
     );
     assert.equal(egressSettingsFrom({ EGRESS_DNS_WHOAMI: 'off' }).dnsWhoami, null);
@@ -147,18 +188,26 @@ describe('DNS path verdicts', () => {
 
   it('passes when the resolver saw the exit, and calls any other asker a leak', () => {
     const ok = decodeReply(txtReply(EXIT), undefined, 'whoami');
-    assert.equal(whoamiVerdict(ok, 'whoami.cloudflare', EXIT), null);
+    assert.equal(whoamiVerdict(ok, 'whoami.cloudflare', EXIT, 'doh'), null);
     const leaked = whoamiVerdict(
       decodeReply(txtReply('198.51.100.2'), undefined, 'w'),
       'whoami.cloudflare',
       EXIT,
+      'doh',
     );
     assert.equal(leaked?.code, 'dns_leak');
-    assert.match(leaked?.message ?? '', /from 198\.51\.100\.2, not 198\.51\.100\.21/);
-    assert.equal(whoamiVerdict(decodeReply(txtReply('x', 5), undefined, 'w'), 'n', EXIT)?.code, 'dns_failed');
-    assert.equal(whoamiVerdict(decodeReply(undefined, 'timed out', 'w'), 'n', EXIT)?.code, 'dns_failed');
+    assert.match(
+      leaked?.message ?? '',
+      /DoH resolver saw .* over DoH from 198\.51\.100\.2, not 198\.51\.100\.21/,
+    );
+    const failed = whoamiVerdict(decodeReply(txtReply('x', 5), undefined, 'w'), 'n', EXIT, 'doh');
+    assert.equal(failed?.code, 'dns_failed');
+    assert.match(failed?.message ?? '', /EGRESS_DOH_URL/);
+    const silent = whoamiVerdict(decodeReply(undefined, 'timed out', 'w'), 'n', EXIT, 'tunnel');
+    assert.equal(silent?.code, 'dns_failed');
+    assert.match(silent?.message ?? '', /EGRESS_DNS_SERVER/);
     assert.equal(
-      whoamiVerdict(decodeReply(txtReply('hello'), undefined, 'w'), 'n', EXIT)?.code,
+      whoamiVerdict(decodeReply(txtReply('hello'), undefined, 'w'), 'n', EXIT, 'doh')?.code,
       'dns_failed',
     );
   });

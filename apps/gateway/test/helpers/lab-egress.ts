@@ -21,14 +21,14 @@ export function labPublicEgressEnv(lab: LabDescription): Record<string, string> 
 
 /**
  * The gateway's egress settings for the lab with the operator's own probe (the strongest verification): the
- * probe's IP echo, zone, DoH and log token, and the lab's stand-in for the public resolver everything else
- * resolves through. Environment variables, exactly as an operator would set them.
+ * probe's IP echo (HTTPS, its CA pinned), zone, DoH and log token, beside the lab's stand-ins for the public
+ * resolver and IP echoes. Environment variables, exactly as an operator would set them.
  */
 export function labEgressEnv(lab: LabDescription): Record<string, string> {
-  const { EGRESS_EXIT_IP_URLS: _publicEchoes, ...resolver } = labPublicEgressEnv(lab);
   return {
-    ...resolver,
-    EGRESS_PROBE_URL: `${lab.internet.httpUrl}/ip`,
+    ...labPublicEgressEnv(lab),
+    EGRESS_PROBE_URL: `${lab.internet.httpsUrl}/ip`,
+    EGRESS_PROBE_CA_FILE: lab.caCert,
     EGRESS_PROBE_DNS_ZONE: lab.internet.zone,
     EGRESS_PROBE_DOH_URL: lab.internet.dohUrl,
     EGRESS_PROBE_TOKEN: lab.internet.dnsLogToken,

@@ -148,11 +148,10 @@ export async function startTestGateway(
     SSH_PROXY_PORT: '0',
     LOG_LEVEL: 'silent',
     DOCKER_SOCKET: path.join(dataDir, 'no-engine.sock'),
-    // Tests never reach a public address: the verification endpoints default to a lab address nothing answers
-    // (with a probe of its own, the gateway asks only the probe for the exit IP unless told otherwise).
+    // Tests never reach a public address: the verification endpoints default to a lab address nothing answers.
     EGRESS_DOH_URL: 'https://203.0.113.59/dns-query',
     EGRESS_DNS_SERVER: '203.0.113.59:53',
-    ...(env.EGRESS_PROBE_URL ? {} : { EGRESS_EXIT_IP_URLS: 'http://203.0.113.59/ip' }),
+    EGRESS_EXIT_IP_URLS: 'http://203.0.113.59/ip',
     // Tests that write host rows of their own would see them failed against the engine: on where a test asks.
     HOST_CHECK_SECONDS: '0',
     ...env,
