@@ -4,7 +4,6 @@ import http from 'node:http';
 import net from 'node:net';
 import tls from 'node:tls';
 import type { EgressTestResult, ProxyConfig } from '@ccp/api';
-import type { EgressSettings } from '../config.js';
 import type { EgressTester } from '../domain/egress-ips-service.js';
 import {
   type EchoOutcome,
@@ -30,6 +29,7 @@ import {
   trusting,
   txtText,
 } from './probe-client.js';
+import type { EgressSettings } from './settings.js';
 import type { TestConfigParams, TunnelEngine } from './tunnel-engine.js';
 
 export interface EgressTesterOptions {

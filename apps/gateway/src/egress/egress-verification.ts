@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import type { EgressProbe, EgressSettings } from '../config.js';
 import { type DnsReply, parseEcho, txtText } from './probe-client.js';
+import type { EgressProbe, EgressSettings } from './settings.js';
 import type { SocketAddress } from './tunnel-engine.js';
 
 /**

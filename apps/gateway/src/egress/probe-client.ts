@@ -13,8 +13,8 @@ import https from 'node:https';
 import { isIP, isIPv4 } from 'node:net';
 import tls from 'node:tls';
 import dnsPacket from 'dns-packet';
-import type { EgressProbe } from '../config.js';
 import type { CheckVerdict, EchoOutcome } from './egress-verification.js';
+import type { EgressProbe } from './settings.js';
 import type { SocketAddress } from './tunnel-engine.js';
 
 export type QueryType = 'A' | 'TXT';
