@@ -9,9 +9,9 @@ import type {
 } from '@ccp/api';
 import { maskProxyConfig, mergeMaskedSecrets, validateProxyConfig } from '../egress/proxy-config.js';
 import { type EventBus, systemActor } from '../events/event-bus.js';
+import { isoOut, nowIso } from '../shared/clock.js';
 import type { EgressIpRow, EgressIpsRepository } from '../store/egress-ips-repository.js';
 import { violates } from '../store/errors.js';
-import { isoOut, nowIso } from './clock.js';
 import { DomainError, errors, type FieldProblem } from './errors.js';
 import type { SecretBox } from './secret-box.js';
 

@@ -18,9 +18,9 @@ import {
   type WorkspaceRuntime,
   type WorkspaceSpec,
 } from '../runtime/workspace-runtime.js';
+import { nowIso } from '../shared/clock.js';
 import type { ChangeFeed } from '../store/change-feed.js';
 import type { HostPatch, HostsRepository, HostWithOwner } from '../store/hosts-repository.js';
-import { nowIso } from './clock.js';
 import type { EgressIpsService, ReplacedUpstream } from './egress-ips-service.js';
 import { errors } from './errors.js';
 import { type AccessSettings, activeBinding, adminHostView, linuxUserFor } from './host-view.js';

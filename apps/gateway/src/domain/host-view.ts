@@ -1,7 +1,7 @@
 import type { Host, HostStatus, SseMessage } from '@ccp/api';
+import { isoOut } from '../shared/clock.js';
 import type { BindingDetail, HostsRepository, HostWithOwner } from '../store/hosts-repository.js';
 import { vncBasePath, vncPagePath } from '../vnc/vnc-access.js';
-import { isoOut } from './clock.js';
 
 export interface AccessSettings {
   publicHost: string;
