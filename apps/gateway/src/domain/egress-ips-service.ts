@@ -20,13 +20,6 @@ export interface EgressTester {
   test(proxyConfig: ProxyConfig, declaredIp: string): Promise<EgressTestResult>;
 }
 
-/** An egress IP's upstream as it was before an update replaced it. */
-export interface ReplacedUpstream {
-  label: string;
-  ipAddress: string;
-  config: ProxyConfig;
-}
-
 function invalid(problems: FieldProblem[]) {
   const first = problems[0]!;
   return errors.validation(problems, `Invalid field ${first.field}: ${first.message}`);

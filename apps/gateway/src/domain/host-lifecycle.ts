@@ -10,6 +10,7 @@ import {
 import type { Logger } from 'pino';
 import type { EventBus } from '../events/event-bus.js';
 import { systemActor } from '../events/event-bus.js';
+import type { ReplacedUpstream } from '../events/internal-events.js';
 import {
   RuntimeError,
   type RuntimeNotice,
@@ -21,7 +22,7 @@ import {
 import { nowIso } from '../shared/clock.js';
 import type { ChangeFeed } from '../store/change-feed.js';
 import type { HostPatch, HostsRepository, HostWithOwner } from '../store/hosts-repository.js';
-import type { EgressIpsService, ReplacedUpstream } from './egress-ips-service.js';
+import type { EgressIpsService } from './egress-ips-service.js';
 import { errors } from './errors.js';
 import { type AccessSettings, activeBinding, adminHostView, linuxUserFor } from './host-view.js';
 import type { QueuedTask, TaskRunner } from './task-runner.js';
