@@ -7,6 +7,7 @@ import type {
   ProxyConfig,
   UpdateEgressIpRequest,
 } from '@ccp/api';
+import type { EgressTester } from '../egress/egress-tester.js';
 import { maskProxyConfig, mergeMaskedSecrets, validateProxyConfig } from '../egress/proxy-config.js';
 import { type EventBus, systemActor } from '../events/event-bus.js';
 import { isoOut, nowIso } from '../shared/clock.js';
@@ -15,10 +16,8 @@ import { violates } from '../store/errors.js';
 import { DomainError, errors, type FieldProblem } from './errors.js';
 import type { SecretBox } from './secret-box.js';
 
-/** Runs the three egress checks for one upstream; the implementation lives in egress/. */
-export interface EgressTester {
-  test(proxyConfig: ProxyConfig, declaredIp: string): Promise<EgressTestResult>;
-}
+/** The service tests upstreams with egress/'s tester; its callers name it through here. */
+export type { EgressTester };
 
 function invalid(problems: FieldProblem[]) {
   const first = problems[0]!;

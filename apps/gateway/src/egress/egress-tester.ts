@@ -4,9 +4,7 @@ import http from 'node:http';
 import net from 'node:net';
 import tls from 'node:tls';
 import type { EgressTestResult, ProxyConfig } from '@ccp/api';
-import type { EgressTester } from '../domain/egress-ips-service.js';
 import {
-  type EchoOutcome,
   exitVerdict,
   observedExit,
   probeLogVerdict,
@@ -20,6 +18,7 @@ import { freeLoopbackPort, waitUntilListening } from './loopback-ports.js';
 import {
   askResolver,
   CheckError,
+  type EchoOutcome,
   echoHeaders,
   encodeQuery,
   probeLeakName,
@@ -108,6 +107,11 @@ class EngineLog {
       return `the upstream ${server} closed the connection (a wrong password, UUID or method looks like this)`;
     return null;
   }
+}
+
+/** Runs the three egress checks for one upstream (what the egress IPs service asks of egress/). */
+export interface EgressTester {
+  test(proxyConfig: ProxyConfig, declaredIp: string): Promise<EgressTestResult>;
 }
 
 /** Runs the three checks of `POST /v1/admin/egress-ips/{id}/test` through a short-lived tunnel process. */

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { type DnsReply, parseEcho, txtText } from './probe-client.js';
+import { type CheckVerdict, type DnsReply, type EchoOutcome, parseEcho, txtText } from './probe-client.js';
 import type { EgressProbe, EgressSettings } from './settings.js';
 import type { SocketAddress } from './tunnel-engine.js';
 
@@ -50,20 +50,6 @@ export function describeVerification(settings: EgressSettings): string {
     return `egress verification: own probe ${settings.probe.url} (zone ${settings.probe.dnsZone}), exit IP from ${echoes}; ${dns}`;
   const whoami = settings.dnsWhoami ? `, DNS path by ${settings.dnsWhoami}` : ', DNS path check off';
   return `egress verification: public endpoints, exit IP from ${echoes}${whoami}; ${dns}`;
-}
-
-/** Why a check failed: the code the start reports (RuntimeError) and a message naming what was seen. */
-export interface CheckVerdict {
-  code: 'upstream_unreachable' | 'exit_ip_mismatch' | 'dns_failed' | 'dns_leak' | 'probe_unreachable';
-  message: string;
-}
-
-/** What one IP echo gave: an answer, or why there was none. */
-export interface EchoOutcome {
-  url: string;
-  status?: number;
-  body?: string;
-  error?: string;
 }
 
 export const sameAddress = (a: string, b: string) =>
