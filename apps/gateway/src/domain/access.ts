@@ -14,6 +14,9 @@ import { FailureRateLimiter, limitedSource } from './rate-limiter.js';
 import type { SecretBox } from './secret-box.js';
 import { SHORT_ID_PATTERN, verifyAgainstNothing, verifyPassword } from './secrets.js';
 
+/** The account and the host these rules admit: the SSH proxy and the desktop take them from here, not the store. */
+export type { HostWithOwner, UserRow };
+
 /** Where a secret is presented; it names the events (`auth.<channel>.failed`). */
 export type Channel = 'login' | 'entry' | 'bootstrap' | 'ssh';
 
