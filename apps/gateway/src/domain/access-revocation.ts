@@ -3,7 +3,7 @@ import type { EventBus } from '../events/event-bus.js';
 import type { RevocationReason } from '../events/internal-events.js';
 import type { HostRow } from '../store/hosts-repository.js';
 import type { UserRow } from '../store/users-repository.js';
-import { isExpired } from './auth-service.js';
+import { isExpired } from './account-expiry.js';
 
 const REASONS: readonly RevocationReason[] = ['disabled', 'expired', 'deleted', 'credentials_changed'];
 

@@ -7,7 +7,7 @@ import type { SshKeysRepository } from '../store/ssh-keys-repository.js';
 import type { UserRow, UsersRepository } from '../store/users-repository.js';
 import { sessionEndReason } from './access-revocation.js';
 import { AccessTickets, type TicketGrant } from './access-tickets.js';
-import { isExpired } from './auth-service.js';
+import { isExpired } from './account-expiry.js';
 import { type DomainError, errors } from './errors.js';
 import type { CredentialHolder, Principal } from './principal.js';
 import { FailureRateLimiter, limitedSource } from './rate-limiter.js';

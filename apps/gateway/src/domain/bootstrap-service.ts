@@ -8,7 +8,7 @@ import type { TaskRow, TasksRepository } from '../store/tasks-repository.js';
 import type { UserRow, UsersRepository } from '../store/users-repository.js';
 import type { Access } from './access.js';
 import type { AccessTickets } from './access-tickets.js';
-import { isExpired } from './auth-service.js';
+import { isExpired } from './account-expiry.js';
 import { DomainError, errors } from './errors.js';
 import type { HostLifecycle } from './host-lifecycle.js';
 import type { AccessSettings } from './host-view.js';

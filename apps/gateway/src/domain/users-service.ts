@@ -6,7 +6,7 @@ import { violates } from '../store/errors.js';
 import type { UserPatch, UserRow, UsersRepository } from '../store/users-repository.js';
 import { type Access, refusalError } from './access.js';
 import type { AccessRevocation } from './access-revocation.js';
-import { isExpired } from './auth-service.js';
+import { isExpired } from './account-expiry.js';
 import { DomainError, errors } from './errors.js';
 import type { Principal } from './principal.js';
 import type { SecretBox } from './secret-box.js';
