@@ -3,15 +3,16 @@ import { isIP, isIPv4 } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseDotenv } from 'dotenv';
+import type { EgressProbe, EgressSettings } from './egress/settings.js';
+import type { HttpSettings } from './http/settings.js';
+import type { DatabaseConfig } from './store/settings.js';
+
+export type { DatabaseConfig, EgressProbe, EgressSettings };
 
 export type LogFormat = 'json' | 'pretty';
-export type SslMode = 'disable' | 'require' | 'verify-full';
 
-export type DatabaseConfig =
-  | { kind: 'sqlite'; file: string }
-  | { kind: 'postgres'; connectionString: string; sslMode: SslMode; sslRootCert: string | null };
-
-export interface Config {
+/** Every setting; each part declares the ones it reads (egress/, http/, store/ settings.ts). */
+export interface Config extends HttpSettings {
   httpHost: string;
   httpPort: number;
   entryPort: number;
@@ -32,7 +33,6 @@ export interface Config {
   jwtSecret: string;
   tokenTtlSeconds: number;
   publicHost: string;
-  publicApiUrl: string;
   publicEntryUrl: string;
   logLevel: string;
   logFormat: LogFormat;
@@ -54,8 +54,6 @@ export interface Config {
   rateLimitIpv6Prefix: number;
   /** A separate address serving GET /metrics without a token (METRICS_BIND); null: only admins on HTTP_PORT. */
   metricsBind: { host: string; port: number } | null;
-  /** Addresses or CIDR ranges of reverse proxies whose X-Forwarded-For is believed (TRUST_PROXY); empty: none. */
-  trustProxy: string[];
   /** Folder mounts (the CLI's reverse sshfs): where they are made on this machine, and the user sshfs runs as. */
   folderMounts: { dir: string; user: string };
   /** The CLI's one-file bundle the gateway serves at /v1/cli/ccp.mjs (CLI_BUNDLE). */
@@ -76,50 +74,6 @@ export interface NodeSettings {
   internalBind: { host: string; port: number } | null;
   /** INTERNAL_ADDRESS: host:port other nodes dial for that channel (default: INTERNAL_BIND). */
   internalAddress: string | null;
-}
-
-/**
- * How the tunnel resolves names and how a path is verified (docs/egress-probe.md). Every endpoint is a setting:
- * the defaults are public ones, tests point them at the network lab's stand-ins.
- */
-export interface EgressSettings {
-  /** The tunnel's resolver for A/AAAA: DNS-over-HTTPS through the upstream (EGRESS_DOH_URL). */
-  dohUrl: string;
-  /** The tunnel's resolver for every other record type, over TCP through the upstream (EGRESS_DNS_SERVER). */
-  dnsServer: { address: string; port: number };
-  /**
-   * A TXT name in class CH that the resolvers answer with the asker's address (EGRESS_DNS_WHOAMI). Asked over
-   * DoH at `dohUrl` through the tunnel, it proves the resolver sees the exit, in an answer the upstream cannot
-   * forge; asked of the tunnel's own DNS (`dnsServer`), that the tunnel's DNS enters the upstream. Null turns
-   * both off.
-   */
-  dnsWhoami: string | null;
-  /**
-   * IP echo endpoints asked through the tunnel; every one that answers must see the declared exit: the probe's
-   * echo first when there is a probe, then EGRESS_EXIT_IP_URLS (or the public defaults).
-   */
-  exitIpUrls: string[];
-  /**
-   * How many of them must answer (EGRESS_EXIT_IP_MIN_ANSWERS, default 1): one provider's outage is its own outcome,
-   * not a verdict on every upstream.
-   */
-  minEchoAnswers: number;
-  /** The operator's own egress probe (EGRESS_PROBE_*): the strongest verification. Null: public endpoints only. */
-  probe: EgressProbe | null;
-  caFile: string | null;
-  v2rayCommand: string;
-}
-
-/**
- * A self-hosted egress probe (apps/egress-probe): its IP echo (HTTPS), its zone, its DoH, the token of its DNS
- * log, and the CA its certificate must chain to (EGRESS_PROBE_CA_FILE; null: the system's and caFile).
- */
-export interface EgressProbe {
-  url: string;
-  dnsZone: string;
-  dohUrl: string;
-  token: string | null;
-  caFile: string | null;
 }
 
 /** The public defaults (docs/egress-probe.md says what each proves). */

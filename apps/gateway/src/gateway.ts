@@ -53,6 +53,7 @@ import { type Database, openDatabase } from './store/database.js';
 import { MetricsRepository } from './store/metrics-repository.js';
 import { createRepositories, type Repositories } from './store/repositories.js';
 import { DesktopControl, isDesktopControl } from './vnc/desktop-control.js';
+import { desktopPageUrl, type Portal } from './vnc/vnc-access.js';
 import { VncProxy } from './vnc/vnc-proxy.js';
 
 export interface GatewayOptions {
@@ -118,6 +119,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     publicApiUrl: config.publicApiUrl,
     publicEntryUrl: config.publicEntryUrl,
     sshProxyPort: config.sshProxyPort,
+    desktopUrl: (portal: Portal, hostId: string) => desktopPageUrl(config.publicApiUrl, portal, hostId),
   };
   const sse = new SseHub({
     heartbeatMs: config.sseHeartbeatSeconds * 1000,

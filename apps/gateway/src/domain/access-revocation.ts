@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { EventBus } from '../events/event-bus.js';
+import type { RevocationReason } from '../events/internal-events.js';
 import type { HostRow } from '../store/hosts-repository.js';
 import type { UserRow } from '../store/users-repository.js';
-import { isExpired } from './auth-service.js';
+import { isExpired } from './account-expiry.js';
 
-const REASONS = ['disabled', 'expired', 'deleted', 'credentials_changed'] as const;
-export type RevocationReason = (typeof REASONS)[number];
+const REASONS: readonly RevocationReason[] = ['disabled', 'expired', 'deleted', 'credentials_changed'];
 
 /** The database's change feed (store/change-feed.ts): how a revocation reaches the other gateways. */
 export interface RevocationFeed {

@@ -8,13 +8,16 @@ import type { TasksRepository } from '../store/tasks-repository.js';
 import type { UserRow, UsersRepository } from '../store/users-repository.js';
 import { sessionEndReason } from './access-revocation.js';
 import { AccessTickets, type TicketGrant } from './access-tickets.js';
-import { isExpired } from './auth-service.js';
+import { isExpired } from './account-expiry.js';
 import { type DomainError, errors } from './errors.js';
 import { type HostAction, type HostGrant, mint, type SystemGrant, type TaskGrant } from './grants.js';
 import { type CredentialHolder, type Principal, actorOf as principalActor } from './principal.js';
 import { FailureRateLimiter, limitedSource } from './rate-limiter.js';
 import type { SecretBox } from './secret-box.js';
 import { SHORT_ID_PATTERN, verifyAgainstNothing, verifyPassword } from './secrets.js';
+
+/** The account and the host these rules admit: the SSH proxy and the desktop take them from here, not the store. */
+export type { HostWithOwner, UserRow };
 
 /** Where a secret is presented; it names the events (`auth.<channel>.failed`). */
 export type Channel = 'login' | 'entry' | 'bootstrap' | 'ssh';

@@ -2,9 +2,8 @@ import { hkdfSync } from 'node:crypto';
 import type { LoginResponse } from '@ccp/api';
 import { createSigner, createVerifier, TokenError } from 'fast-jwt';
 import type { EventBus } from '../events/event-bus.js';
-import type { UserRow } from '../store/users-repository.js';
+import { isoOut } from '../shared/clock.js';
 import type { Access } from './access.js';
-import { isoOut } from './clock.js';
 import { errors } from './errors.js';
 import type { CredentialHolder, Principal } from './principal.js';
 
@@ -14,9 +13,6 @@ export interface AuthOptions {
   jwtSecret: string;
   tokenTtlSeconds: number;
 }
-
-export const isExpired = (user: Pick<UserRow, 'expires_at'>, now = new Date().toISOString()): boolean =>
-  user.expires_at !== null && user.expires_at <= now;
 
 /** Logins and tokens; the password check itself is `Access`'s. */
 export class AuthService {

@@ -1,14 +1,14 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Actor, BootstrapHandoff, BootstrapSessionAccepted, BootstrapTask } from '@ccp/api';
 import type { EventBus } from '../events/event-bus.js';
+import { isoOut } from '../shared/clock.js';
 import type { AccessTicketsRepository } from '../store/access-tickets-repository.js';
 import type { HostsRepository, HostWithOwner } from '../store/hosts-repository.js';
 import type { TaskRow, TasksRepository } from '../store/tasks-repository.js';
 import type { UserRow, UsersRepository } from '../store/users-repository.js';
 import { type Access, principalOf } from './access.js';
 import type { AccessTickets } from './access-tickets.js';
-import { isExpired } from './auth-service.js';
-import { isoOut } from './clock.js';
+import { isExpired } from './account-expiry.js';
 import { DomainError, errors } from './errors.js';
 import type { HostLifecycle } from './host-lifecycle.js';
 import type { AccessSettings } from './host-view.js';

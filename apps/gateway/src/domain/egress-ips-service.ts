@@ -7,25 +7,17 @@ import type {
   ProxyConfig,
   UpdateEgressIpRequest,
 } from '@ccp/api';
+import type { EgressTester } from '../egress/egress-tester.js';
 import { maskProxyConfig, mergeMaskedSecrets, validateProxyConfig } from '../egress/proxy-config.js';
 import { type EventBus, systemActor } from '../events/event-bus.js';
+import { isoOut, nowIso } from '../shared/clock.js';
 import type { EgressIpRow, EgressIpsRepository } from '../store/egress-ips-repository.js';
 import { violates } from '../store/errors.js';
-import { isoOut, nowIso } from './clock.js';
 import { DomainError, errors, type FieldProblem } from './errors.js';
 import type { SecretBox } from './secret-box.js';
 
-/** Runs the three egress checks for one upstream; the implementation lives in egress/. */
-export interface EgressTester {
-  test(proxyConfig: ProxyConfig, declaredIp: string): Promise<EgressTestResult>;
-}
-
-/** An egress IP's upstream as it was before an update replaced it. */
-export interface ReplacedUpstream {
-  label: string;
-  ipAddress: string;
-  config: ProxyConfig;
-}
+/** The service tests upstreams with egress/'s tester; its callers name it through here. */
+export type { EgressTester };
 
 function invalid(problems: FieldProblem[]) {
   const first = problems[0]!;

@@ -1,6 +1,6 @@
 import type { EventQuery, EventRecord } from '@ccp/api';
+import { toIso } from '../shared/clock.js';
 import type { EventRow, EventsRepository } from '../store/events-repository.js';
-import { toIso } from './clock.js';
 import { errors } from './errors.js';
 
 const eventView = (row: EventRow): EventRecord => ({

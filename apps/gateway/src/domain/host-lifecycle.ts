@@ -10,6 +10,7 @@ import {
 import type { Logger } from 'pino';
 import type { EventBus } from '../events/event-bus.js';
 import { systemActor } from '../events/event-bus.js';
+import type { ReplacedUpstream } from '../events/internal-events.js';
 import {
   RuntimeError,
   type RuntimeNotice,
@@ -18,10 +19,10 @@ import {
   type WorkspaceRuntime,
   type WorkspaceSpec,
 } from '../runtime/workspace-runtime.js';
+import { nowIso } from '../shared/clock.js';
 import type { ChangeFeed } from '../store/change-feed.js';
 import type { HostPatch, HostsRepository, HostWithOwner } from '../store/hosts-repository.js';
-import { nowIso } from './clock.js';
-import type { EgressIpsService, ReplacedUpstream } from './egress-ips-service.js';
+import type { EgressIpsService } from './egress-ips-service.js';
 import { errors } from './errors.js';
 import { confirmSystem, type HostGrant, hostOf, type SystemGrant } from './grants.js';
 import { type AccessSettings, activeBinding, adminHostView, linuxUserFor } from './host-view.js';

@@ -1,13 +1,14 @@
 import type { Host, HostStatus, SseMessage } from '@ccp/api';
+import { isoOut } from '../shared/clock.js';
 import type { BindingDetail, HostsRepository, HostWithOwner } from '../store/hosts-repository.js';
-import { vncBasePath, vncPagePath } from '../vnc/vnc-access.js';
-import { isoOut } from './clock.js';
 
 export interface AccessSettings {
   publicHost: string;
   publicApiUrl: string;
   publicEntryUrl: string;
   sshProxyPort: number;
+  /** The address of a host's desktop page in a portal: vnc/ builds it, the rules only place it in the view. */
+  desktopUrl: (portal: 'admin' | 'user', hostId: string) => string;
 }
 
 /** Which binding carries the traffic: the oldest healthy one (the oldest when none is), the others standby. */
@@ -27,8 +28,7 @@ export function portalHostUrl(access: AccessSettings, hostId: string): string {
 
 /** The fields of a host's view that depend on whose portal shows it: its links lead into that portal. */
 function portalFields(access: AccessSettings, portal: 'admin' | 'user', hostId: string) {
-  // noVNC builds its stream URL from the page's host and `path`: the same prefix, so the same cookie.
-  return { vnc_url: `${access.publicApiUrl}${vncPagePath(vncBasePath(portal, hostId))}` };
+  return { vnc_url: access.desktopUrl(portal, hostId) };
 }
 
 /**

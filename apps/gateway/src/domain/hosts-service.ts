@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Actor, Binding, CreatedHost, Host } from '@ccp/api';
 import type { EventBus } from '../events/event-bus.js';
+import { isoOut, nowIso } from '../shared/clock.js';
 import type { EgressIpsRepository } from '../store/egress-ips-repository.js';
 import { violates } from '../store/errors.js';
 import type { HostsRepository, HostWithOwner } from '../store/hosts-repository.js';
 import type { UsersRepository } from '../store/users-repository.js';
 import type { Access } from './access.js';
-import { isoOut, nowIso } from './clock.js';
 import { errors } from './errors.js';
 import { type HostGrant, hostOf } from './grants.js';
 import type { HostLifecycle } from './host-lifecycle.js';

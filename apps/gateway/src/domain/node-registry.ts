@@ -3,9 +3,9 @@ import type { Node } from '@ccp/api';
 import type { Logger } from 'pino';
 import type { EventBus } from '../events/event-bus.js';
 import { systemActor } from '../events/event-bus.js';
+import { isoOut, nowIso } from '../shared/clock.js';
 import type { HostsRepository } from '../store/hosts-repository.js';
 import type { NodeRow, NodesRepository, NodeWithLoad } from '../store/nodes-repository.js';
-import { isoOut, nowIso } from './clock.js';
 import { errors } from './errors.js';
 import { type AccessSettings, adminHostView } from './host-view.js';
 

@@ -1,7 +1,7 @@
 import type { Actor } from '@ccp/api';
 import type { EventBus } from '../events/event-bus.js';
+import { nowIso } from '../shared/clock.js';
 import type { HostsRepository } from '../store/hosts-repository.js';
-import { nowIso } from './clock.js';
 import { type AccessSettings, adminHostView } from './host-view.js';
 import type { NodeRegistry } from './node-registry.js';
 import type { TaskRunner } from './task-runner.js';

@@ -3,10 +3,10 @@ import type { Actor, Task, TaskKind } from '@ccp/api';
 import type { Logger } from 'pino';
 import type { EventBus } from '../events/event-bus.js';
 import { systemActor } from '../events/event-bus.js';
+import { isoOut, nowIso } from '../shared/clock.js';
 import type { ChangeFeed } from '../store/change-feed.js';
 import { violates } from '../store/errors.js';
 import type { TaskRow, TasksRepository } from '../store/tasks-repository.js';
-import { isoOut, nowIso } from './clock.js';
 import { DomainError, errors } from './errors.js';
 
 /** A task as the node that runs it sees it: what is known from its row alone. */

@@ -1,7 +1,7 @@
 import type { User } from '@ccp/api';
+import { isoOut } from '../shared/clock.js';
 import type { UserListRow } from '../store/users-repository.js';
-import { isExpired } from './auth-service.js';
-import { isoOut } from './clock.js';
+import { isExpired } from './account-expiry.js';
 
 export function userView(row: UserListRow, now = new Date().toISOString()): User {
   return {

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Actor, CreatedUser, SshCredentials, User, UserStatus } from '@ccp/api';
 import type { EventBus } from '../events/event-bus.js';
+import { nowIso, toIso } from '../shared/clock.js';
 import { violates } from '../store/errors.js';
 import type { UserPatch, UserRow, UsersRepository } from '../store/users-repository.js';
 import { type Access, refusalError } from './access.js';
 import type { AccessRevocation } from './access-revocation.js';
-import { isExpired } from './auth-service.js';
-import { nowIso, toIso } from './clock.js';
+import { isExpired } from './account-expiry.js';
 import { DomainError, errors } from './errors.js';
 import type { Principal } from './principal.js';
 import type { SecretBox } from './secret-box.js';

@@ -3,10 +3,7 @@ import { lookup } from 'node:dns/promises';
 import http from 'node:http';
 import net from 'node:net';
 import type { EgressTestResult, ProxyConfig } from '@ccp/api';
-import type { EgressSettings } from '../config.js';
-import type { EgressTester } from '../domain/egress-ips-service.js';
 import {
-  type EchoOutcome,
   exitVerdict,
   observedExit,
   probeLogVerdict,
@@ -25,6 +22,7 @@ import {
   connectTls,
   type DnsReply,
   decodeReply,
+  type EchoOutcome,
   echoHeaders,
   encodeQuery,
   probeLeakName,
@@ -33,6 +31,7 @@ import {
   resolveIPv4,
   txtText,
 } from './probe-client.js';
+import type { EgressSettings } from './settings.js';
 import type { TestConfigParams, TunnelEngine } from './tunnel-engine.js';
 
 export interface EgressTesterOptions {
@@ -111,6 +110,11 @@ class EngineLog {
       return `the upstream ${server} closed the connection (a wrong password, UUID or method looks like this)`;
     return null;
   }
+}
+
+/** Runs the three egress checks for one upstream (what the egress IPs service asks of egress/). */
+export interface EgressTester {
+  test(proxyConfig: ProxyConfig, declaredIp: string): Promise<EgressTestResult>;
 }
 
 /** Runs the three checks of `POST /v1/admin/egress-ips/{id}/test` through a short-lived tunnel process. */

@@ -1,7 +1,14 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import type { EgressProbe, EgressSettings } from '../config.js';
-import { type DnsReply, parseEcho, type Trust, txtText } from './probe-client.js';
+import {
+  type CheckVerdict,
+  type DnsReply,
+  type EchoOutcome,
+  parseEcho,
+  type Trust,
+  txtText,
+} from './probe-client.js';
+import type { EgressProbe, EgressSettings } from './settings.js';
 import type { SocketAddress } from './tunnel-engine.js';
 
 /**
@@ -77,20 +84,6 @@ export function describeVerification(settings: EgressSettings): string {
     return `egress verification: own probe ${settings.probe.url} (zone ${settings.probe.dnsZone}${pinned}), exit IP from ${echoes}${whoami}; ${dns}`;
   }
   return `egress verification: public endpoints, exit IP from ${echoes}${whoami}; ${dns}`;
-}
-
-/** Why a check failed: the code the start reports (RuntimeError) and a message naming what was seen. */
-export interface CheckVerdict {
-  code: 'upstream_unreachable' | 'exit_ip_mismatch' | 'dns_failed' | 'dns_leak' | 'probe_unreachable';
-  message: string;
-}
-
-/** What one IP echo gave: an answer, or why there was none. */
-export interface EchoOutcome {
-  url: string;
-  status?: number;
-  body?: string;
-  error?: string;
 }
 
 export const sameAddress = (a: string, b: string) =>

@@ -13,11 +13,24 @@ import https from 'node:https';
 import { isIP, isIPv4, type Socket } from 'node:net';
 import tls from 'node:tls';
 import dnsPacket from 'dns-packet';
-import type { EgressProbe } from '../config.js';
-import type { CheckVerdict, EchoOutcome } from './egress-verification.js';
+import type { EgressProbe } from './settings.js';
 import type { SocketAddress } from './tunnel-engine.js';
 
 export type QueryType = 'A' | 'TXT';
+
+/** Why a check failed: the code the start reports (RuntimeError) and a message naming what was seen. */
+export interface CheckVerdict {
+  code: 'upstream_unreachable' | 'exit_ip_mismatch' | 'dns_failed' | 'dns_leak' | 'probe_unreachable';
+  message: string;
+}
+
+/** What one IP echo gave: an answer, or why there was none. */
+export interface EchoOutcome {
+  url: string;
+  status?: number;
+  body?: string;
+  error?: string;
+}
 
 /** A DNS query; `chaos` asks in class CH, where resolvers keep their whoami names. */
 export function encodeQuery(name: string, type: QueryType, chaos = false): Buffer {

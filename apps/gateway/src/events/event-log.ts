@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { RecordedEvent } from '@ccp/api';
 import type { Logger } from 'pino';
-import { nowIso } from '../domain/clock.js';
+import { nowIso } from '../shared/clock.js';
 import type { EventsRepository } from '../store/events-repository.js';
 
 const SECRET_KEY = /pass|secret|token|private|credential|uuid/i;

@@ -1,7 +1,25 @@
-import type { LiveEvent, RecordedEvent } from '@ccp/api';
-import type { RevocationReason } from '../domain/access-revocation.js';
-import type { ReplacedUpstream } from '../domain/egress-ips-service.js';
-import type { RuntimeNotice } from '../runtime/workspace-runtime.js';
+import type { LiveEvent, ProxyConfig, RecordedEvent } from '@ccp/api';
+
+/** Why a user's live access ended. */
+export type RevocationReason = 'disabled' | 'expired' | 'deleted' | 'credentials_changed';
+
+/** An egress IP's upstream as it was before an update replaced it. */
+export interface ReplacedUpstream {
+  label: string;
+  ipAddress: string;
+  config: ProxyConfig;
+}
+
+/**
+ * Something the container engine did on its own that the event log should show: the shape of the runtime's
+ * RuntimeNotice, which the composition root passes on (the bus knows no engine).
+ */
+export interface EngineNotice {
+  hostId: string;
+  /** `egress_restarted`: the egress gateway's supervisor restarted v2ray after it died. */
+  kind: 'egress_restarted';
+  message: string;
+}
 
 /** Events only the gateway's own parts react to: never logged, never sent to clients. */
 export interface InternalEvents {
@@ -12,7 +30,7 @@ export interface InternalEvents {
   /** An egress IP's upstream was replaced; `replaced` is the one running hosts used until now. */
   'egress_ip.upstream_changed': { egressIpId: string; replaced: ReplacedUpstream };
   /** The container engine did something on its own for a host. */
-  'runtime.notice': { notice: RuntimeNotice };
+  'runtime.notice': { notice: EngineNotice };
 }
 
 export type InternalEvent<K extends keyof InternalEvents = keyof InternalEvents> = {

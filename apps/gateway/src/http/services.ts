@@ -1,4 +1,3 @@
-import type { Config } from '../config.js';
 import type { Access } from '../domain/access.js';
 import type { AccessScripts } from '../domain/access-scripts.js';
 import type { AuthService } from '../domain/auth-service.js';
@@ -18,10 +17,11 @@ import type { UsersService } from '../domain/users-service.js';
 import type { SseHub } from '../events/sse-hub.js';
 import type { DesktopControl } from '../vnc/desktop-control.js';
 import type { VncProxy } from '../vnc/vnc-proxy.js';
+import type { HttpSettings } from './settings.js';
 
 /** What the HTTP layer may call: domain services only, never repositories or the database. */
 export interface HttpServices {
-  config: Config;
+  config: HttpSettings;
   access: Access;
   auth: AuthService;
   users: UsersService;

@@ -1,4 +1,4 @@
-import { vncPasswordFile } from '../vnc/vnc-auth.js';
+import { vncPasswordFile } from '../shared/vnc-des.js';
 
 /** Where the workspace finds its desktop's VNC password (image/README.md, `WORKSPACE_DESKTOP_PASSWORD_FILE`). */
 export const DESKTOP_PASSWORD_DIR = '/etc/ccp-desktop';

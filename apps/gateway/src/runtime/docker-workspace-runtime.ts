@@ -5,8 +5,8 @@ import { rm, rmdir } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import type Docker from 'dockerode';
-import type { EgressSettings } from '../config.js';
 import { type VerificationPlan, verificationPlan } from '../egress/egress-verification.js';
+import type { EgressSettings } from '../egress/settings.js';
 import type { TunnelEngine } from '../egress/tunnel-engine.js';
 import { execCapped } from './container-exec.js';
 import {

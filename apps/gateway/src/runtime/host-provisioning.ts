@@ -2,8 +2,8 @@ import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import type Docker from 'dockerode';
-import type { EgressSettings } from '../config.js';
 import { tunnelDns } from '../egress/egress-verification.js';
+import type { EgressSettings } from '../egress/settings.js';
 import type { TunnelEngine } from '../egress/tunnel-engine.js';
 import { checkUplinkPolicy, type UplinkPolicy } from '../egress/uplink-guard.js';
 import {

@@ -1,8 +1,6 @@
 import dgram from 'node:dgram';
 import net from 'node:net';
 import {
-  type CheckVerdict,
-  type EchoOutcome,
   echoOutages,
   exitVerdict,
   probeLogVerdict,
@@ -12,7 +10,9 @@ import {
 } from '../egress/egress-verification.js';
 import {
   CheckError,
+  type CheckVerdict,
   decodeReply,
+  type EchoOutcome,
   encodeQuery,
   firstIPv4,
   probeLeakName,

@@ -1,5 +1,5 @@
 import type { ProxyConfig } from '@ccp/api';
-import { DomainError } from '../domain/errors.js';
+import { DomainError } from '../shared/errors.js';
 
 /** One upstream a host may send its traffic through. */
 export interface UpstreamSpec {

@@ -13,14 +13,18 @@ import ssh2, {
   type ServerChannel,
 } from 'ssh2';
 import { type HostDialer, HostUnreachable } from '../cluster/host-dialer.js';
-import type { Access, Refusal as AccessRefusal, Credential } from '../domain/access.js';
+import type {
+  Access,
+  Refusal as AccessRefusal,
+  Credential,
+  HostWithOwner,
+  UserRow,
+} from '../domain/access.js';
 import { type AccessSettings, accessCommand, linuxUserFor, portalHostUrl } from '../domain/host-view.js';
 import { fingerprintOf } from '../domain/ssh-public-key.js';
 import type { StopRequester, TaskRunner } from '../domain/task-runner.js';
 import { BackgroundEvents } from '../events/background-events.js';
 import type { EventBus } from '../events/event-bus.js';
-import type { HostWithOwner } from '../store/hosts-repository.js';
-import type { UserRow } from '../store/users-repository.js';
 import { SSH_ALGORITHMS, SSH_IDENT } from './algorithms.js';
 import { FOLDER_MOUNT_SUBSYSTEM, type FolderMounts } from './folder-mounts.js';
 import { loadOrCreateHostKey } from './host-key.js';

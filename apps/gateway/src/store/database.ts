@@ -3,7 +3,6 @@ import path from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { Kysely, type Migration, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
-import type { DatabaseConfig } from '../config.js';
 import { type ChangeFeed, PostgresChangeFeed, singleWriterFeed } from './change-feed.js';
 import type { DialectKind } from './dialect.js';
 import { accountsAndEvents } from './migrations/0001-accounts-and-events.js';
@@ -14,6 +13,7 @@ import { accessTickets } from './migrations/0005-access-tickets.js';
 import { authFailures } from './migrations/0006-auth-failures.js';
 import { nodes } from './migrations/0007-nodes.js';
 import type { DatabaseSchema } from './schema.js';
+import type { DatabaseConfig } from './settings.js';
 
 export type Db = Kysely<DatabaseSchema>;
 

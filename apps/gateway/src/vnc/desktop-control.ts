@@ -3,11 +3,11 @@ import type { Socket } from 'node:net';
 import type { VncStatus } from '@ccp/api';
 import type { Logger } from 'pino';
 import { type HostDialer, HostUnreachable } from '../cluster/host-dialer.js';
+import type { HostWithOwner } from '../domain/access.js';
 import { DomainError, errors } from '../domain/errors.js';
 import { type HostGrant, hostOf } from '../domain/grants.js';
 import type { EventBus } from '../events/event-bus.js';
 import { type ExecResult, RuntimeError } from '../runtime/workspace-runtime.js';
-import type { HostWithOwner } from '../store/hosts-repository.js';
 
 /** The control program in the workspace image (image/README.md, "Desktop"). */
 const CONTROL = '/usr/local/sbin/ccp-desktop';

@@ -23,6 +23,10 @@ export const vncBasePath = (portal: Portal, hostId: string) => `/v1/${portal}/ho
 export const vncPagePath = (basePath: string) =>
   `${basePath}vnc.html?autoconnect=true&resize=scale&path=${basePath.slice(1)}websockify`;
 
+/** The address of a host's desktop page in one portal: the `vnc_url` of the host's view. */
+export const desktopPageUrl = (publicApiUrl: string, portal: Portal, hostId: string) =>
+  `${publicApiUrl}${vncPagePath(vncBasePath(portal, hostId))}`;
+
 /**
  * The credential of a desktop request: `Authorization: Bearer`, then `?ticket=`, then the cookie. A malformed
  * Authorization header is not passed over for anything else: it yields none. `?token=` is refused outright.

@@ -7,14 +7,13 @@ import type { RecordedEvent, VncTicket } from '@ccp/api';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
 import { type HostDialer, HostUnreachable } from '../cluster/host-dialer.js';
-import type { Access } from '../domain/access.js';
+import type { Access, HostWithOwner } from '../domain/access.js';
 import type { AuthService } from '../domain/auth-service.js';
-import { isoOut } from '../domain/clock.js';
 import { errors } from '../domain/errors.js';
 import { actorOf, type CredentialHolder, type Principal } from '../domain/principal.js';
 import { BackgroundEvents } from '../events/background-events.js';
 import type { EventBus } from '../events/event-bus.js';
-import type { HostWithOwner } from '../store/hosts-repository.js';
+import { isoOut } from '../shared/clock.js';
 import { desktopFile } from './desktop-files.js';
 import { joinRfb } from './rfb-handshake.js';
 import {
