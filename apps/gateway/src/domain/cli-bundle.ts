@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
+import { transportOf } from '@ccp/api';
 import { shellQuote } from './access-scripts.js';
-import { downloadTransportOf, plainHttpWarning } from './download-transport.js';
+import { plainHttpWarning } from './download-transport.js';
 import { DomainError } from './errors.js';
 
 const installScript = () => readFile(new URL('../../assets/access/install-ccp.sh', import.meta.url), 'utf8');
@@ -58,7 +59,7 @@ export class CliBundle {
       file_name: 'ccp.mjs' as const,
       sha256: (await this.file()).sha256,
       download_url: `${this.apiUrl}/v1/cli/ccp.mjs`,
-      transport: downloadTransportOf(this.apiUrl),
+      transport: transportOf(this.apiUrl),
       warning: plainHttpWarning(this.apiUrl),
     };
   }

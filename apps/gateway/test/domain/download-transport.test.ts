@@ -1,10 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import {
-  downloadTransportOf,
-  plainHttpNotice,
-  plainHttpWarning,
-} from '../../src/domain/download-transport.js';
+import { transportOf } from '@ccp/api';
+import { plainHttpNotice, plainHttpWarning } from '../../src/domain/download-transport.js';
 
 describe('how a PUBLIC_API_URL carries what users install', () => {
   it('counts only this machine as safe without TLS: a LAN or public address is a network path', () => {
@@ -15,13 +12,18 @@ describe('how a PUBLIC_API_URL carries what users install', () => {
       ['http://127.0.0.1:8080', 'loopback'],
       ['http://127.9.8.7', 'loopback'],
       ['http://[::1]:8080', 'loopback'],
+      ['http://LOCALHOST:8080', 'loopback'],
+      ['http://127.1:8080', 'loopback'],
+      ['http://[0:0:0:0:0:0:0:1]', 'loopback'],
+      ['http://[::ffff:127.0.0.1]', 'loopback'],
+      ['http://[::ffff:192.0.2.7]', 'plain_http'],
       ['http://gw.example.com:8080', 'plain_http'],
       ['http://192.168.1.20:8080', 'plain_http'],
       ['http://10.0.0.5', 'plain_http'],
       ['http://[2001:db8::1]:8080', 'plain_http'],
       ['http://localhost.example.com', 'plain_http'],
     ];
-    for (const [url, transport] of cases) assert.equal(downloadTransportOf(url), transport, url);
+    for (const [url, transport] of cases) assert.equal(transportOf(url), transport, url);
   });
 
   it('words a warning for users and a notice for the administrator only for plain HTTP', () => {
