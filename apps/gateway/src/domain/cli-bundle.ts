@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import { transportOf } from '@ccp/api';
-import { shellQuote } from './access-scripts.js';
 import { plainHttpWarning } from './download-transport.js';
 import { DomainError } from './errors.js';
+import { shellScript } from './shell-script.js';
 
 const installScript = () => readFile(new URL('../../assets/access/install-ccp.sh', import.meta.url), 'utf8');
 
@@ -69,12 +69,11 @@ export class CliBundle {
    * loopback) as quoted words, then a fixed body.
    */
   async installer(): Promise<string> {
-    const { sha256 } = await this.file();
-    const settings = [
-      `CCP_API_URL=${shellQuote(this.apiUrl)}`,
-      `CCP_SHA256=${shellQuote(sha256)}`,
-      `CCP_PLAIN_HTTP_WARNING=${shellQuote(plainHttpWarning(this.apiUrl) ?? '')}`,
-    ].join('\n');
-    return `#!/bin/sh\n# cloud-cli-proxy: installs the ccp command-line client\n${settings}\n\n${await installScript()}`;
+    return shellScript({
+      title: 'installs the ccp command-line client',
+      settings: { CCP_API_URL: this.apiUrl, CCP_SHA256: (await this.file()).sha256 },
+      plainHttpWarning: plainHttpWarning(this.apiUrl),
+      body: await installScript(),
+    });
   }
 }

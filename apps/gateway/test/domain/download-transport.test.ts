@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { transportOf } from '@ccp/api';
-import { plainHttpNotice, plainHttpWarning } from '../../src/domain/download-transport.js';
+import {
+  passwordInTheClearWarning,
+  plainHttpNotice,
+  plainHttpWarning,
+} from '../../src/domain/download-transport.js';
 
 describe('how a PUBLIC_API_URL carries what users install', () => {
   it('counts only this machine as safe without TLS: a LAN or public address is a network path', () => {
@@ -34,5 +38,18 @@ describe('how a PUBLIC_API_URL carries what users install', () => {
       /over plain HTTP \(http:\/\/192\.0\.2\.7:8080\)/,
     );
     assert.match(plainHttpNotice('http://192.0.2.7:8080') ?? '', /deploy\/nginx\.conf.*https:\/\//);
+  });
+
+  it('warns about a password when the script comes or the password goes in the clear, naming that address', () => {
+    assert.equal(passwordInTheClearWarning('The access command', ['https://gw.example.com']), null);
+    assert.equal(
+      passwordInTheClearWarning('The access command', ['http://localhost', 'http://127.0.0.1:8080']),
+      null,
+    );
+    assert.match(
+      passwordInTheClearWarning('The access command', ['https://gw.example.com', 'http://192.0.2.7:8080']) ??
+        '',
+      /^The access command goes over plain HTTP \(http:\/\/192\.0\.2\.7:8080\): anyone on the network path can read the password it sends or replace the script it runs\..*behind TLS \(https\)\.$/,
+    );
   });
 });
