@@ -190,6 +190,8 @@ describe('everyday use of the dashboard in Chromium', { skip, timeout: 300_000 }
       createHash('sha256').update(served).digest('hex'),
     );
     assert.equal(await page.getByTestId('ccp-install-warning').count(), 0);
+    assert.equal(await page.getByTestId('page-transport-warning').count(), 0);
+    assert.equal(await page.getByTestId('access-command-warning').count(), 0);
     await shot(page, 'portal-host-running');
     await stop.click();
     await page.getByRole('heading', { name: /stopped/ }).waitFor();
@@ -462,5 +464,99 @@ describe('the portal of a gateway over plain HTTP, in Chromium', { skip, timeout
     );
     await page.screenshot({ path: `${SHOTS}everyday-portal-plain-http.png`, fullPage: true });
     await context.close();
+  });
+
+  it('warns beside the access command too, in the words its script prints first', async () => {
+    const user = await t.createUser('frank');
+    const created = await t.request('POST', '/v1/admin/hosts', { body: { user_id: user.id } });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    assert.match(created.body.access_warning, /^The access command goes over plain HTTP/);
+    const context = await browser.newContext({ baseURL: vite.url });
+    const page = await context.newPage();
+    await page.goto('/portal');
+    await signIn(page, 'frank', user.password);
+    const warning = page.getByTestId('access-command-warning');
+    await warning.waitFor();
+    assert.equal(await warning.textContent(), `Not protected in transit. ${created.body.access_warning}`);
+    // Right under the command it concerns, before the SSH line it points to.
+    const command = page.getByTestId('access-command');
+    const ssh = page.getByTestId('ssh-command');
+    const top = async (locator: typeof warning) => (await locator.boundingBox())?.y ?? Number.NaN;
+    assert.ok((await top(command)) < (await top(warning)), 'below the access command');
+    assert.ok((await top(warning)) < (await top(ssh)), 'above the SSH line');
+    // This page itself came over the loopback.
+    assert.equal(await page.getByTestId('page-transport-warning').count(), 0);
+    await context.close();
+  });
+});
+
+/**
+ * A gateway whose PUBLIC_API_URL is https, its portal opened at a plain-HTTP network address: the install and
+ * `ccp init` lines use the page's address, so the notice comes from the page, not the gateway. Chromium asks for
+ * http://gw.example.test:<port> and the request goes to the dev server on the loopback; the page keeps its address.
+ */
+describe('the portal opened over plain HTTP at a network address, in Chromium', {
+  skip,
+  timeout: 120_000,
+}, () => {
+  let t: TestGateway;
+  let vite: { url: string; child: ChildProcess };
+  let browser: Browser;
+
+  before(async () => {
+    const port = await freePort();
+    t = await startTestGateway('sqlite', {
+      HTTP_PORT: String(port),
+      PUBLIC_HOST: 'gw.example.test',
+      PUBLIC_API_URL: 'https://gw.example.test',
+    });
+    await t.listen();
+    vite = await startVite(t.url);
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  });
+  after(async () => {
+    await browser?.close();
+    vite?.child.kill();
+    await t?.close();
+  });
+
+  it('warns beside the install line because of the page, and not on the loopback', async () => {
+    const user = await t.createUser('grace');
+    const created = await t.request('POST', '/v1/admin/hosts', { body: { user_id: user.id } });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const pageUrl = `http://gw.example.test:${new URL(vite.url).port}`;
+    const context = await browser.newContext();
+    await context.route(`${pageUrl}/**`, (route) =>
+      route.continue({ url: route.request().url().replace(pageUrl, vite.url) }),
+    );
+    const page = await context.newPage();
+    await page.goto(`${pageUrl}/portal`);
+    await signIn(page, 'grace', user.password);
+    const warning = page.getByTestId('page-transport-warning');
+    await warning.waitFor();
+    assert.equal(
+      await page.getByTestId('ccp-install').textContent(),
+      `curl -fsSL ${pageUrl}/v1/cli/install | sh`,
+    );
+    assert.match(
+      (await warning.textContent()) ?? '',
+      new RegExp(
+        `^Not protected in transit\\. This page came over plain HTTP \\(${pageUrl.replaceAll('.', '\\.')}\\), and the install and ccp init lines use its address: anyone on the network path can change what this page shows, ccp's checksum included`,
+      ),
+    );
+    // The gateway's own addresses are https: nothing to say about them.
+    await page.getByTestId('ccp-checksum').waitFor();
+    assert.equal(await page.getByTestId('ccp-install-warning').count(), 0);
+    assert.equal(await page.getByTestId('access-command-warning').count(), 0);
+    await page.screenshot({ path: `${SHOTS}everyday-portal-page-plain-http.png`, fullPage: true });
+
+    // The same portal on the loopback: what the lines fetch never leaves this machine.
+    const local = await browser.newPage();
+    await local.goto(`${vite.url}/portal`);
+    await signIn(local, 'grace', user.password);
+    await local.getByTestId('ccp-checksum').waitFor();
+    assert.equal(await local.getByTestId('page-transport-warning').count(), 0);
+    await context.close();
+    await local.close();
   });
 });

@@ -317,7 +317,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     repositories.accessTickets,
     (taskId) => box.derive(`bootstrap handoff ${taskId}`, 24).toString('base64url'),
   );
-  const scripts = new AccessScripts(config.publicApiUrl);
+  const scripts = new AccessScripts(accessSettings);
   const cli = new CliBundle(config.cliBundle, config.publicApiUrl);
   const images = new ImagesService(runtime, bus, taskRunner);
   bus.on('egress_ip.upstream_changed', ({ egressIpId, replaced }) =>

@@ -37,6 +37,11 @@ export const Host = Type.Object({
     description: 'The gateway node whose engine holds the workspace and its home',
   }),
   access_command: Type.String({ description: 'curl -fsSL <entry base>/entry/<short_id> | sh' }),
+  access_warning: Type.Union([Type.String(), Type.Null()], {
+    description:
+      'What to tell users when the access command fetches its script or sends the password over plain HTTP ' +
+      'off the loopback (its script prints the same first); null when both are protected',
+  }),
   entry_url: Type.String(),
   ssh_user: Type.String({ description: '<username>+<short_id>' }),
   ssh_host: Type.String(),

@@ -10,5 +10,6 @@ export * from './health.js';
 export * from './hosts.js';
 export * from './nodes.js';
 export * from './ssh-keys.js';
+export * from './transport.js';
 export * from './users.js';
 export * from './vnc.js';

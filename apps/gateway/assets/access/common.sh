@@ -3,6 +3,8 @@
 # 4 this machine lacks something (a terminal, curl, ssh), 5 account disabled, 6 account expired,
 # 7 no such host, 8 no egress IP bound to the host, 9 the host failed to start, 10 too many failed attempts.
 # Once connected, the exit status is ssh's own.
+# Over plain HTTP anyone on the path can read the password and replace this script: then it says so first
+# (CCP_PLAIN_HTTP_WARNING, set above).
 set -u
 
 ccp_tmp=''
@@ -23,6 +25,7 @@ ccp_die() {
 }
 
 ccp_setup() {
+  [ -z "$CCP_PLAIN_HTTP_WARNING" ] || printf 'cloud-cli-proxy: WARNING: %s\n' "$CCP_PLAIN_HTTP_WARNING" >&2
   for ccp_tool in curl ssh sed; do
     command -v "$ccp_tool" >/dev/null 2>&1 || ccp_die 4 "this script needs '$ccp_tool'; install it and run it again"
   done

@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
-import { shellQuote } from './access-scripts.js';
-import { downloadTransportOf, plainHttpWarning } from './download-transport.js';
+import { transportOf } from '@ccp/api';
+import { plainHttpWarning } from './download-transport.js';
 import { DomainError } from './errors.js';
+import { shellScript } from './shell-script.js';
 
 const installScript = () => readFile(new URL('../../assets/access/install-ccp.sh', import.meta.url), 'utf8');
 
@@ -58,7 +59,7 @@ export class CliBundle {
       file_name: 'ccp.mjs' as const,
       sha256: (await this.file()).sha256,
       download_url: `${this.apiUrl}/v1/cli/ccp.mjs`,
-      transport: downloadTransportOf(this.apiUrl),
+      transport: transportOf(this.apiUrl),
       warning: plainHttpWarning(this.apiUrl),
     };
   }
@@ -68,12 +69,11 @@ export class CliBundle {
    * loopback) as quoted words, then a fixed body.
    */
   async installer(): Promise<string> {
-    const { sha256 } = await this.file();
-    const settings = [
-      `CCP_API_URL=${shellQuote(this.apiUrl)}`,
-      `CCP_SHA256=${shellQuote(sha256)}`,
-      `CCP_PLAIN_HTTP_WARNING=${shellQuote(plainHttpWarning(this.apiUrl) ?? '')}`,
-    ].join('\n');
-    return `#!/bin/sh\n# cloud-cli-proxy: installs the ccp command-line client\n${settings}\n\n${await installScript()}`;
+    return shellScript({
+      title: 'installs the ccp command-line client',
+      settings: { CCP_API_URL: this.apiUrl, CCP_SHA256: (await this.file()).sha256 },
+      plainHttpWarning: plainHttpWarning(this.apiUrl),
+      body: await installScript(),
+    });
   }
 }

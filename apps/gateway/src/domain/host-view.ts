@@ -1,6 +1,7 @@
 import type { Host, HostStatus, SseMessage } from '@ccp/api';
 import { isoOut } from '../shared/clock.js';
 import type { BindingDetail, HostsRepository, HostWithOwner } from '../store/hosts-repository.js';
+import { passwordInTheClearWarning } from './download-transport.js';
 
 export interface AccessSettings {
   publicHost: string;
@@ -19,6 +20,14 @@ export function activeBinding<T extends { healthy: boolean }>(bindings: T[]): T 
 /** The command that starts a host when needed and connects to it (the entry short link). */
 export function accessCommand(access: AccessSettings, shortId: string): string {
   return `curl -fsSL ${access.publicEntryUrl}/entry/${shortId} | sh`;
+}
+
+/**
+ * What the access command's script prints before it asks for the password, and the portal shows beside the
+ * command: it fetches the script from the entry URL and sends the password to the API URL.
+ */
+export function accessCommandWarning(access: Pick<AccessSettings, 'publicApiUrl' | 'publicEntryUrl'>) {
+  return passwordInTheClearWarning('The access command', [access.publicEntryUrl, access.publicApiUrl]);
 }
 
 /** The host's page in the user portal, where its owner can start it. */
@@ -74,6 +83,7 @@ export function hostView(
     })),
     node: row.node,
     access_command: accessCommand(access, row.short_id),
+    access_warning: accessCommandWarning(access),
     entry_url: entryUrl,
     ssh_user: `${row.username}+${row.short_id}`,
     ssh_host: access.publicHost,
