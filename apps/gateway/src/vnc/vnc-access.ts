@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { errors } from '../domain/errors.js';
+import { bearerToken } from '../shared/bearer-token.js';
 
 /** The cookie that carries the desktop pass of one host (its web client's files and its stream). */
 export const VNC_COOKIE = 'ccp_vnc';
@@ -40,10 +41,8 @@ export function desktopCredential(
       'API tokens do not go in URLs: send the Authorization header, or open the desktop with a ticket ' +
         '(POST …/vnc/ticket)',
     );
-  if (headers.authorization) {
-    const match = /^Bearer\s+(\S+)$/i.exec(headers.authorization);
-    return match ? { kind: 'header', token: match[1]! } : null;
-  }
+  const token = bearerToken(headers.authorization);
+  if (token !== undefined) return token === null ? null : { kind: 'header', token };
   const ticket = query.get('ticket');
   if (ticket) return { kind: 'ticket', ticket };
   const pass = cookieValue(headers.cookie, VNC_COOKIE);

@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AuthService } from '../../domain/auth-service.js';
 import { errors } from '../../domain/errors.js';
 import type { Principal } from '../../domain/principal.js';
+import { bearerToken } from '../../shared/bearer-token.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -28,11 +29,8 @@ export function tokenOf(request: FastifyRequest): string | null {
       'Send the token in the Authorization header; ?token= is accepted only on the event streams',
     );
   }
-  const header = request.headers.authorization;
-  if (header) {
-    const match = /^Bearer\s+(\S+)$/i.exec(header);
-    return match ? match[1]! : null;
-  }
+  const header = bearerToken(request.headers.authorization);
+  if (header !== undefined) return header;
   return typeof query?.token === 'string' && query.token ? query.token : null;
 }
 
