@@ -357,7 +357,7 @@ describe('DockerWorkspaceRuntime (real Docker, egress lab)', { skip, timeout: 60
     assert.equal((await sshLogin(endpoints, key.privateKey)).user, 'alice');
   });
 
-  it('reports a direct path when the egress gateway forwards around the tunnel', async () => {
+  it('reports a direct path when the egress gateway forwards around the tunnel and its uplink guard is gone', async () => {
     const pid = async (container: string) => (await docker.getContainer(container).inspect()).State.Pid;
     const [gatewayPid, workspacePid] = [await pid(gateway(ids.main)), await pid(workspace(ids.main))];
     // Sabotage from the host: an empty table of the right name, forwarding on, and masquerading so the
@@ -380,7 +380,7 @@ describe('DockerWorkspaceRuntime (real Docker, egress lab)', { skip, timeout: 60
     const uplink = (await docker.getNetwork('ccp-uplink').inspect()) as {
       IPAM: { Config: { Gateway: string }[] };
     };
-    await assert.rejects(
+    const check = () =>
       verifyEgressPath(
         {
           workspacePid,
@@ -390,7 +390,20 @@ describe('DockerWorkspaceRuntime (real Docker, egress lab)', { skip, timeout: 60
         },
         verificationPlan(labEgressSettings(lab)),
         { nodeCommand: process.execPath, httpTimeoutMs: 5000, dnsTimeoutMs: 5000 },
-      ),
+      );
+    // The host's guard on the gateway's uplink port still holds: nothing reached the control plane's address;
+    // the check fails on what it finds inside the gateway (forwarding on), and the host would not run.
+    await assert.rejects(
+      check(),
+      (error: unknown) =>
+        error instanceof RuntimeError &&
+        error.code === 'direct_path_open' &&
+        /IP forwarding is on/.test(error.message),
+    );
+    // Without the guard too (both layers gone), the check itself finds the way around.
+    await exec('nft', ['delete', 'table', 'netdev', `ccp_uplink_${ids.main}`]);
+    await assert.rejects(
+      check(),
       (error: unknown) =>
         error instanceof RuntimeError &&
         error.code === 'direct_path_open' &&
