@@ -17,6 +17,7 @@ const TOOLS = {
   git: 'git',
   openssl: 'openssl',
   plink: 'putty-tools',
+  rsync: 'rsync',
   shellcheck: 'shellcheck',
   ssh: 'openssh-client',
   'ssh-audit': 'ssh-audit',

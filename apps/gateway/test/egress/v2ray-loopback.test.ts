@@ -5,6 +5,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { ProxyConfig } from '@ccp/api';
+import { needs } from '../../../../test/support/needs.js';
 import { freeLoopbackPort, waitUntilListening } from '../../src/egress/loopback-ports.js';
 import { v2rayEngine } from '../../src/egress/v2ray-engine.js';
 import { locateV2ray, type V2rayBinary } from './v2ray-binary.js';
@@ -85,7 +86,7 @@ function getThroughProxy(proxyPort: number, target: string): Promise<{ status: n
   });
 }
 
-describe('traffic crosses a real v2ray client and server on loopback', () => {
+describe('traffic crosses a real v2ray client and server on loopback', { skip: needs('v2ray') }, () => {
   let binary: V2rayBinary;
   let target: http.Server;
   let targetUrl = '';
