@@ -90,9 +90,13 @@ build() {
   npm run --silent build
 }
 
-# Every test file of the repository, sorted.
+# Every test file of the repository, sorted: what the full suite runs. With `unit`, only the unit tier's files,
+# named *.unit.test.ts: they need Node.js and node_modules alone (no tool, root, engine, database server or
+# gateway boot) and together run in seconds. Every other *.test.ts is of the integration tier.
 test_files() {
-  find apps packages test -path '*/node_modules' -prune -o -name '*.test.ts' -print 2>/dev/null | sort
+  local pattern='*.test.ts'
+  [ "${1:-}" = unit ] && pattern='*.unit.test.ts'
+  find apps packages test -path '*/node_modules' -prune -o -name "$pattern" -print 2>/dev/null | sort
 }
 
 # Runs the given test files, the spec on stdout and TAP into $1, one file at a time unless TEST_CONCURRENCY says

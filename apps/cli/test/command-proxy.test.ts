@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Client } from 'ssh2';
+import { needs } from '../../../test/support/needs.js';
 import { CommandProxy, WRAPPER_DIR } from '../src/command-proxy.js';
 import { KnownHosts } from '../src/known-hosts.js';
 import { connectSsh, execCollect } from '../src/ssh-connection.js';
@@ -12,7 +13,7 @@ import { startLocalSshd } from './helpers/local-sshd.js';
 
 // The command proxy end to end on one machine: the "workspace" is a local SSH server with its own HOME; the
 // wrapper it installs calls back over the SSH connection.
-describe('the command proxy over the SSH connection', () => {
+describe('the command proxy over the SSH connection', { skip: needs('git') }, () => {
   const work = mkdtempSync(path.join(tmpdir(), 'ccp-cli-proxy-'));
   const home = path.join(work, 'workspace-home');
   const project = path.join(work, 'project');

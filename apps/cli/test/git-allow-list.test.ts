@@ -22,6 +22,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
+import { needs } from '../../../test/support/needs.js';
 import { commandPolicy, type PolicyContext } from '../src/command-policy.js';
 import { BUILT_IN_STRATEGIES, GIT_SUBCOMMANDS, gitSubcommand } from '../src/git-allow-list.js';
 import { checkGitArguments, type GitCall } from '../src/git-arguments.js';
@@ -58,7 +59,7 @@ function listedOptions(command: string): { name: string; kind: GitKind }[] {
   return listed;
 }
 
-describe('the git allow-list', () => {
+describe('the git allow-list', { skip: needs('git') }, () => {
   const work = realpathSync(mkdtempSync(path.join(tmpdir(), 'ccp-cli-git-allow-list-')));
   const repo = path.join(work, 'repo');
   const secret = path.join(work, 'secret.txt');

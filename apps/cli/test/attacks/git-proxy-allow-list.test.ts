@@ -26,12 +26,15 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Client } from 'ssh2';
+import { needs } from '../../../../test/support/needs.js';
 import { CommandProxy, WRAPPER_DIR } from '../../src/command-proxy.js';
 import { KnownHosts } from '../../src/known-hosts.js';
 import { connectSsh, execCollect, shellQuote } from '../../src/ssh-connection.js';
 import { startLocalSshd } from '../helpers/local-sshd.js';
 
-describe('attack: the workspace gets around the proxied git policy (issue 25)', () => {
+describe('attack: the workspace gets around the proxied git policy (issue 25)', {
+  skip: needs('git'),
+}, () => {
   const work = mkdtempSync(path.join(tmpdir(), 'ccp-cli-git-allow-'));
   const workspaceHome = path.join(work, 'workspace-home');
   const laptopHome = path.join(work, 'laptop-home');

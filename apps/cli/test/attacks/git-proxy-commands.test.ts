@@ -23,12 +23,15 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Client } from 'ssh2';
+import { needs } from '../../../../test/support/needs.js';
 import { CommandProxy, WRAPPER_DIR } from '../../src/command-proxy.js';
 import { KnownHosts } from '../../src/known-hosts.js';
 import { connectSsh, execCollect, shellQuote } from '../../src/ssh-connection.js';
 import { startLocalSshd } from '../helpers/local-sshd.js';
 
-describe('attack: the workspace makes the proxied git run or read something on the user machine', () => {
+describe('attack: the workspace makes the proxied git run or read something on the user machine', {
+  skip: needs('git'),
+}, () => {
   const work = mkdtempSync(path.join(tmpdir(), 'ccp-cli-git-attack-'));
   const workspaceHome = path.join(work, 'workspace-home');
   /** This machine's HOME for the test: the user's own git configuration (an identity), and nothing else. */

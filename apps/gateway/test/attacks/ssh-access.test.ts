@@ -6,12 +6,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { labUnavailable } from '../../../../test/lab/lab.js';
+import { needs } from '../../../../test/support/needs.js';
 import { type LabGateway, startLabGateway } from '../helpers/lab-gateway.js';
 import { sshWithKey, sshWithPassword, until } from '../helpers/openssh.js';
 import { KeyFactory } from '../helpers/ssh-keygen.js';
 import type { TestGateway } from '../helpers/test-gateway.js';
 
-const skip = labUnavailable();
+const skip = labUnavailable() || needs('ssh', 'sshpass', 'ssh-keygen');
 
 /** Attacks on the SSH proxy's logins and on sessions that outlive the credentials that opened them. */
 describe('attack: SSH access, with OpenSSH clients against a real workspace', {

@@ -21,7 +21,7 @@ const ticks = (session: LiveSession) => session.lines.filter((line) => /^tick \d
 
 describe('three gateway nodes on one database and one engine', {
   skip:
-    needs('root', 'lab', 'docker', 'postgres') ||
+    needs('root', 'lab', 'docker', 'postgres', 'ssh', 'sshpass') ||
     (!existsSync(GATEWAY_MAIN) && 'npm run build makes apps/gateway/dist/main.js'),
   timeout: 900_000,
 }, () => {

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
+import { needs } from '../../../../test/support/needs.js';
 import { generateEd25519, type PublicKeyInfo, parsePublicKey } from '../../src/domain/ssh-public-key.js';
 import { KeyFactory, securityKeyLines } from '../helpers/ssh-keygen.js';
 
@@ -15,7 +16,7 @@ function refused(line: string): string {
   return result as string;
 }
 
-describe('parsePublicKey', () => {
+describe('parsePublicKey', { skip: needs('ssh-keygen') }, () => {
   const keys = new KeyFactory();
   after(() => keys.cleanup());
 

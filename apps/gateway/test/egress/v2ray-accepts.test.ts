@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { needs } from '../../../../test/support/needs.js';
 import { v2rayEngine } from '../../src/egress/v2ray-engine.js';
 import { locateV2ray, run, type V2rayBinary } from './v2ray-binary.js';
 import { gatewayParams, testParams, VARIANTS } from './variants.js';
 
-describe('v2ray 4.34 accepts every rendered config', () => {
+describe('v2ray 4.34 accepts every rendered config', { skip: needs('v2ray') }, () => {
   let binary: V2rayBinary;
   let v2ray = '';
 

@@ -4,7 +4,6 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import pino from 'pino';
-import { UNIT_TIER } from '../../../../test/support/needs.js';
 import { loadConfig } from '../../src/config.js';
 import { SecretBox } from '../../src/domain/secret-box.js';
 import { createGateway, type Gateway, type GatewayOptions } from '../../src/gateway.js';
@@ -14,9 +13,7 @@ import { MemoryRuntime } from './memory-runtime.js';
 export type DatabaseKind = 'sqlite' | 'postgres';
 
 /** The databases every repository and HTTP test runs against; CI sets both. */
-export const DATABASES: DatabaseKind[] = (
-  process.env.TEST_DATABASES ?? (UNIT_TIER ? 'sqlite' : 'sqlite,postgres')
-)
+export const DATABASES: DatabaseKind[] = (process.env.TEST_DATABASES ?? 'sqlite,postgres')
   .split(',')
   .map((d) => d.trim())
   .filter((d): d is DatabaseKind => d === 'sqlite' || d === 'postgres');

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
+import { needs } from '../../../../test/support/needs.js';
 import { MemoryRuntime } from '../helpers/memory-runtime.js';
 import { DATABASES, startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
 
@@ -31,7 +32,9 @@ describe('entry and bootstrap scripts pass the shell linters', () => {
     rmSync(work, { recursive: true, force: true });
   });
 
-  it('renders POSIX sh that dash parses and shellcheck accepts, with the settings quoted', async () => {
+  it('renders POSIX sh that dash parses and shellcheck accepts, with the settings quoted', {
+    skip: needs('dash', 'shellcheck'),
+  }, async () => {
     const user = await t.createUser('lintuser');
     const host = (await t.request('POST', '/v1/admin/hosts', { body: { user_id: user.id } })).body;
     const entry = await t.request('GET', `/entry/${host.short_id}`, { token: null });

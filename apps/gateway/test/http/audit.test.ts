@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { needs } from '../../../../test/support/needs.js';
 import { assertError, eventsOf, UUID } from '../helpers/expect.js';
 import { KeyFactory } from '../helpers/ssh-keygen.js';
 import { ADMIN_PASSWORD, DATABASES, startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
@@ -12,7 +13,7 @@ const privateLines = (privateKey: string) =>
   privateKey.split('\n').filter((l) => l && !l.startsWith('-----'));
 
 for (const kind of DATABASES) {
-  describe(`audit trail and secrets (${kind})`, () => {
+  describe(`audit trail and secrets (${kind})`, { skip: needs('ssh-keygen') }, () => {
     let t: TestGateway;
     let adminId: string;
     before(async () => {

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { needs } from '../../../../test/support/needs.js';
 import { assertError, assertEvent, assertValidation, eventsOf, ISO_UTC, UUID } from '../helpers/expect.js';
 import { KeyFactory, securityKeyLines } from '../helpers/ssh-keygen.js';
 import { DATABASES, startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
@@ -11,7 +12,7 @@ const keys = new KeyFactory();
 after(() => keys.cleanup());
 
 for (const kind of DATABASES) {
-  describe(`SSH keys (${kind})`, () => {
+  describe(`SSH keys (${kind})`, { skip: needs('ssh-keygen') }, () => {
     let t: TestGateway;
     let admin: { kind: string; id: string; username: string };
     before(async () => {

@@ -16,6 +16,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import pino from 'pino';
+import { needs } from '../../../../test/support/needs.js';
 import { loadConfig } from '../../src/config.js';
 import { createGateway } from '../../src/gateway.js';
 import type { Db } from '../../src/store/database.js';
@@ -115,7 +116,7 @@ const socks = (exit: string) => ({
 });
 
 for (const kind of DATABASES) {
-  describe(`backup and restore (${kind})`, () => {
+  describe(`backup and restore (${kind})`, { skip: needs('ssh-keygen') }, () => {
     let t: TestGateway;
     const keys = new KeyFactory();
     const cleanup: Array<() => Promise<void> | void> = [];

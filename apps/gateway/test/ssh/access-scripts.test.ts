@@ -8,6 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import Docker from 'dockerode';
 import { labUnavailable } from '../../../../test/lab/lab.js';
+import { needs } from '../../../../test/support/needs.js';
 import { HOST_LABEL } from '../../src/runtime/container-specs.js';
 import { freePort, type LabGateway, startLabGateway } from '../helpers/lab-gateway.js';
 import { sshWithPassword } from '../helpers/openssh.js';
@@ -16,7 +17,7 @@ import { startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
 
 const exec = promisify(execFile);
 const docker = new Docker({ socketPath: '/var/run/docker.sock' });
-const skip = labUnavailable();
+const skip = labUnavailable() || needs('ssh', 'sshpass');
 
 // Debian's /bin/sh is dash, where a failed redirection on a special built-in (`: </dev/tty`) ends the shell.
 describe('the scripts under dash and bash, with and without a terminal', { timeout: 120_000 }, () => {

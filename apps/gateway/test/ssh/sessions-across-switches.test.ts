@@ -20,7 +20,7 @@ import {
 import { TesterWithOutages } from '../helpers/outages.js';
 
 describe('open SSH sessions across upstream changes', {
-  skip: needs('lab', 'docker'),
+  skip: needs('lab', 'docker', 'ssh', 'sshpass'),
   timeout: 900_000,
 }, () => {
   const tester = new TesterWithOutages();

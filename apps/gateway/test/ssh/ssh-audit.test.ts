@@ -1,14 +1,12 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
+import { needs } from '../../../../test/support/needs.js';
 import { startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
 
 const exec = promisify(execFile);
-const skip = existsSync('/usr/bin/ssh-audit')
-  ? false
-  : "needs Debian's ssh-audit (scripts/test-packages.txt)";
+const skip = needs('ssh-audit');
 
 /**
  * Hardening issue, point 7: what Debian's ssh-audit finds on the SSH proxy. It knows nothing of the strict key

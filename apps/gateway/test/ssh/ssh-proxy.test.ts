@@ -1,15 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import {
-  createReadStream,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
+import { createReadStream, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { createServer, type Server, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -17,6 +9,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { labUnavailable } from '../../../../test/lab/lab.js';
+import { needs } from '../../../../test/support/needs.js';
 import { HOST_KEY_FILE } from '../../src/ssh/host-key.js';
 import { type LabGateway, startLabGateway } from '../helpers/lab-gateway.js';
 import {
@@ -32,7 +25,7 @@ import { KeyFactory } from '../helpers/ssh-keygen.js';
 import { startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
 
 const execFileP = promisify(execFile);
-const skip = labUnavailable();
+const skip = labUnavailable() || needs('ssh', 'sshpass', 'ssh-keygen');
 
 async function sha256File(file: string): Promise<string> {
   const hash = createHash('sha256');
@@ -53,7 +46,7 @@ function readAll(port: number): Promise<string> {
   });
 }
 
-describe('the SSH proxy refusing a host that is not running', () => {
+describe('the SSH proxy refusing a host that is not running', { skip: needs('ssh', 'sshpass') }, () => {
   let t: TestGateway;
   before(async () => {
     t = await startTestGateway('sqlite', {
@@ -230,7 +223,8 @@ describe('the SSH proxy, with OpenSSH clients, against a real workspace', { skip
   });
 
   it("PuTTY's plink logs in and runs a command (the proxy's algorithms leave PuTTY a match)", async (context) => {
-    if (!existsSync('/usr/bin/plink')) return context.skip("needs Debian's putty-tools");
+    const noPlink = needs('plink');
+    if (noPlink) return context.skip(noPlink);
     // plink -batch asks nothing, so it is told the host key's fingerprint, as a careful user would be.
     const scanned = await execFileP('ssh-keyscan', ['-p', String(t.gateway.ssh.port), '127.0.0.1']);
     const fingerprint = keys.fingerprint(

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { labUnavailable } from '../../../../test/lab/lab.js';
+import { needs } from '../../../../test/support/needs.js';
 import { type LabGateway, startLabGateway } from '../helpers/lab-gateway.js';
 import { keyOnly, proxyOptions, runClient, sshWithKey, within } from '../helpers/openssh.js';
 import { KeyFactory } from '../helpers/ssh-keygen.js';
@@ -35,7 +36,7 @@ const TOOLS: Record<string, string> = {
 };
 
 describe('a workspace, with the tools users reach for, and rsync through the SSH proxy', {
-  skip: labUnavailable(),
+  skip: labUnavailable() || needs('ssh', 'ssh-keygen', 'rsync'),
   timeout: 600_000,
 }, () => {
   const username = `wt${randomBytes(3).toString('hex')}`;
