@@ -1,49 +1,23 @@
 import { randomUUID } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifySchema, type FastifyServerOptions, type RouteOptions } from 'fastify';
+import Fastify, { type FastifyServerOptions } from 'fastify';
 import type { Logger } from 'pino';
 import type { Api } from './api.js';
 import { API_TAGS } from './api-tags.js';
-import { requireRole } from './plugins/authentication.js';
 import { registerDashboard } from './plugins/dashboard.js';
 import { registerErrorHandling } from './plugins/error-handler.js';
 import type { GatewayMetrics } from './plugins/metrics.js';
 import { registerSecurityHeaders } from './plugins/security-headers.js';
 import { registerValidation } from './plugins/validation.js';
-import { registerAccessRoutes, registerEntryScriptRoute } from './routes/access.js';
-import { registerAdminActivityRoutes } from './routes/admin-activity.js';
-import { registerAdminEgressRoutes } from './routes/admin-egress-ips.js';
-import { registerAdminHostRoutes } from './routes/admin-hosts.js';
-import { registerAdminUserRoutes } from './routes/admin-users.js';
-import { registerCliDownloadRoutes, registerCliReleaseRoute } from './routes/cli-download.js';
-import { registerDesktopProxyRoutes, registerHostDesktopRoutes } from './routes/host-desktop.js';
-import { registerPublicRoutes } from './routes/public.js';
-import { registerSseRoute } from './routes/sse.js';
-import { registerUserAccountRoutes } from './routes/user-account.js';
-import { registerUserHostRoutes } from './routes/user-hosts.js';
-import { errorResponses } from './schemas.js';
+import { adminRoutes } from './routes/admin/index.js';
+import { registerDesktopProxyRoutes } from './routes/portal/host-desktop.js';
+import { registerEntryScriptRoute } from './routes/public/access.js';
+import { publicRoutes } from './routes/public/index.js';
+import { userRoutes } from './routes/user/index.js';
 import type { HttpServices } from './services.js';
 
 export const API_VERSION = '0.1.0';
-
-/** Marks a public route in the OpenAPI document: it needs no token. */
-function documentNoAuth(route: RouteOptions): void {
-  route.schema = { ...(route.schema ?? {}), security: [] } as FastifySchema;
-}
-
-/** Marks a protected route in the OpenAPI document: bearer token, and the 401/403 answers it can give. */
-function documentBearerAuth(route: RouteOptions): void {
-  const schema = (route.schema ?? {}) as FastifySchema & {
-    security?: unknown;
-    response?: Record<string, unknown>;
-  };
-  route.schema = {
-    ...schema,
-    security: [{ bearer: [] }],
-    response: { ...errorResponses(401, 403), ...(schema.response ?? {}) },
-  } as FastifySchema;
-}
 
 /** A Fastify instance with the gateway's request ids, error format and validation. */
 function createApp(logger: Logger | false, trustProxy: string[]): Api {
@@ -102,44 +76,13 @@ export async function buildHttpApp(
     hideUntagged: true,
   });
 
-  await app.register(async (scope) => {
-    const open = scope as unknown as Api;
-    open.addHook('onRoute', documentNoAuth);
-    registerPublicRoutes(open, services);
-    registerAccessRoutes(open, services);
-    registerCliDownloadRoutes(open, services);
-  });
+  await app.register(async (scope) => publicRoutes(scope as unknown as Api, services));
   app.get('/v1/openapi.json', { schema: { hide: true } }, () => app.swagger());
 
-  await app.register(
-    async (scope) => {
-      const admin = scope as unknown as Api;
-      admin.addHook('onRoute', documentBearerAuth);
-      admin.addHook('onRequest', requireRole(services.auth, 'admin'));
-      registerAdminUserRoutes(admin, services);
-      registerAdminEgressRoutes(admin, services);
-      registerAdminHostRoutes(admin, services);
-      registerHostDesktopRoutes(admin, services, 'admin');
-      registerAdminActivityRoutes(admin, services);
-      registerCliReleaseRoute(admin, services, 'admin');
-      registerSseRoute(admin, services, 'admin');
-    },
-    { prefix: '/v1/admin' },
-  );
-
-  await app.register(
-    async (scope) => {
-      const user = scope as unknown as Api;
-      user.addHook('onRoute', documentBearerAuth);
-      user.addHook('onRequest', requireRole(services.auth, 'user'));
-      registerUserAccountRoutes(user, services);
-      registerUserHostRoutes(user, services);
-      registerHostDesktopRoutes(user, services, 'user');
-      registerCliReleaseRoute(user, services, 'user');
-      registerSseRoute(user, services, 'user');
-    },
-    { prefix: '/v1/user' },
-  );
+  await app.register(async (scope) => adminRoutes(scope as unknown as Api, services), {
+    prefix: '/v1/admin',
+  });
+  await app.register(async (scope) => userRoutes(scope as unknown as Api, services), { prefix: '/v1/user' });
 
   await registerDesktopProxyRoutes(app, services);
   await registerDashboard(app);

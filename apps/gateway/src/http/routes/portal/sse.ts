@@ -1,10 +1,10 @@
 import { ADMIN_TOPICS, type Role, SseQuery, SseStream, type SseTopic, USER_TOPICS } from '@ccp/api';
-import { errors } from '../../domain/errors.js';
-import type { Api } from '../api.js';
-import type { ApiTag } from '../api-tags.js';
-import { principalOf, tokenOf } from '../plugins/authentication.js';
-import { errorResponses } from '../schemas.js';
-import type { HttpServices } from '../services.js';
+import { errors } from '../../../domain/errors.js';
+import type { Api } from '../../api.js';
+import type { ApiTag } from '../../api-tags.js';
+import { principalOf, tokenOf } from '../../plugins/authentication.js';
+import { errorResponses } from '../../schemas.js';
+import type { HttpServices } from '../../services.js';
 
 function parseTopics(raw: string | undefined, role: Role): Set<SseTopic> {
   const allowed: readonly SseTopic[] = role === 'admin' ? ADMIN_TOPICS : USER_TOPICS;

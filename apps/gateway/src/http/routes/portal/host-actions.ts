@@ -1,9 +1,9 @@
 import { type TaskAccepted as Accepted, TaskAccepted } from '@ccp/api';
 import type { FastifyRequest } from 'fastify';
 import Type from 'typebox';
-import type { Api } from '../api.js';
-import type { ApiTag } from '../api-tags.js';
-import { errorResponses } from '../schemas.js';
+import type { Api } from '../../api.js';
+import type { ApiTag } from '../../api-tags.js';
+import { errorResponses } from '../../schemas.js';
 
 export type HostAction = 'start' | 'stop' | 'rebuild';
 

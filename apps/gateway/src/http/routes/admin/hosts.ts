@@ -13,13 +13,13 @@ import {
   TaskQuery,
 } from '@ccp/api';
 import Type from 'typebox';
-import { actorOf } from '../../domain/principal.js';
-import type { Api } from '../api.js';
-import type { ApiTag } from '../api-tags.js';
-import { principalOf } from '../plugins/authentication.js';
-import { bodyOptional, errorResponses, NoContent } from '../schemas.js';
-import type { HttpServices } from '../services.js';
-import { registerHostActions } from './host-actions.js';
+import { actorOf } from '../../../domain/principal.js';
+import type { Api } from '../../api.js';
+import type { ApiTag } from '../../api-tags.js';
+import { principalOf } from '../../plugins/authentication.js';
+import { bodyOptional, errorResponses, NoContent } from '../../schemas.js';
+import type { HttpServices } from '../../services.js';
+import { registerHostActions } from '../portal/host-actions.js';
 
 const HostParams = Type.Object({ hostID: Type.String({ format: 'uuid' }) });
 const BindingParams = Type.Object({ bindingID: Type.String({ format: 'uuid' }) });

@@ -2,14 +2,14 @@ import { VncStatus, VncTicket } from '@ccp/api';
 import websocket from '@fastify/websocket';
 import type { FastifyRequest } from 'fastify';
 import Type from 'typebox';
-import { errors } from '../../domain/errors.js';
-import { vncPagePath, withoutTicket } from '../../vnc/vnc-access.js';
-import type { DesktopAccess } from '../../vnc/vnc-proxy.js';
-import type { Api } from '../api.js';
-import type { ApiTag } from '../api-tags.js';
-import { principalOf } from '../plugins/authentication.js';
-import { errorResponses } from '../schemas.js';
-import type { HttpServices } from '../services.js';
+import { errors } from '../../../domain/errors.js';
+import { vncPagePath, withoutTicket } from '../../../vnc/vnc-access.js';
+import type { DesktopAccess } from '../../../vnc/vnc-proxy.js';
+import type { Api } from '../../api.js';
+import type { ApiTag } from '../../api-tags.js';
+import { principalOf } from '../../plugins/authentication.js';
+import { errorResponses } from '../../schemas.js';
+import type { HttpServices } from '../../services.js';
 
 type Portal = 'admin' | 'user';
 

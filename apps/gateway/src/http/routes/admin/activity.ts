@@ -1,11 +1,11 @@
 import { DashboardStats, EventList, EventQuery, NodeList, NodeName } from '@ccp/api';
 import Type from 'typebox';
-import { actorOf } from '../../domain/principal.js';
-import type { Api } from '../api.js';
-import type { ApiTag } from '../api-tags.js';
-import { principalOf } from '../plugins/authentication.js';
-import { errorResponses, NoContent } from '../schemas.js';
-import type { HttpServices } from '../services.js';
+import { actorOf } from '../../../domain/principal.js';
+import type { Api } from '../../api.js';
+import type { ApiTag } from '../../api-tags.js';
+import { principalOf } from '../../plugins/authentication.js';
+import { errorResponses, NoContent } from '../../schemas.js';
+import type { HttpServices } from '../../services.js';
 
 export function registerAdminActivityRoutes(app: Api, { events, status, nodeRemoval }: HttpServices): void {
   app.get(

@@ -13,12 +13,12 @@ import {
   User,
   UserList,
 } from '@ccp/api';
-import { actorOf } from '../../domain/principal.js';
-import type { Api } from '../api.js';
-import type { ApiTag } from '../api-tags.js';
-import { principalOf } from '../plugins/authentication.js';
-import { bodyOptional, errorResponses, KeyParams, NoContent, UserIdParams } from '../schemas.js';
-import type { HttpServices } from '../services.js';
+import { actorOf } from '../../../domain/principal.js';
+import type { Api } from '../../api.js';
+import type { ApiTag } from '../../api-tags.js';
+import { principalOf } from '../../plugins/authentication.js';
+import { bodyOptional, errorResponses, KeyParams, NoContent, UserIdParams } from '../../schemas.js';
+import type { HttpServices } from '../../services.js';
 
 const tags: ApiTag[] = ['admin: users'];
 

@@ -1,8 +1,8 @@
 import { Health, LoginRequest, LoginResponse } from '@ccp/api';
-import type { Api } from '../api.js';
-import type { ApiTag } from '../api-tags.js';
-import { errorResponses } from '../schemas.js';
-import type { HttpServices } from '../services.js';
+import type { Api } from '../../api.js';
+import type { ApiTag } from '../../api-tags.js';
+import { errorResponses } from '../../schemas.js';
+import type { HttpServices } from '../../services.js';
 
 export function registerPublicRoutes(app: Api, services: HttpServices): void {
   app.get(

@@ -7,12 +7,12 @@ import {
   UpdateEgressIpRequest,
 } from '@ccp/api';
 import Type from 'typebox';
-import { actorOf } from '../../domain/principal.js';
-import type { Api } from '../api.js';
-import type { ApiTag } from '../api-tags.js';
-import { principalOf } from '../plugins/authentication.js';
-import { errorResponses, NoContent } from '../schemas.js';
-import type { HttpServices } from '../services.js';
+import { actorOf } from '../../../domain/principal.js';
+import type { Api } from '../../api.js';
+import type { ApiTag } from '../../api-tags.js';
+import { principalOf } from '../../plugins/authentication.js';
+import { errorResponses, NoContent } from '../../schemas.js';
+import type { HttpServices } from '../../services.js';
 
 const tags: ApiTag[] = ['admin: egress IPs'];
 const Params = Type.Object({ ipID: Type.String({ format: 'uuid' }) });

@@ -14,10 +14,10 @@ import {
   TaskIdParams,
 } from '@ccp/api';
 import Type from 'typebox';
-import type { Api } from '../api.js';
-import type { ApiTag } from '../api-tags.js';
-import { errorResponses, textResponse } from '../schemas.js';
-import type { HttpServices } from '../services.js';
+import type { Api } from '../../api.js';
+import type { ApiTag } from '../../api-tags.js';
+import { errorResponses, textResponse } from '../../schemas.js';
+import type { HttpServices } from '../../services.js';
 
 const tags: ApiTag[] = ['access'];
 const ShellScript = Type.String({ description: 'a POSIX sh script, to be piped to `sh`' });

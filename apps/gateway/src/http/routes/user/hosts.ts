@@ -1,11 +1,11 @@
 import { Host, HostList, Task } from '@ccp/api';
 import Type from 'typebox';
-import type { Api } from '../api.js';
-import type { ApiTag } from '../api-tags.js';
-import { principalOf } from '../plugins/authentication.js';
-import { errorResponses } from '../schemas.js';
-import type { HttpServices } from '../services.js';
-import { registerHostActions } from './host-actions.js';
+import type { Api } from '../../api.js';
+import type { ApiTag } from '../../api-tags.js';
+import { principalOf } from '../../plugins/authentication.js';
+import { errorResponses } from '../../schemas.js';
+import type { HttpServices } from '../../services.js';
+import { registerHostActions } from '../portal/host-actions.js';
 
 const HostParams = Type.Object({ hostID: Type.String({ format: 'uuid' }) });
 const tags: ApiTag[] = ['user portal'];

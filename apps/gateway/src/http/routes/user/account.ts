@@ -7,12 +7,12 @@ import {
   SshKey,
   SshKeyList,
 } from '@ccp/api';
-import { actorOf } from '../../domain/principal.js';
-import type { Api } from '../api.js';
-import type { ApiTag } from '../api-tags.js';
-import { principalOf } from '../plugins/authentication.js';
-import { bodyOptional, errorResponses, NoContent, OwnKeyParams } from '../schemas.js';
-import type { HttpServices } from '../services.js';
+import { actorOf } from '../../../domain/principal.js';
+import type { Api } from '../../api.js';
+import type { ApiTag } from '../../api-tags.js';
+import { principalOf } from '../../plugins/authentication.js';
+import { bodyOptional, errorResponses, NoContent, OwnKeyParams } from '../../schemas.js';
+import type { HttpServices } from '../../services.js';
 
 const tags: ApiTag[] = ['user portal'];
 

@@ -1,0 +1,27 @@
+import type { Api } from '../../api.js';
+import { requireRole } from '../../plugins/authentication.js';
+import { documentBearerAuth } from '../../plugins/route-documentation.js';
+import type { HttpServices } from '../../services.js';
+import { registerCliReleaseRoute } from '../portal/cli-release.js';
+import { registerHostDesktopRoutes } from '../portal/host-desktop.js';
+import { registerSseRoute } from '../portal/sse.js';
+import { registerAdminActivityRoutes } from './activity.js';
+import { registerAdminEgressRoutes } from './egress-ips.js';
+import { registerAdminHostRoutes } from './hosts.js';
+import { registerAdminUserRoutes } from './users.js';
+
+/**
+ * The admin portal, under /v1/admin. Its one role check is here: a route placed in this folder is registered
+ * behind it and cannot forget it (test: every route of the scope refuses no token and a user's).
+ */
+export function adminRoutes(admin: Api, services: HttpServices): void {
+  admin.addHook('onRoute', documentBearerAuth);
+  admin.addHook('onRequest', requireRole(services.auth, 'admin'));
+  registerAdminUserRoutes(admin, services);
+  registerAdminEgressRoutes(admin, services);
+  registerAdminHostRoutes(admin, services);
+  registerHostDesktopRoutes(admin, services, 'admin');
+  registerAdminActivityRoutes(admin, services);
+  registerCliReleaseRoute(admin, services, 'admin');
+  registerSseRoute(admin, services, 'admin');
+}
