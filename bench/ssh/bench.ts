@@ -267,9 +267,14 @@ await runBench('ssh bench', 30 * 60_000, async () => {
   const droppedIdle = droppedOf(shells);
 
   const echoUsage = measureUsage(gatewayPid);
+  // The clients (this process) and the workspaces share the machine with the gateway: where the time goes.
+  const clientUsage = measureUsage(process.pid);
+  const echoMachine = measureMachine();
   const live = shells.filter((shell) => !shell.dropped());
   const echo = await echoSessions(live, ECHO_MS, KEY_INTERVAL_MS);
   const echoCost = echoUsage.stop();
+  const clientCost = clientUsage.stop();
+  const machineDuringEcho = echoMachine.stop();
   const dropped = droppedOf(shells);
   for (const shell of shells) shell.close();
   await sleep(SETTLE_MS);
@@ -289,6 +294,11 @@ await runBench('ssh bench', 30 * 60_000, async () => {
       [`holding them idle, ${IDLE_MS / 1000} s`, ...usageCells(idle)],
       [`all echoing a key every ${KEY_INTERVAL_MS} ms, ${ECHO_MS / 1000} s`, ...usageCells(echoCost)],
     ],
+  );
+  console.log(
+    `While echoing: the bench process (every session's ssh2 client) used ${fixed(clientCost.cpuPercent, 0)} % of a ` +
+      `CPU, the machine was ${fixed(machineDuringEcho.busyPercent, 0)} % busy (${availableParallelism()} CPUs), ` +
+      `load average ${loadAverage()}`,
   );
   const echoP99 = percentile(echo.latencies, 99);
   console.log(
