@@ -3,7 +3,7 @@
 // API, with what both paths need to log in: the proxy's login and a user key, and the workspace's relay
 // address, Linux user and the gateway's private key for it.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
@@ -13,17 +13,18 @@ import { desktopPasswordOf } from '../../apps/gateway/dist/domain/access.js';
 import { linuxUserFor } from '../../apps/gateway/dist/domain/host-view.js';
 import { SecretBox } from '../../apps/gateway/dist/domain/secret-box.js';
 import { v2rayEngine } from '../../apps/gateway/dist/egress/v2ray-engine.js';
-import { HOST_LABEL } from '../../apps/gateway/dist/runtime/container-specs.js';
+import { HOST_LABEL, OWNER_LABEL } from '../../apps/gateway/dist/runtime/container-specs.js';
 import { DockerWorkspaceRuntime } from '../../apps/gateway/dist/runtime/docker-workspace-runtime.js';
 import { labEgressEnv, labEgressSettings } from '../../apps/gateway/test/helpers/lab-egress.js';
 import { ensureLab, type LabDescription } from '../../test/lab/lab.js';
-import { removeLabelled } from '../start/containers.js';
+import { removeLabelled, removeLeftoversOfEndedBenches } from '../start/containers.js';
 import { type Child, onCleanup, startNode } from './children.js';
 import { builtImages } from './images.js';
 import { freePort, login, waitForHttp, waitForPort } from './net.js';
 
 const GATEWAY_MAIN = path.resolve(import.meta.dirname, '../../apps/gateway/dist/main.js');
 const TASK_TIMEOUT_MS = 180_000;
+const START_ATTEMPTS = 5;
 
 export interface GatewayOptions {
   dataDir: string;
@@ -135,26 +136,26 @@ export interface BenchHost {
   desktopPassword: string;
 }
 
+/** What every host of one bench gateway shares: the egress IP they are bound to and the runtime that finds
+ * their relay. */
+interface HostFactory {
+  gateway: RunningGateway;
+  runtime: DockerWorkspaceRuntime;
+  egressIpId: string;
+  /** The gateway's DATA_DIR (its database and secret key). */
+  dataDir: string;
+  /** Where the bench keeps its key files; not the gateway's. */
+  workDir: string;
+  onHost: (hostId: string) => void;
+}
+
 /**
- * Makes a user with a registered key, the lab's vmess-tcp exit as its egress IP and a host bound to it; starts
+ * Makes the user `username` with a registered key and a host of theirs bound to the shared egress IP; starts
  * the host and waits for its task. `onHost` gets the id as soon as it exists, for clean-up.
  */
-async function createRunningHost(
-  gateway: RunningGateway,
-  setup: {
-    lab: LabDescription;
-    docker: Docker;
-    images: { workspace: string; egressGateway: string };
-    /** The gateway's DATA_DIR (its database and secret key). */
-    dataDir: string;
-    /** Where the bench keeps its key files and the runtime its (unused) files; not the gateway's. */
-    workDir: string;
-    onHost: (hostId: string) => void;
-  },
-): Promise<BenchHost> {
+async function createRunningHost(factory: HostFactory, username: string): Promise<BenchHost> {
+  const { gateway, runtime, egressIpId, dataDir, workDir, onHost } = factory;
   const { api } = gateway;
-  const { lab, docker, images, dataDir, workDir, onHost } = setup;
-  const username = 'bench';
   const user = await expect(api, 'POST', '/v1/admin/users', 201, {
     username,
     password: randomBytes(18).toString('base64url'),
@@ -164,21 +165,20 @@ async function createRunningHost(
     public_key: pair.public,
     label: 'ssh bench',
   });
-  const exit = lab.exits[0]!;
-  const egress = await expect(api, 'POST', '/v1/admin/egress-ips', 201, {
-    label: 'lab vmess-tcp',
-    ip_address: exit.address,
-    proxy_config: exit.variants['vmess-tcp'].proxyConfig,
-  });
   const host = await expect(api, 'POST', '/v1/admin/hosts', 201, {
     user_id: user.id,
-    egress_ip_id: egress.id,
+    egress_ip_id: egressIpId,
   });
   const hostId = String(host.id);
   onHost(hostId);
-  const started = await expect(api, 'POST', `/v1/admin/hosts/${hostId}/start`, 202);
-  const failure = await waitForTask(api, String(started.task_id));
-  if (failure !== null) throw new Error(`the host start failed: ${failure}`);
+  // Another gateway on the same Docker that relinks hosts on their start events can race this one's start.
+  for (let attempt = 1; ; attempt++) {
+    const started = await expect(api, 'POST', `/v1/admin/hosts/${hostId}/start`, 202);
+    const failure = await waitForTask(api, String(started.task_id));
+    if (failure === null) break;
+    if (attempt === START_ATTEMPTS) throw new Error(`the host start failed ${attempt} times: ${failure}`);
+    console.error(`host ${hostId}: start failed (${failure}); trying again`);
+  }
 
   // The direct path: what the proxy itself uses to log in to the workspace.
   const db = new Database(path.join(dataDir, 'gateway.db'), { readonly: true });
@@ -189,18 +189,11 @@ async function createRunningHost(
   if (!row?.gateway_key_sealed) throw new Error(`host ${hostId} has no gateway key`);
   const box = SecretBox.openInDirectory(dataDir);
   const privateKey = box.open(row.gateway_key_sealed);
-  const runtime = new DockerWorkspaceRuntime({
-    docker,
-    engine: v2rayEngine,
-    images,
-    dataDir: workDir,
-    egress: labEgressSettings(lab),
-  });
   const endpoints = await runtime.endpoints(hostId);
   if (!endpoints) throw new Error(`host ${hostId} is running but its egress gateway has no address`);
 
-  const userKeyFile = path.join(workDir, 'user_key');
-  const privateKeyFile = path.join(workDir, 'gateway_key');
+  const userKeyFile = path.join(workDir, `user_key-${username}`);
+  const privateKeyFile = path.join(workDir, `gateway_key-${username}`);
   writeFileSync(userKeyFile, pair.private, { mode: 0o600 });
   writeFileSync(privateKeyFile, privateKey, { mode: 0o600 });
   return {
@@ -233,17 +226,23 @@ async function waitForTask(api: Api, taskId: string): Promise<string | null> {
 
 export interface BenchSetup {
   gateway: RunningGateway;
+  /** The first host, user `bench`'s. */
   host: BenchHost;
   lab: LabDescription;
   /** The bench's own scratch directory (key files, sockets); removed at the end. */
   workDir: string;
-  /** Deletes the host through the API (once; also done at clean-up, before the gateway stops). */
+  /** Another running host on the same gateway and egress IP, owned by a new user `username`. */
+  addHost: (username: string) => Promise<BenchHost>;
+  /** Deletes every host through the API (once; also done at clean-up, before the gateway stops). */
   deleteHost: () => Promise<void>;
 }
 
 /**
- * Everything a bench against one real workspace needs: the test images checked, the lab up, the gateway
- * started and a running host, each undone at clean-up (the host through the API, then by its label).
+ * Everything a bench against real workspaces needs: the test images checked, the lab up, the gateway started
+ * and a running host, each undone at clean-up (the hosts through the API, then every container and volume of
+ * this run by its owner label). The instance id of the gateway and of the bench's own runtime, which Docker
+ * carries as that label, is `bench-<name>[-own]-<pid>-<random>`, so a run also removes what an earlier one left
+ * when it was killed outright.
  */
 export async function setUpBenchHost(
   name: string,
@@ -251,6 +250,8 @@ export async function setUpBenchHost(
   options: Pick<GatewayOptions, 'limits' | 'nodeFlags'>,
 ): Promise<BenchSetup> {
   const images = await builtImages(docker, 'test');
+  const swept = await removeLeftoversOfEndedBenches(docker);
+  if (swept > 0) console.log(`Removed ${swept} containers and volumes left by earlier bench runs`);
   const lab = await ensureLab();
   const dataDir = mkdtempSync(path.join(tmpdir(), `ccp-bench-${name}-data-`));
   const workDir = mkdtempSync(path.join(tmpdir(), `ccp-bench-${name}-`));
@@ -258,31 +259,72 @@ export async function setUpBenchHost(
     rmSync(dataDir, { recursive: true, force: true });
     rmSync(workDir, { recursive: true, force: true });
   });
-  // Whatever the API did not remove (the gateway gone first, an interruption mid-start) goes by its label.
+  // The gateway's, and that of the runtime the bench itself uses (in its own directory, so neither gateway
+  // takes the other's containers for its own).
+  const owners = [dataDir, workDir].map((dir, i) => {
+    const owner = `bench-${name}${i === 0 ? '' : '-own'}-${process.pid}-${randomBytes(3).toString('hex')}`;
+    mkdirSync(path.join(dir, 'runtime'), { recursive: true, mode: 0o700 });
+    writeFileSync(path.join(dir, 'runtime', 'instance-id'), `${owner}\n`, { mode: 0o600 });
+    return owner;
+  });
+  // Whatever the API did not remove (the gateway gone first, an interruption mid-start) goes by its labels;
+  // the second sweep catches a container whose creation was still on its way to the daemon.
   const hostIds: string[] = [];
   onCleanup(async () => {
     for (const hostId of hostIds) await removeLabelled(docker, HOST_LABEL, hostId);
-  }, 60_000);
+    for (const owner of owners) await removeLabelled(docker, OWNER_LABEL, owner);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    for (const owner of owners) await removeLabelled(docker, OWNER_LABEL, owner);
+  }, 90_000);
   const gateway = await startGateway({ dataDir, lab, ...options });
   let deleted = false;
   const deleteHost = async () => {
     if (deleted) return;
     deleted = true;
-    for (const hostId of hostIds) {
-      const response = await gateway.api('DELETE', `/v1/admin/hosts/${hostId}`);
-      if (response.status !== 204 && response.status !== 404)
-        console.error(`deleting host ${hostId}: HTTP ${response.status} ${JSON.stringify(response.body)}`);
-    }
+    // A few at a time: each deletion is a task of the gateway's that removes two containers and two volumes.
+    const queue = [...hostIds];
+    const worker = async () => {
+      for (let hostId = queue.shift(); hostId !== undefined; hostId = queue.shift()) {
+        const response = await gateway.api('DELETE', `/v1/admin/hosts/${hostId}`).catch((error: unknown) => ({
+          status: 0,
+          body: { error: String(error) },
+        }));
+        if (response.status !== 204 && response.status !== 404)
+          console.error(`deleting host ${hostId}: HTTP ${response.status} ${JSON.stringify(response.body)}`);
+      }
+    };
+    await Promise.all([worker(), worker(), worker(), worker()]);
   };
   // Registered after the gateway's own stop, so it runs before it.
-  onCleanup(deleteHost, 60_000);
-  const host = await createRunningHost(gateway, {
-    lab,
-    docker,
-    images,
+  onCleanup(deleteHost, 120_000);
+  const exit = lab.exits[0]!;
+  const egress = await expect(gateway.api, 'POST', '/v1/admin/egress-ips', 201, {
+    label: 'lab vmess-tcp',
+    ip_address: exit.address,
+    proxy_config: exit.variants['vmess-tcp'].proxyConfig,
+  });
+  const factory: HostFactory = {
+    gateway,
+    // Only to find each host's relay; its own (unused) files live in the bench's directory.
+    runtime: new DockerWorkspaceRuntime({
+      docker,
+      engine: v2rayEngine,
+      images,
+      dataDir: workDir,
+      egress: labEgressSettings(lab),
+    }),
+    egressIpId: String(egress.id),
     dataDir,
     workDir,
     onHost: (id) => hostIds.push(id),
-  });
-  return { gateway, host, lab, workDir, deleteHost };
+  };
+  const host = await createRunningHost(factory, 'bench');
+  return {
+    gateway,
+    host,
+    lab,
+    workDir,
+    addHost: (username) => createRunningHost(factory, username),
+    deleteHost,
+  };
 }

@@ -48,6 +48,12 @@ export async function runBench(name: string, deadlineMs: number, main: () => Pro
   };
   process.once('SIGINT', () => abort('interrupted', 130));
   process.once('SIGTERM', () => abort('terminated', 143));
+  // An error no caller awaited (a socket's error event, a stray rejection) would end the process without the
+  // clean-ups, leaving containers behind: it ends the bench the same way as any other failure.
+  process.on('uncaughtException', (error) => abort(`failed: ${error.stack ?? error.message}`, 1));
+  process.on('unhandledRejection', (reason) =>
+    abort(`failed: ${reason instanceof Error ? (reason.stack ?? reason.message) : String(reason)}`, 1),
+  );
   // Last resort when the process exits some other way: children are killed by PID, synchronously.
   process.once('exit', () => {
     for (const child of running)

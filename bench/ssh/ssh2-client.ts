@@ -24,8 +24,12 @@ export function connect(login: Login, timeoutMs = 30_000): Promise<{ client: Cli
     },
   };
   return new Promise((resolve, reject) => {
+    // A server that closes the connection before the login (the gateway refusing one) may say nothing else.
+    const closedEarly = () => reject(new Error('the connection closed before the login'));
+    client.once('close', closedEarly);
     client.once('ready', () => {
       client.off('error', reject);
+      client.off('close', closedEarly);
       // ssh2 leaves Nagle's algorithm on; the bench's own small writes must not wait for delayed ACKs.
       client.setNoDelay(true);
       // Errors after the login end the connection; the bench notices through the failing channel.
@@ -62,68 +66,94 @@ export interface Shell {
   channel: ClientChannel;
   /** Milliseconds from the TCP connect until the shell's first output (its prompt). */
   openMs: number;
-  /** Sends one keystroke and resolves with the milliseconds until the PTY echoed it. */
+  /** Sends one keystroke and resolves with the milliseconds until the PTY echoed it; rejects once dropped. */
   keystroke(key: string): Promise<number>;
+  /** True once the connection or the shell ended without the bench closing it. */
+  dropped(): boolean;
   close(): void;
 }
 
-/** An interactive login shell with a PTY; resolves once it has printed something. */
-export async function openShell(login: Login): Promise<Shell> {
+/** An interactive login shell with a PTY; resolves once it has printed something. Whatever happens to the
+ * connection afterwards is recorded (`dropped`), never thrown at the caller's event loop. */
+export async function openShell(login: Login, timeoutMs = 30_000): Promise<Shell> {
   const began = performance.now();
-  const { client } = await connect(login);
-  const channel = await new Promise<ClientChannel>((resolve, reject) => {
-    client.shell({ term: 'xterm', rows: 24, cols: 80 }, (error, stream) =>
-      error ? reject(error) : resolve(stream),
-    );
+  const { client } = await connect(login, timeoutMs);
+  let closing = false;
+  let ended = false;
+  client.once('close', () => {
+    ended = true;
   });
-  let waiting: ((chunk: string) => void) | null = null;
-  let output = '';
-  channel.setEncoding('utf8');
-  channel.on('data', (chunk: string) => {
-    output += chunk;
-    waiting?.(output);
-  });
-  channel.stderr.resume();
-  const closed = new Promise<never>((_resolve, reject) =>
-    channel.once('close', () => reject(new Error('the shell closed'))),
-  );
-  closed.catch(() => {});
-  const seen = (test: (text: string) => boolean, timeoutMs: number) =>
-    Promise.race([
-      closed,
-      new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => {
-          waiting = null;
-          reject(new Error(`no output within ${timeoutMs} ms`));
-        }, timeoutMs);
-        waiting = (text) => {
-          if (!test(text)) return;
-          waiting = null;
-          clearTimeout(timer);
-          resolve();
-        };
-        waiting(output);
-      }),
-    ]);
-  await seen((text) => text.length > 0, 30_000);
-  const openMs = performance.now() - began;
-  // The prompt may come in pieces (and set the window title); keystrokes are timed once the shell is quiet.
-  for (let quietSince = performance.now(), length = output.length; performance.now() - quietSince < 300; ) {
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    if (output.length !== length) [quietSince, length] = [performance.now(), output.length];
-    if (performance.now() - began > openMs + 5000) break;
+  try {
+    const channel = await new Promise<ClientChannel>((resolve, reject) => {
+      client.once('close', () => reject(new Error('the connection closed before the shell opened')));
+      client.shell({ term: 'xterm', rows: 24, cols: 80 }, (error, stream) =>
+        error ? reject(error) : resolve(stream),
+      );
+    });
+    // A write to a channel the server has closed ends in an error event; the closed promise reports it.
+    channel.on('error', () => {});
+    channel.once('close', () => {
+      ended = true;
+    });
+    let waiting: ((chunk: string) => void) | null = null;
+    let output = '';
+    channel.setEncoding('utf8');
+    channel.on('data', (chunk: string) => {
+      output += chunk;
+      waiting?.(output);
+    });
+    channel.stderr.resume();
+    const closed = new Promise<never>((_resolve, reject) => {
+      const gone = () => reject(new Error('the shell closed'));
+      channel.once('close', gone);
+      client.once('close', gone);
+    });
+    closed.catch(() => {});
+    const seen = (test: (text: string) => boolean, waitMs: number) =>
+      Promise.race([
+        closed,
+        new Promise<void>((resolve, reject) => {
+          const timer = setTimeout(() => {
+            waiting = null;
+            reject(new Error(`no output within ${waitMs} ms`));
+          }, waitMs);
+          waiting = (text) => {
+            if (!test(text)) return;
+            waiting = null;
+            clearTimeout(timer);
+            resolve();
+          };
+          waiting(output);
+        }),
+      ]);
+    await seen((text) => text.length > 0, timeoutMs);
+    const openMs = performance.now() - began;
+    // The prompt may come in pieces (and set the window title); keystrokes are timed once the shell is quiet.
+    for (let quietSince = performance.now(), length = output.length; performance.now() - quietSince < 300; ) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      if (output.length !== length) [quietSince, length] = [performance.now(), output.length];
+      if (performance.now() - began > openMs + 5000) break;
+    }
+    return {
+      client,
+      channel,
+      openMs,
+      async keystroke(key) {
+        if (ended) throw new Error('the shell closed');
+        output = '';
+        const sent = performance.now();
+        channel.write(key);
+        await seen((text) => text.includes(key), 10_000);
+        return performance.now() - sent;
+      },
+      dropped: () => ended && !closing,
+      close: () => {
+        closing = true;
+        client.end();
+      },
+    };
+  } catch (error) {
+    client.end();
+    throw error;
   }
-  return {
-    client,
-    channel,
-    openMs,
-    async keystroke(key) {
-      output = '';
-      const sent = performance.now();
-      channel.write(key);
-      await seen((text) => text.includes(key), 10_000);
-      return performance.now() - sent;
-    },
-    close: () => client.end(),
-  };
 }

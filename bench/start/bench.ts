@@ -9,19 +9,21 @@ import { performance } from 'node:perf_hooks';
 import Docker from 'dockerode';
 import ssh2 from 'ssh2';
 import { v2rayEngine } from '../../apps/gateway/dist/egress/v2ray-engine.js';
-import { HOST_LABEL, WORKSPACE_CAPABILITIES } from '../../apps/gateway/dist/runtime/container-specs.js';
+import { HOST_LABEL } from '../../apps/gateway/dist/runtime/container-specs.js';
 import { DockerWorkspaceRuntime } from '../../apps/gateway/dist/runtime/docker-workspace-runtime.js';
 import type { UpstreamSpec, WorkspaceSpec } from '../../apps/gateway/dist/runtime/workspace-runtime.js';
 import { labEgressSettings } from '../../apps/gateway/test/helpers/lab-egress.js';
 import { ensureLab, type VariantName, variant } from '../../test/lab/lab.js';
-import { onCleanup, runBench, startProcess } from '../lib/children.js';
+import { onCleanup, runBench } from '../lib/children.js';
 import { builtImages } from '../lib/images.js';
 import { fixed, percentile, printTable } from '../lib/report.js';
 import {
   type ContainerMemory,
   containerMemory,
   memAvailableMiB,
+  rawRunArgs,
   removeLabelled,
+  timedRaw,
   waitForSshBanner,
 } from './containers.js';
 
@@ -49,49 +51,6 @@ const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
 const RUN = `bench-${randomBytes(3).toString('hex')}`;
 
 const docker = new Docker({ socketPath: process.env.DOCKER_SOCKET ?? '/var/run/docker.sock' });
-
-/** Runs the docker CLI (a tracked child) and fails with its stderr unless it exits 0. */
-async function dockerCli(args: string[]): Promise<void> {
-  const child = startProcess(`docker ${args[0]}`, 'docker', args);
-  const code = await child.exited;
-  if (code !== 0) throw new Error(`docker ${args[0]} exited with ${code}: ${child.stderrTail()}`);
-}
-
-/** The workspace container as the runtime makes it, but on Docker's default bridge and with no gateway. */
-function rawRunArgs(name: string, hostId: string, image: string, authorizedKey: string): string[] {
-  const volume = (source: string, target: string) =>
-    `type=volume,src=${source},dst=${target},volume-label=${HOST_LABEL}=${hostId}`;
-  return [
-    'run',
-    '-d',
-    '--init',
-    `--name=${name}`,
-    `--label=${HOST_LABEL}=${hostId}`,
-    `--hostname=ccp-${hostId}`,
-    '--cap-drop=ALL',
-    ...WORKSPACE_CAPABILITIES.map((cap) => `--cap-add=${cap}`),
-    '--sysctl=net.ipv6.conf.all.disable_ipv6=1',
-    '--sysctl=net.ipv6.conf.default.disable_ipv6=1',
-    `--memory=${LIMITS.memoryMb}m`,
-    `--memory-swap=${LIMITS.memoryMb}m`,
-    `--cpus=${LIMITS.cpus}`,
-    `--pids-limit=${LIMITS.pids}`,
-    '--shm-size=256m',
-    `--env=WORKSPACE_USER=${USER}`,
-    '--env=WORKSPACE_UID=1000',
-    `--env=WORKSPACE_AUTHORIZED_KEYS=${authorizedKey}`,
-    `--mount=${volume(`ccp-home-${hostId}`, `/home/${USER}`)}`,
-    `--mount=${volume(`ccp-hostkeys-${hostId}`, '/etc/ssh/hostkeys')}`,
-    image,
-  ];
-}
-
-async function bridgeAddress(name: string): Promise<string> {
-  const info = await docker.getContainer(name).inspect();
-  const address = info.NetworkSettings.Networks.bridge?.IPAddress;
-  if (!address) throw new Error(`${name} has no address on Docker's bridge`);
-  return address;
-}
 
 async function memoryOf(name: string): Promise<ContainerMemory> {
   return containerMemory((await docker.getContainer(name).inspect()).State.Pid);
@@ -165,18 +124,21 @@ await runBench('start bench', 30 * 60_000, async () => {
     return performance.now() - began;
   };
 
-  /** One timed `docker run` (or `docker start` of the stopped container) until its sshd greets. */
-  const timedRaw = async (args: string[], name: string): Promise<number> => {
-    const began = performance.now();
-    await dockerCli(args);
-    await waitForSshBanner(await bridgeAddress(name), 22, READY_TIMEOUT_MS);
-    return performance.now() - began;
-  };
+  const timedRawStart = (args: string[], name: string) => timedRaw(docker, args, name, READY_TIMEOUT_MS);
 
   // ------------------------------------------------------------------ start → SSH banner
   const host = `${RUN}-s`;
   const rawHost = `${RUN}-raw`;
   const rawName = `ccp-raw-${RUN}`;
+  const rawArgs = () =>
+    rawRunArgs({
+      name: rawName,
+      hostId: rawHost,
+      image: images.workspace,
+      authorizedKey,
+      user: USER,
+      limits: LIMITS,
+    });
   const times = {
     cold: [] as number[],
     warm: [] as number[],
@@ -187,7 +149,7 @@ await runBench('start bench', 30 * 60_000, async () => {
   const warmStages = new Map<string, number[]>();
   // Untimed: loads the images and the runtime's code paths, so the first timed run is not the odd one out.
   await runtime.start(spec(host), upstream, async () => {});
-  await timedRaw(rawRunArgs(rawName, rawHost, images.workspace, authorizedKey), rawName);
+  await timedRawStart(rawArgs(), rawName);
   for (let i = 0; i < RUNS; i++) {
     // Cold: no container and no volume. Interleaved with the raw runs so drift on the machine hits both.
     await runtime.remove(host);
@@ -196,11 +158,9 @@ await runBench('start bench', 30 * 60_000, async () => {
     times.warm.push(await timedStart(host, warmStages));
 
     await removeLabelled(docker, HOST_LABEL, rawHost);
-    times.rawCold.push(
-      await timedRaw(rawRunArgs(rawName, rawHost, images.workspace, authorizedKey), rawName),
-    );
+    times.rawCold.push(await timedRawStart(rawArgs(), rawName));
     await docker.getContainer(rawName).stop({ t: 5 });
-    times.rawWarm.push(await timedRaw(['start', rawName], rawName));
+    times.rawWarm.push(await timedRawStart(['start', rawName], rawName));
   }
 
   console.log(

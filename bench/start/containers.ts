@@ -1,9 +1,15 @@
 // Container helpers of the start bench: when sshd greets, what a container holds in memory, and removing
 // everything one bench run labelled.
 import { readFile } from 'node:fs/promises';
+import { performance } from 'node:perf_hooks';
 import type Docker from 'dockerode';
+import {
+  HOST_LABEL,
+  OWNER_LABEL,
+  WORKSPACE_CAPABILITIES,
+} from '../../apps/gateway/dist/runtime/container-specs.js';
 import { sshBanner } from '../../apps/gateway/dist/runtime/readiness.js';
-import { rssMiB } from '../lib/children.js';
+import { rssMiB, startProcess } from '../lib/children.js';
 
 const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -15,6 +21,70 @@ export async function waitForSshBanner(host: string, port: number, timeoutMs: nu
     await delay(10);
   }
   throw new Error(`no SSH banner from ${host}:${port} within ${timeoutMs} ms`);
+}
+
+/** Runs the docker CLI (a tracked child) and fails with its stderr unless it exits 0. */
+export async function dockerCli(args: string[]): Promise<void> {
+  const child = startProcess(`docker ${args[0]}`, 'docker', args);
+  const code = await child.exited;
+  if (code !== 0) throw new Error(`docker ${args[0]} exited with ${code}: ${child.stderrTail()}`);
+}
+
+/** The workspace container as the runtime makes it, but on Docker's default bridge and with no gateway. */
+export function rawRunArgs(raw: {
+  name: string;
+  hostId: string;
+  image: string;
+  authorizedKey: string;
+  user: string;
+  limits: { memoryMb: number; cpus: number; pids: number };
+}): string[] {
+  const { name, hostId, user, limits } = raw;
+  const volume = (source: string, target: string) =>
+    `type=volume,src=${source},dst=${target},volume-label=${HOST_LABEL}=${hostId}`;
+  return [
+    'run',
+    '-d',
+    '--init',
+    `--name=${name}`,
+    `--label=${HOST_LABEL}=${hostId}`,
+    `--hostname=ccp-${hostId}`,
+    '--cap-drop=ALL',
+    ...WORKSPACE_CAPABILITIES.map((cap) => `--cap-add=${cap}`),
+    '--sysctl=net.ipv6.conf.all.disable_ipv6=1',
+    '--sysctl=net.ipv6.conf.default.disable_ipv6=1',
+    `--memory=${limits.memoryMb}m`,
+    `--memory-swap=${limits.memoryMb}m`,
+    `--cpus=${limits.cpus}`,
+    `--pids-limit=${limits.pids}`,
+    '--shm-size=256m',
+    `--env=WORKSPACE_USER=${user}`,
+    '--env=WORKSPACE_UID=1000',
+    `--env=WORKSPACE_AUTHORIZED_KEYS=${raw.authorizedKey}`,
+    `--mount=${volume(`ccp-home-${hostId}`, `/home/${user}`)}`,
+    `--mount=${volume(`ccp-hostkeys-${hostId}`, '/etc/ssh/hostkeys')}`,
+    raw.image,
+  ];
+}
+
+async function bridgeAddress(docker: Docker, name: string): Promise<string> {
+  const info = await docker.getContainer(name).inspect();
+  const address = info.NetworkSettings.Networks.bridge?.IPAddress;
+  if (!address) throw new Error(`${name} has no address on Docker's bridge`);
+  return address;
+}
+
+/** One timed `docker run` (or `docker start` of the stopped container) until its sshd greets, ms. */
+export async function timedRaw(
+  docker: Docker,
+  args: string[],
+  name: string,
+  timeoutMs: number,
+): Promise<number> {
+  const began = performance.now();
+  await dockerCli(args);
+  await waitForSshBanner(await bridgeAddress(docker, name), 22, timeoutMs);
+  return performance.now() - began;
 }
 
 export interface ContainerMemory {
@@ -88,4 +158,35 @@ export async function removeLabelled(docker: Docker, label: string, prefix: stri
     ),
   );
   return containers.length + volumes.length;
+}
+
+/** The process a bench runtime's instance id (`bench-<name>-<pid>-<random>`, its containers' owner label) names. */
+const BENCH_OWNER = /^bench-[a-z-]+-(\d+)-[0-9a-f]+$/;
+
+const isRunning = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+};
+
+/**
+ * Removes the containers and volumes of bench gateways whose bench process has ended (killed outright, so its
+ * clean-up never ran); another bench running beside this one keeps its own.
+ */
+export async function removeLeftoversOfEndedBenches(docker: Docker): Promise<number> {
+  const filters = { label: [OWNER_LABEL] };
+  const owners = new Set<string>();
+  for (const c of await docker.listContainers({ all: true, filters })) owners.add(c.Labels[OWNER_LABEL]!);
+  for (const v of (await docker.listVolumes({ filters })).Volumes ?? [])
+    owners.add(v.Labels?.[OWNER_LABEL] ?? '');
+  let removed = 0;
+  for (const owner of owners) {
+    const pid = BENCH_OWNER.exec(owner)?.[1];
+    if (pid !== undefined && !isRunning(Number(pid)))
+      removed += await removeLabelled(docker, OWNER_LABEL, owner);
+  }
+  return removed;
 }
