@@ -47,6 +47,7 @@ import { WORKSPACE_UID } from './runtime/container-specs.js';
 import { DockerWorkspaceRuntime, gatewayInstanceId } from './runtime/docker-workspace-runtime.js';
 import { expectedImageTag } from './runtime/image-inputs.js';
 import type { WorkspaceRuntime } from './runtime/workspace-runtime.js';
+import { ClusterBus } from './shared/cluster-messages.js';
 import { FolderMounts } from './ssh/folder-mounts.js';
 import { SshProxy } from './ssh/ssh-proxy.js';
 import { type Database, openDatabase } from './store/database.js';
@@ -94,7 +95,8 @@ export interface Gateway {
 export async function createGateway(config: Config, options: GatewayOptions): Promise<Gateway> {
   const { logger } = options;
   const database = await openDatabase(config.database);
-  const repositories = createRepositories(database);
+  const cluster = new ClusterBus(database.changes, logger.child({ component: 'cluster' }));
+  const repositories = createRepositories(database, cluster);
   const box = SecretBox.openInDirectory(config.dataDir);
   const docker = new DockerEngine(config.dockerSocket);
   const engine = options.engine ?? docker;

@@ -1,11 +1,12 @@
 import pg from 'pg';
+import type { ClusterTransport } from '../shared/cluster-messages.js';
 
 /**
  * Tells a process when data it may hold in memory was changed by a write, its own or another process's.
  * Caches are only trusted while the feed is live: with SQLite always (the file belongs to one process); with
  * PostgreSQL while a LISTEN connection is up, since other gateways may write to the same database.
  */
-export interface ChangeFeed {
+export interface ChangeFeed extends ClusterTransport {
   readonly live: boolean;
   /** Announces that `topic` changed (after the write); `detail` (no more than a few hundred bytes) says what. */
   announce(topic: string, detail?: string): Promise<void>;
@@ -20,10 +21,14 @@ export const singleWriterFeed: ChangeFeed = {
   live: true,
   announce: async () => {},
   subscribe: () => {},
+  send: async () => {},
+  listen: () => {},
   close: async () => {},
 };
 
 const CHANNEL = 'ccp_changes';
+/** The topic the cluster messages (shared/cluster-messages.ts) travel on. */
+const CLUSTER = 'cluster';
 
 /** PostgreSQL LISTEN/NOTIFY on one channel; the payload is the topic, then a space and the detail if any.
  * PostgreSQL delivers a notice to its sender's own LISTEN connection too. */
@@ -55,6 +60,14 @@ export class PostgresChangeFeed implements ChangeFeed {
     const set = this.subscribers.get(topic) ?? new Set();
     set.add(onChange);
     this.subscribers.set(topic, set);
+  }
+
+  async send(text: string): Promise<void> {
+    await this.announce(CLUSTER, text);
+  }
+
+  listen(onText: (text: string) => void, onMissed: () => void): void {
+    this.subscribe(CLUSTER, (text) => (text === undefined ? onMissed() : onText(text)));
   }
 
   async close(): Promise<void> {

@@ -1,0 +1,130 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { Logger } from 'pino';
+import { ClusterBus, type ClusterTransport } from '../../src/shared/cluster-messages.js';
+
+/** One database's channel: every text sent reaches every gateway listening, the sender too (as NOTIFY does). */
+class Wire {
+  readonly sent: string[] = [];
+  private readonly listeners: { onText: (text: string) => void; onMissed: () => void }[] = [];
+
+  transport(): ClusterTransport {
+    return {
+      live: true,
+      send: async (text) => {
+        this.sent.push(text);
+        this.deliver(text);
+      },
+      listen: (onText, onMissed) => void this.listeners.push({ onText, onMissed }),
+    };
+  }
+
+  deliver(text: string): void {
+    for (const listener of this.listeners) listener.onText(text);
+  }
+
+  drop(): void {
+    for (const listener of this.listeners) listener.onMissed();
+  }
+}
+
+/** What a gateway logged: level, the reason a message was dropped (or the error), and the line. */
+function gateway(wire: Wire) {
+  const logged: { level: string; fields: Record<string, unknown>; line: string }[] = [];
+  const log = {
+    warn: (fields: Record<string, unknown>, line: string) => logged.push({ level: 'warn', fields, line }),
+    error: (fields: Record<string, unknown>, line: string) => logged.push({ level: 'error', fields, line }),
+  } as unknown as Pick<Logger, 'warn' | 'error'>;
+  return { bus: new ClusterBus(wire.transport(), log), logged };
+}
+
+describe('cluster messages between gateways', () => {
+  it('carries a typed payload as JSON to the other gateways, not back to the sender', async () => {
+    const wire = new Wire();
+    const a = gateway(wire);
+    const b = gateway(wire);
+    const heard: string[] = [];
+    a.bus.subscribe('users.changed', () => heard.push('a'));
+    b.bus.subscribe('users.changed', () => heard.push('b'));
+
+    await a.bus.publish('users.changed', {});
+
+    assert.deepEqual(heard, ['b']);
+    const [text] = wire.sent;
+    const parsed = JSON.parse(text!) as { name: string; from: string; payload: unknown };
+    assert.equal(parsed.name, 'users.changed');
+    assert.deepEqual(parsed.payload, {});
+    assert.match(parsed.from, /^[0-9a-f-]{36}$/);
+    assert.deepEqual([...a.logged, ...b.logged], []);
+  });
+
+  it('logs and drops a malformed message: no handler ever sees it', () => {
+    const wire = new Wire();
+    const b = gateway(wire);
+    const heard: unknown[] = [];
+    b.bus.subscribe('users.changed', (payload) => heard.push(payload));
+    const from = '00000000-0000-4000-8000-000000000000';
+    const malformed: [string, RegExp][] = [
+      ['users', /not JSON/],
+      ['users.changed {}', /not JSON/],
+      ['{"name":"users.changed"', /not JSON/],
+      ['null', /not a message envelope/],
+      ['["users.changed", {}]', /not a message envelope/],
+      ['{"name":"users.changed","payload":{}}', /not a message envelope/],
+      [`{"name":"users.changed","from":"${from}"}`, /not a message envelope/],
+      [`{"name":42,"from":"${from}","payload":{}}`, /not a message envelope/],
+      [`{"name":"users.dropped","from":"${from}","payload":{}}`, /unknown message name/],
+      [`{"name":"toString","from":"${from}","payload":{}}`, /unknown message name/],
+      [`{"name":"users.changed","from":"${from}","payload":"everything"}`, /does not match users.changed/],
+      [`{"name":"users.changed","from":"${from}","payload":null}`, /does not match users.changed/],
+    ];
+    for (const [text] of malformed) assert.doesNotThrow(() => wire.deliver(text), text);
+
+    assert.deepEqual(heard, []);
+    assert.equal(b.logged.length, malformed.length);
+    for (const [index, [text, why]] of malformed.entries()) {
+      const entry = b.logged[index]!;
+      assert.equal(entry.level, 'warn', text);
+      assert.match(entry.line, /malformed message from another gateway/);
+      assert.match(String(entry.fields.why), why, text);
+      assert.equal(entry.fields.message, text);
+    }
+
+    wire.deliver(`{"name":"users.changed","from":"${from}","payload":{}}`);
+    assert.deepEqual(heard, [{}], 'a well-formed message still gets through');
+  });
+
+  it('logs no more than the start of a long malformed message', () => {
+    const wire = new Wire();
+    const b = gateway(wire);
+    wire.deliver(`x${'y'.repeat(5000)}`);
+    assert.equal(String(b.logged[0]?.fields.message).length, 200);
+  });
+
+  it('keeps running the other handlers when one fails, and never throws into the transport', async () => {
+    const wire = new Wire();
+    const a = gateway(wire);
+    const b = gateway(wire);
+    const heard: string[] = [];
+    b.bus.subscribe('users.changed', () => {
+      throw new Error('broken handler');
+    });
+    b.bus.subscribe('users.changed', () => heard.push('second'));
+
+    await a.bus.publish('users.changed', {});
+
+    assert.deepEqual(heard, ['second']);
+    assert.equal(b.logged.length, 1);
+    assert.equal(b.logged[0]!.level, 'error');
+    assert.match(String(b.logged[0]!.fields.err), /broken handler/);
+  });
+
+  it('tells its subscribers when messages may have been missed', () => {
+    const wire = new Wire();
+    const b = gateway(wire);
+    let missed = 0;
+    b.bus.onMissed(() => missed++);
+    wire.drop();
+    assert.equal(missed, 1);
+  });
+});
