@@ -135,7 +135,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
   // Several gateways may share PostgreSQL: live messages go through its table so every gateway's streams get them.
   const live =
     database.kind === 'postgres'
-      ? new LiveFeed(sse, repositories.liveMessages, database.changes, logger.child({ component: 'live' }))
+      ? new LiveFeed(sse, repositories.liveMessages, cluster, logger.child({ component: 'live' }))
       : null;
   const bus = new EventBus(
     new EventLogWriter(repositories.events, logger.child({ component: 'events' })),

@@ -11,6 +11,8 @@ import Value from 'typebox/value';
 const schemas = {
   /** A write to the users table: cached users and token checks are forgotten. */
   'users.changed': Type.Object({}),
+  /** Live (SSE) messages were appended to the live_messages table, up to `seq`: read them. */
+  'live.appended': Type.Object({ seq: Type.Integer({ minimum: 1 }) }),
 } satisfies Record<string, TSchema>;
 
 export type ClusterMessageName = keyof typeof schemas;

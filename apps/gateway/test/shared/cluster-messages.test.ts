@@ -63,6 +63,7 @@ describe('cluster messages between gateways', () => {
     const b = gateway(wire);
     const heard: unknown[] = [];
     b.bus.subscribe('users.changed', (payload) => heard.push(payload));
+    b.bus.subscribe('live.appended', (payload) => heard.push(payload));
     const from = '00000000-0000-4000-8000-000000000000';
     const malformed: [string, RegExp][] = [
       ['users', /not JSON/],
@@ -77,6 +78,10 @@ describe('cluster messages between gateways', () => {
       [`{"name":"toString","from":"${from}","payload":{}}`, /unknown message name/],
       [`{"name":"users.changed","from":"${from}","payload":"everything"}`, /does not match users.changed/],
       [`{"name":"users.changed","from":"${from}","payload":null}`, /does not match users.changed/],
+      ['live 42', /not JSON/],
+      [`{"name":"live.appended","from":"${from}","payload":{"seq":"42"}}`, /does not match live.appended/],
+      [`{"name":"live.appended","from":"${from}","payload":{"seq":4.2}}`, /does not match live.appended/],
+      [`{"name":"live.appended","from":"${from}","payload":{}}`, /does not match live.appended/],
     ];
     for (const [text] of malformed) assert.doesNotThrow(() => wire.deliver(text), text);
 
@@ -91,7 +96,8 @@ describe('cluster messages between gateways', () => {
     }
 
     wire.deliver(`{"name":"users.changed","from":"${from}","payload":{}}`);
-    assert.deepEqual(heard, [{}], 'a well-formed message still gets through');
+    wire.deliver(`{"name":"live.appended","from":"${from}","payload":{"seq":42}}`);
+    assert.deepEqual(heard, [{}, { seq: 42 }], 'well-formed messages still get through');
   });
 
   it('logs no more than the start of a long malformed message', () => {
