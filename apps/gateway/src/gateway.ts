@@ -142,7 +142,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     new SseProjection(live ?? sse, (message) => userSseMessage(message, accessSettings)),
   );
   const limiter = new FailureRateLimiter({ log: repositories.authFailures });
-  const revocation = new AccessRevocation(bus, database.changes, (error) =>
+  const revocation = new AccessRevocation(bus, cluster, (error) =>
     logger.warn({ err: error }, 'a revocation was not carried out everywhere'),
   );
   bus.on('user.access_ended', ({ userId }) => sse.closeForUser(userId));

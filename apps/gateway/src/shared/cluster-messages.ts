@@ -3,6 +3,15 @@ import type { Logger } from 'pino';
 import Type, { type Static, type TSchema } from 'typebox';
 import Value from 'typebox/value';
 
+/** Why a user's live access ended. */
+const RevocationReason = Type.Union([
+  Type.Literal('disabled'),
+  Type.Literal('expired'),
+  Type.Literal('deleted'),
+  Type.Literal('credentials_changed'),
+]);
+export type RevocationReason = Static<typeof RevocationReason>;
+
 /**
  * What one gateway tells the others sharing its database, by name, with the schema its payload is checked
  * against on receipt. Payloads name things (ids, node names, seqs) and never carry a secret: every gateway on the
@@ -13,6 +22,8 @@ const schemas = {
   'users.changed': Type.Object({}),
   /** Live (SSE) messages were appended to the live_messages table, up to `seq`: read them. */
   'live.appended': Type.Object({ seq: Type.Integer({ minimum: 1 }) }),
+  /** A user's access was revoked: the sessions and streams they hold end on every gateway. */
+  'access.revoked': Type.Object({ userId: Type.String({ minLength: 1 }), reason: RevocationReason }),
 } satisfies Record<string, TSchema>;
 
 export type ClusterMessageName = keyof typeof schemas;

@@ -64,6 +64,7 @@ describe('cluster messages between gateways', () => {
     const heard: unknown[] = [];
     b.bus.subscribe('users.changed', (payload) => heard.push(payload));
     b.bus.subscribe('live.appended', (payload) => heard.push(payload));
+    b.bus.subscribe('access.revoked', (payload) => heard.push(payload));
     const from = '00000000-0000-4000-8000-000000000000';
     const malformed: [string, RegExp][] = [
       ['users', /not JSON/],
@@ -82,6 +83,15 @@ describe('cluster messages between gateways', () => {
       [`{"name":"live.appended","from":"${from}","payload":{"seq":"42"}}`, /does not match live.appended/],
       [`{"name":"live.appended","from":"${from}","payload":{"seq":4.2}}`, /does not match live.appended/],
       [`{"name":"live.appended","from":"${from}","payload":{}}`, /does not match live.appended/],
+      [`revocations ${from} alice disabled`, /not JSON/],
+      [
+        `{"name":"access.revoked","from":"${from}","payload":{"userId":"alice","reason":"bored"}}`,
+        /does not match access.revoked/,
+      ],
+      [
+        `{"name":"access.revoked","from":"${from}","payload":{"reason":"disabled"}}`,
+        /does not match access.revoked/,
+      ],
     ];
     for (const [text] of malformed) assert.doesNotThrow(() => wire.deliver(text), text);
 
@@ -97,7 +107,14 @@ describe('cluster messages between gateways', () => {
 
     wire.deliver(`{"name":"users.changed","from":"${from}","payload":{}}`);
     wire.deliver(`{"name":"live.appended","from":"${from}","payload":{"seq":42}}`);
-    assert.deepEqual(heard, [{}, { seq: 42 }], 'well-formed messages still get through');
+    wire.deliver(
+      `{"name":"access.revoked","from":"${from}","payload":{"userId":"alice","reason":"disabled"}}`,
+    );
+    assert.deepEqual(
+      heard,
+      [{}, { seq: 42 }, { userId: 'alice', reason: 'disabled' }],
+      'well-formed messages still get through',
+    );
   });
 
   it('logs no more than the start of a long malformed message', () => {
