@@ -174,7 +174,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     repositories.tasks,
     bus,
     logger.child({ component: 'tasks' }),
-    database.changes,
+    cluster,
     config.node.name,
   );
   const nodes = new NodeRegistry(

@@ -24,6 +24,10 @@ const schemas = {
   'live.appended': Type.Object({ seq: Type.Integer({ minimum: 1 }) }),
   /** A user's access was revoked: the sessions and streams they hold end on every gateway. */
   'access.revoked': Type.Object({ userId: Type.String({ minLength: 1 }), reason: RevocationReason }),
+  /** A task was queued for `node`, whose gateway takes it from the table. */
+  'task.queued': Type.Object({ node: Type.String({ minLength: 1 }) }),
+  /** Cancelling a task was asked for in its row: the gateway running it aborts it. */
+  'task.cancel_requested': Type.Object({ taskId: Type.String({ minLength: 1 }) }),
 } satisfies Record<string, TSchema>;
 
 export type ClusterMessageName = keyof typeof schemas;

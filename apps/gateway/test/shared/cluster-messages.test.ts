@@ -92,6 +92,12 @@ describe('cluster messages between gateways', () => {
         `{"name":"access.revoked","from":"${from}","payload":{"reason":"disabled"}}`,
         /does not match access.revoked/,
       ],
+      ['tasks.queued b', /not JSON/],
+      [`{"name":"task.queued","from":"${from}","payload":{"node":""}}`, /does not match task.queued/],
+      [
+        `{"name":"task.cancel_requested","from":"${from}","payload":{"taskId":7}}`,
+        /does not match task.cancel_requested/,
+      ],
     ];
     for (const [text] of malformed) assert.doesNotThrow(() => wire.deliver(text), text);
 
