@@ -282,7 +282,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     config.workspaceLimits,
     logger.child({ component: 'hosts' }),
     (hostId) => access.desktopPassword(hostId),
-    database.changes,
+    cluster,
   );
   const nodeRemoval = new NodeRemoval(nodes, repositories.hosts, taskRunner, bus, accessSettings);
   const hosts = new HostsService(

@@ -28,6 +28,10 @@ const schemas = {
   'task.queued': Type.Object({ node: Type.String({ minLength: 1 }) }),
   /** Cancelling a task was asked for in its row: the gateway running it aborts it. */
   'task.cancel_requested': Type.Object({ taskId: Type.String({ minLength: 1 }) }),
+  /** A running host's egress gateway must follow its active binding: the host's node applies it. */
+  'host.upstream_switch_requested': Type.Object({ hostId: Type.String({ minLength: 1 }) }),
+  /** An egress IP's upstream was edited: each node switches its own running hosts that use it. */
+  'egress_ip.upstream_changed': Type.Object({ egressIpId: Type.String({ minLength: 1 }) }),
 } satisfies Record<string, TSchema>;
 
 export type ClusterMessageName = keyof typeof schemas;

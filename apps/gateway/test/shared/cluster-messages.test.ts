@@ -93,6 +93,15 @@ describe('cluster messages between gateways', () => {
         /does not match access.revoked/,
       ],
       ['tasks.queued b', /not JSON/],
+      ['egress.changed b 5f0c', /not JSON/],
+      [
+        `{"name":"egress_ip.upstream_changed","from":"${from}","payload":{"egressIpId":null}}`,
+        /does not match egress_ip.upstream_changed/,
+      ],
+      [
+        `{"name":"host.upstream_switch_requested","from":"${from}","payload":"5f0c"}`,
+        /does not match host.upstream_switch_requested/,
+      ],
       [`{"name":"task.queued","from":"${from}","payload":{"node":""}}`, /does not match task.queued/],
       [
         `{"name":"task.cancel_requested","from":"${from}","payload":{"taskId":7}}`,
