@@ -192,8 +192,6 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       internalAddress: config.node.internalAddress,
       // Called from the heartbeat, after `images` exists.
       imagesReady: () => images.ready,
-      // Not a full reconcile: the tasks it runs now are not interrupted.
-      onRejoin: () => lifecycle.stopMovedAway(access.system('node rejoined'), config.node.name),
     },
     logger.child({ component: 'nodes' }),
   );
@@ -326,6 +324,9 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     lifecycle.egressChanged(access.system('egress IP changed'), egressIpId, replaced),
   );
   bus.on('runtime.notice', ({ notice }) => lifecycle.runtimeNotice(access.system('engine notice'), notice));
+  // This node joined again after it was removed (recorded events are this gateway's own). Not a full reconcile:
+  // the tasks it runs now are not interrupted.
+  bus.on('node.rejoined', () => lifecycle.stopMovedAway(access.system('node rejoined'), config.node.name));
   bus.on('user.access_revoked', async ({ userId, reason }) => {
     if (reason === 'deleted') await lifecycle.removeHostsOf(access.system('owner deleted'), userId);
     else if (reason === 'disabled' || reason === 'expired')
