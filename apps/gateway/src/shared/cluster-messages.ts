@@ -17,7 +17,7 @@ export type RevocationReason = Static<typeof RevocationReason>;
  * against on receipt. Payloads name things (ids, node names, seqs) and never carry a secret: every gateway on the
  * database, and anyone who can LISTEN on it, reads them.
  */
-const schemas = {
+export const clusterMessageSchemas = {
   /** A write to the users table: cached users and token checks are forgotten. */
   'users.changed': Type.Object({}),
   /** Live (SSE) messages were appended to the live_messages table, up to `seq`: read them. */
@@ -34,8 +34,8 @@ const schemas = {
   'egress_ip.upstream_changed': Type.Object({ egressIpId: Type.String({ minLength: 1 }) }),
 } satisfies Record<string, TSchema>;
 
-export type ClusterMessageName = keyof typeof schemas;
-export type ClusterMessages = { [K in ClusterMessageName]: Static<(typeof schemas)[K]> };
+export type ClusterMessageName = keyof typeof clusterMessageSchemas;
+export type ClusterMessages = { [K in ClusterMessageName]: Static<(typeof clusterMessageSchemas)[K]> };
 
 /**
  * How messages travel between the gateways on one database (store/change-feed.ts): text to every gateway,
@@ -111,8 +111,9 @@ export class ClusterBus {
       return this.refuse(text, 'not JSON');
     }
     if (!Value.Check(Envelope, envelope)) return this.refuse(text, 'not a message envelope');
-    if (!Object.hasOwn(schemas, envelope.name)) return this.refuse(text, 'unknown message name');
-    if (!Value.Check(schemas[envelope.name as ClusterMessageName], envelope.payload))
+    if (!Object.hasOwn(clusterMessageSchemas, envelope.name))
+      return this.refuse(text, 'unknown message name');
+    if (!Value.Check(clusterMessageSchemas[envelope.name as ClusterMessageName], envelope.payload))
       return this.refuse(text, `payload does not match ${envelope.name}`);
     return envelope;
   }

@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Logger } from 'pino';
-import { ClusterBus, type ClusterTransport } from '../../src/shared/cluster-messages.js';
+import type { TSchema } from 'typebox';
+import {
+  ClusterBus,
+  type ClusterTransport,
+  clusterMessageSchemas,
+} from '../../src/shared/cluster-messages.js';
 
 /** One database's channel: every text sent reaches every gateway listening, the sender too (as NOTIFY does). */
 class Wire {
@@ -155,6 +160,16 @@ describe('cluster messages between gateways', () => {
     assert.equal(b.logged.length, 1);
     assert.equal(b.logged[0]!.level, 'error');
     assert.match(String(b.logged[0]!.fields.err), /broken handler/);
+  });
+
+  it('carries no field that looks like a secret: every gateway, and anyone who can LISTEN, reads them', () => {
+    const fields = (schema: TSchema): string[] =>
+      Object.entries((schema as { properties?: Record<string, TSchema> }).properties ?? {}).flatMap(
+        ([name, field]) => [name, ...fields(field)],
+      );
+    for (const [name, schema] of Object.entries(clusterMessageSchemas))
+      for (const field of fields(schema))
+        assert.doesNotMatch(field, /pass|secret|token|private|credential|config|key/i, `${name}.${field}`);
   });
 
   it('tells its subscribers when messages may have been missed', () => {
