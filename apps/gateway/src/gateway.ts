@@ -47,6 +47,7 @@ import { WORKSPACE_UID } from './runtime/container-specs.js';
 import { DockerWorkspaceRuntime, gatewayInstanceId } from './runtime/docker-workspace-runtime.js';
 import { expectedImageTag } from './runtime/image-inputs.js';
 import type { WorkspaceRuntime } from './runtime/workspace-runtime.js';
+import { ClusterBus } from './shared/cluster-messages.js';
 import { FolderMounts } from './ssh/folder-mounts.js';
 import { SshProxy } from './ssh/ssh-proxy.js';
 import { type Database, openDatabase } from './store/database.js';
@@ -94,7 +95,8 @@ export interface Gateway {
 export async function createGateway(config: Config, options: GatewayOptions): Promise<Gateway> {
   const { logger } = options;
   const database = await openDatabase(config.database);
-  const repositories = createRepositories(database);
+  const cluster = new ClusterBus(database.changes, logger.child({ component: 'cluster' }));
+  const repositories = createRepositories(database, cluster);
   const box = SecretBox.openInDirectory(config.dataDir);
   const docker = new DockerEngine(config.dockerSocket);
   const engine = options.engine ?? docker;
@@ -133,14 +135,14 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
   // Several gateways may share PostgreSQL: live messages go through its table so every gateway's streams get them.
   const live =
     database.kind === 'postgres'
-      ? new LiveFeed(sse, repositories.liveMessages, database.changes, logger.child({ component: 'live' }))
+      ? new LiveFeed(sse, repositories.liveMessages, cluster, logger.child({ component: 'live' }))
       : null;
   const bus = new EventBus(
     new EventLogWriter(repositories.events, logger.child({ component: 'events' })),
     new SseProjection(live ?? sse, (message) => userSseMessage(message, accessSettings)),
   );
   const limiter = new FailureRateLimiter({ log: repositories.authFailures });
-  const revocation = new AccessRevocation(bus, database.changes, (error) =>
+  const revocation = new AccessRevocation(bus, cluster, (error) =>
     logger.warn({ err: error }, 'a revocation was not carried out everywhere'),
   );
   bus.on('user.access_ended', ({ userId }) => sse.closeForUser(userId));
@@ -172,7 +174,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     repositories.tasks,
     bus,
     logger.child({ component: 'tasks' }),
-    database.changes,
+    cluster,
     config.node.name,
   );
   const nodes = new NodeRegistry(
@@ -190,8 +192,6 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       internalAddress: config.node.internalAddress,
       // Called from the heartbeat, after `images` exists.
       imagesReady: () => images.ready,
-      // Not a full reconcile: the tasks it runs now are not interrupted.
-      onRejoin: () => lifecycle.stopMovedAway(access.system('node rejoined'), config.node.name),
     },
     logger.child({ component: 'nodes' }),
   );
@@ -280,7 +280,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     config.workspaceLimits,
     logger.child({ component: 'hosts' }),
     (hostId) => access.desktopPassword(hostId),
-    database.changes,
+    cluster,
   );
   const nodeRemoval = new NodeRemoval(nodes, repositories.hosts, taskRunner, bus, accessSettings);
   const hosts = new HostsService(
@@ -324,6 +324,9 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     lifecycle.egressChanged(access.system('egress IP changed'), egressIpId, replaced),
   );
   bus.on('runtime.notice', ({ notice }) => lifecycle.runtimeNotice(access.system('engine notice'), notice));
+  // This node joined again after it was removed (recorded events are this gateway's own). Not a full reconcile:
+  // the tasks it runs now are not interrupted.
+  bus.on('node.rejoined', () => lifecycle.stopMovedAway(access.system('node rejoined'), config.node.name));
   bus.on('user.access_revoked', async ({ userId, reason }) => {
     if (reason === 'deleted') await lifecycle.removeHostsOf(access.system('owner deleted'), userId);
     else if (reason === 'disabled' || reason === 'expired')

@@ -20,7 +20,7 @@ import {
   type WorkspaceSpec,
 } from '../runtime/workspace-runtime.js';
 import { nowIso } from '../shared/clock.js';
-import type { ChangeFeed } from '../store/change-feed.js';
+import type { ClusterBus } from '../shared/cluster-messages.js';
 import type { HostPatch, HostsRepository, HostWithOwner } from '../store/hosts-repository.js';
 import type { EgressIpsService } from './egress-ips-service.js';
 import { errors } from './errors.js';
@@ -34,11 +34,6 @@ type StatusEventType = 'host.started' | 'host.stopped' | 'host.rebuilt' | 'host.
 type StatusEvent = {
   [K in StatusEventType]: { type: K; message: string; level?: EventLevel } & Omit<RecordedEvents[K], 'host'>;
 }[StatusEventType];
-
-/** Change-feed topics: a switch for a host of another node (detail: the host), an egress IP's upstream edited
- * (detail: the gateway that applied it to its own hosts, and the egress IP). */
-const SWITCH = 'hosts.switch';
-const EGRESS_CHANGED = 'egress.changed';
 
 export interface WorkspaceLimits {
   memoryMb: number;
@@ -70,7 +65,7 @@ export class HostLifecycle {
     private readonly log: Logger,
     /** The VNC password of a host's desktop (Access.desktopPassword). */
     private readonly desktopPassword: (hostId: string) => string,
-    private readonly changes: ChangeFeed,
+    private readonly cluster: ClusterBus,
   ) {
     this.registerTasks();
   }
@@ -253,7 +248,7 @@ export class HostLifecycle {
     if (host?.status !== 'running') return;
     if (!this.isLocal(host)) {
       // Its node's gateway applies it; the events it writes say how it went.
-      await this.changes.announce(SWITCH, host.id);
+      await this.cluster.publish('host.upstream_switch_requested', { hostId: host.id });
       return;
     }
     const upstream = await this.activeUpstream(hostId);
@@ -299,7 +294,7 @@ export class HostLifecycle {
   /** An egress IP's upstream changed: running hosts that use it switch in place. */
   async egressChanged(system: SystemGrant, egressIpId: string, replaced: ReplacedUpstream): Promise<void> {
     confirmSystem(system);
-    await this.changes.announce(EGRESS_CHANGED, `${this.tasks.node} ${egressIpId}`);
+    await this.cluster.publish('egress_ip.upstream_changed', { egressIpId });
     await this.switchHostsUsing(egressIpId, {
       egressIpId,
       label: replaced.label,
@@ -313,16 +308,13 @@ export class HostLifecycle {
    * (each node switches its own running hosts; what they ran before is what this node applied).
    */
   follow(): void {
-    this.changes.subscribe(SWITCH, (hostId) => {
-      if (!hostId) return;
+    this.cluster.subscribe('host.upstream_switch_requested', ({ hostId }) => {
       void this.hosts
         .findById(hostId)
         .then((host) => (host && this.isLocal(host) ? this.switchHost(host.id, systemActor) : undefined))
         .catch((error: unknown) => this.log.error({ err: error, hostId }, 'switching upstream failed'));
     });
-    this.changes.subscribe(EGRESS_CHANGED, (detail) => {
-      const [origin, egressIpId] = detail?.split(' ') ?? [];
-      if (!egressIpId || origin === this.tasks.node) return;
+    this.cluster.subscribe('egress_ip.upstream_changed', ({ egressIpId }) => {
       void this.switchHostsUsing(egressIpId).catch((error: unknown) =>
         this.log.error({ err: error, egressIpId }, 'switching upstreams failed'),
       );

@@ -22,8 +22,6 @@ export interface NodeRegistryOptions {
   exclusiveDatabase: boolean;
   /** Whether this node's engine has both images (new hosts go to nodes that do). */
   imagesReady: () => boolean;
-  /** Runs after this node joined again once removed (the gateway stops its old workspaces of moved hosts). */
-  onRejoin?: () => Promise<void>;
 }
 
 /**
@@ -218,7 +216,8 @@ export class NodeRegistry {
 
   /**
    * This node was removed by an administrator while it was silent and is back: it joins again as a new node
-   * (its former hosts were placed elsewhere; `onRejoin` stops what its engine still runs for them).
+   * (its former hosts were placed elsewhere; the gateway's reaction to `node.rejoined` stops what its engine still
+   * runs for them).
    */
   private async rejoin(): Promise<void> {
     this.log.warn({ node: this.name }, 'this node was removed while it was silent; joining again');
@@ -230,7 +229,6 @@ export class NodeRegistry {
       actor: systemActor,
       data: { node: this.name },
     });
-    await this.options.onRejoin?.();
   }
 
   private async returnHosts(): Promise<void> {

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { EventBus } from '../events/event-bus.js';
 import { systemActor } from '../events/event-bus.js';
 import { isoOut, nowIso } from '../shared/clock.js';
-import type { ChangeFeed } from '../store/change-feed.js';
+import type { ClusterBus } from '../shared/cluster-messages.js';
 import { violates } from '../store/errors.js';
 import type { TaskRow, TasksRepository } from '../store/tasks-repository.js';
 import { DomainError, errors } from './errors.js';
@@ -83,10 +83,7 @@ export type StopRequester = { kind: 'admin' | 'user'; username: string } | { kin
 
 /** The lock of work on no host (image builds): one at a time, beside any host's task. */
 const NO_HOST = 'no-host';
-/** Change-feed topics: tasks queued for a node (detail: the node), a cancel asked for (detail: the task). */
-const QUEUED = 'tasks.queued';
-const CANCEL = 'tasks.cancel';
-/** How often a node looks at the queue without being told (a lost notice, a feed that was down). */
+/** How often a node looks at the queue without being told (a lost message, a bus that was down). */
 const POLL_MS = 2000;
 
 const requester = (actor: Actor) =>
@@ -104,8 +101,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /**
  * Persisted tasks: at most one unfinished per host (the database holds that for every gateway), run by the
  * host's node. A task for this node runs at once; one for another node waits in the table until that node takes
- * it (`FOR UPDATE SKIP LOCKED` on PostgreSQL), woken by a notice and by a poll. Progress is streamed and every
- * outcome logged.
+ * it (`FOR UPDATE SKIP LOCKED` on PostgreSQL), woken by `task.queued` on the cluster bus and by a poll. Progress
+ * is streamed and every outcome logged.
  */
 export class TaskRunner {
   private readonly running = new Map<string, RunningTask>();
@@ -117,7 +114,7 @@ export class TaskRunner {
     private readonly tasks: TasksRepository,
     private readonly bus: EventBus,
     private readonly log: Logger,
-    private readonly changes: ChangeFeed,
+    private readonly cluster: ClusterBus,
     /** This gateway's node. */
     readonly node: string,
   ) {}
@@ -128,12 +125,13 @@ export class TaskRunner {
 
   /** Takes tasks other gateways queue for this node, from now on. */
   start(): void {
-    this.changes.subscribe(QUEUED, (node) => {
-      if (node === undefined || node === this.node) this.drain();
+    this.cluster.subscribe('task.queued', ({ node }) => {
+      if (node === this.node) this.drain();
     });
-    this.changes.subscribe(CANCEL, (taskId) => {
-      if (taskId === undefined) void this.checkCancels();
-      else void this.checkCancels([taskId]);
+    this.cluster.subscribe('task.cancel_requested', ({ taskId }) => void this.checkCancels([taskId]));
+    this.cluster.onMissed(() => {
+      this.drain();
+      void this.checkCancels();
     });
     this.poll = setInterval(() => {
       this.drain();
@@ -180,7 +178,7 @@ export class TaskRunner {
     if (!local) {
       const inserted = await this.insert(row, hostId);
       this.notify(inserted, 'task.queued');
-      await this.changes.announce(QUEUED, request.node);
+      await this.cluster.publish('task.queued', { node: request.node });
       return inserted;
     }
     // Claim the lock before the first await below, so a concurrent request here sees it busy.
@@ -245,7 +243,7 @@ export class TaskRunner {
       return;
     }
     await this.tasks.requestCancel(active.id, reason);
-    await this.changes.announce(CANCEL, active.id);
+    await this.cluster.publish('task.cancel_requested', { taskId: active.id });
     await this.finished(active.id, 60_000);
   }
 

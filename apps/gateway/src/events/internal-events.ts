@@ -1,7 +1,5 @@
 import type { LiveEvent, ProxyConfig, RecordedEvent } from '@ccp/api';
-
-/** Why a user's live access ended. */
-export type RevocationReason = 'disabled' | 'expired' | 'deleted' | 'credentials_changed';
+import type { RevocationReason } from '../shared/cluster-messages.js';
 
 /** An egress IP's upstream as it was before an update replaced it. */
 export interface ReplacedUpstream {

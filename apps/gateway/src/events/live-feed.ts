@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { SseMessage } from '@ccp/api';
 import type { Logger } from 'pino';
+import type { ClusterBus } from '../shared/cluster-messages.js';
 import type {
   LiveMessageRow,
   LiveMessagesRepository,
@@ -9,13 +10,6 @@ import type {
 import type { SseHub, SseSubscriber } from './sse-hub.js';
 import type { LiveSink } from './sse-projection.js';
 
-/** The database's change feed (store/change-feed.ts): how a new message wakes every gateway. */
-export interface LiveWakeUps {
-  announce(topic: string, detail?: string): Promise<void>;
-  subscribe(topic: string, onChange: (detail?: string) => void): void;
-}
-
-const TOPIC = 'live';
 /** Messages every gateway holds for resuming streams: the hub's replay buffer, filled from the table at start. */
 const REPLAY = 1000;
 /** Rows the table keeps; a gateway that falls further behind (its database unreachable) skips the rest. */
@@ -29,8 +23,8 @@ const MAX_WAITING = 10_000;
 
 /**
  * Live messages shared by the gateways on one PostgreSQL database. Every message is appended to the
- * `live_messages` table, whose seq numbers it for all gateways and is its SSE id; a notice on the change feed
- * wakes each gateway, which reads the new rows in seq order and publishes them to its own hub with that seq. The
+ * `live_messages` table, whose seq numbers it for all gateways and is its SSE id; `live.appended` on the cluster
+ * bus wakes each gateway, which reads the new rows in seq order and publishes them to its own hub with that seq. The
  * hub's replay buffer thus mirrors the newest rows, so a stream resumes at any gateway.
  */
 export class LiveFeed implements LiveSink {
@@ -49,21 +43,19 @@ export class LiveFeed implements LiveSink {
   constructor(
     private readonly hub: SseHub,
     private readonly repository: LiveMessagesRepository,
-    private readonly wakeUps: LiveWakeUps,
+    private readonly cluster: ClusterBus,
     private readonly log: Logger,
   ) {}
 
   /** Loads the newest messages for resuming streams, then follows the table. */
   async start(): Promise<void> {
     for (const row of await this.repository.newest(REPLAY)) this.deliver(row);
-    this.wakeUps.subscribe(TOPIC, (detail) => {
-      // No detail: the feed dropped or came back, and notices may have been missed meanwhile.
-      if (detail === undefined) void this.catchUp();
-      else if (Number(detail) > this.cursor) {
-        this.announced = Math.max(this.announced, Number(detail));
-        void this.catchUp(false);
-      }
+    this.cluster.subscribe('live.appended', ({ seq }) => {
+      if (seq <= this.cursor) return;
+      this.announced = Math.max(this.announced, seq);
+      void this.catchUp(false);
     });
+    this.cluster.onMissed(() => void this.catchUp());
     // Rows appended while the newest were loading, before anything woke this feed.
     await this.catchUp();
   }
@@ -116,10 +108,10 @@ export class LiveFeed implements LiveSink {
     this.appending = this.repository
       .append(batch)
       .then((seq) => {
-        // This gateway reads its own rows at once rather than when the notice comes back.
+        // This gateway reads its own rows at once: it does not hear its own messages.
         this.announced = Math.max(this.announced, seq);
         void this.catchUp(false);
-        return this.wakeUps.announce(TOPIC, String(seq));
+        return this.cluster.publish('live.appended', { seq });
       })
       .catch((error: unknown) =>
         this.log.warn({ err: error, messages: batch.length }, 'live messages could not be shared'),

@@ -1,38 +1,39 @@
 import pg from 'pg';
+import type { ClusterTransport } from '../shared/cluster-messages.js';
 
 /**
- * Tells a process when data it may hold in memory was changed by a write, its own or another process's.
- * Caches are only trusted while the feed is live: with SQLite always (the file belongs to one process); with
- * PostgreSQL while a LISTEN connection is up, since other gateways may write to the same database.
+ * How the gateways sharing one database reach each other: it carries the cluster bus's messages
+ * (shared/cluster-messages.ts). Caches are only trusted while the feed is live: with SQLite always (the file
+ * belongs to one process); with PostgreSQL while a LISTEN connection is up, since other gateways may write to the
+ * same database.
  */
-export interface ChangeFeed {
-  readonly live: boolean;
-  /** Announces that `topic` changed (after the write); `detail` (no more than a few hundred bytes) says what. */
-  announce(topic: string, detail?: string): Promise<void>;
-  /** `onChange` runs when another writer announces `topic` (with its detail), and whenever the feed drops or
-   * comes back (without one). */
-  subscribe(topic: string, onChange: (detail?: string) => void): void;
+export interface ChangeFeed extends ClusterTransport {
   close(): Promise<void>;
 }
 
-/** SQLite: this process is the only writer, so its own writes are all there is to hear about. */
+/** SQLite: this process is the only writer, so there is nobody to tell and nothing to hear. */
 export const singleWriterFeed: ChangeFeed = {
   live: true,
-  announce: async () => {},
-  subscribe: () => {},
+  send: async () => {},
+  listen: () => {},
   close: async () => {},
 };
 
 const CHANNEL = 'ccp_changes';
 
-/** PostgreSQL LISTEN/NOTIFY on one channel; the payload is the topic, then a space and the detail if any.
- * PostgreSQL delivers a notice to its sender's own LISTEN connection too. */
+interface Listener {
+  onText: (text: string) => void;
+  onMissed: () => void;
+}
+
+/** PostgreSQL LISTEN/NOTIFY on one channel, a message per notice. PostgreSQL delivers a notice to its sender's
+ * own LISTEN connection too. */
 export class PostgresChangeFeed implements ChangeFeed {
   private client: pg.Client | null = null;
   private connected = false;
   private closed = false;
   private retry: NodeJS.Timeout | null = null;
-  private readonly subscribers = new Map<string, Set<(detail?: string) => void>>();
+  private readonly listeners: Listener[] = [];
 
   constructor(
     private readonly clientConfig: pg.ClientConfig,
@@ -47,14 +48,13 @@ export class PostgresChangeFeed implements ChangeFeed {
     await this.connect().catch(() => this.scheduleRetry());
   }
 
-  async announce(topic: string, detail?: string): Promise<void> {
-    await this.query('select pg_notify($1, $2)', [CHANNEL, detail ? `${topic} ${detail}` : topic]);
+  /** `text` must stay under PostgreSQL's 8000 bytes per notice. */
+  async send(text: string): Promise<void> {
+    await this.query('select pg_notify($1, $2)', [CHANNEL, text]);
   }
 
-  subscribe(topic: string, onChange: (detail?: string) => void): void {
-    const set = this.subscribers.get(topic) ?? new Set();
-    set.add(onChange);
-    this.subscribers.set(topic, set);
+  listen(onText: (text: string) => void, onMissed: () => void): void {
+    this.listeners.push({ onText, onMissed });
   }
 
   async close(): Promise<void> {
@@ -68,15 +68,13 @@ export class PostgresChangeFeed implements ChangeFeed {
     const client = new pg.Client(this.clientConfig);
     client.on('notification', (message) => {
       if (message.channel !== CHANNEL || !message.payload) return;
-      const space = message.payload.indexOf(' ');
-      if (space < 0) this.changed([message.payload]);
-      else this.changed([message.payload.slice(0, space)], message.payload.slice(space + 1));
+      for (const listener of this.listeners) listener.onText(message.payload);
     });
     const lost = () => {
       if (this.client !== client) return;
       this.client = null;
       this.connected = false;
-      this.changed([...this.subscribers.keys()]);
+      this.missed();
       client.end().catch(() => {});
       this.scheduleRetry();
     };
@@ -86,7 +84,7 @@ export class PostgresChangeFeed implements ChangeFeed {
     await client.connect();
     await client.query(`listen ${CHANNEL}`);
     // Whatever changed while nobody listened is forgotten before caches are trusted again.
-    this.changed([...this.subscribers.keys()]);
+    this.missed();
     this.connected = true;
   }
 
@@ -102,7 +100,7 @@ export class PostgresChangeFeed implements ChangeFeed {
     this.retry.unref();
   }
 
-  private changed(topics: string[], detail?: string): void {
-    for (const topic of topics) for (const onChange of this.subscribers.get(topic) ?? []) onChange(detail);
+  private missed(): void {
+    for (const listener of this.listeners) listener.onMissed();
   }
 }

@@ -20,7 +20,8 @@ export type Db = Kysely<DatabaseSchema>;
 export interface Database {
   db: Db;
   kind: DialectKind;
-  /** Which cached reads are still good: see change-feed.ts. */
+  /** How this gateway reaches the others on the database, and whether cached reads are still good: see
+   * change-feed.ts. */
   changes: ChangeFeed;
   ping(timeoutMs?: number): Promise<void>;
   close(): Promise<void>;

@@ -1,3 +1,4 @@
+import type { ClusterBus } from '../shared/cluster-messages.js';
 import { AccessTicketsRepository } from './access-tickets-repository.js';
 import { AuthFailuresRepository } from './auth-failures-repository.js';
 import type { Database } from './database.js';
@@ -25,9 +26,9 @@ export interface Repositories {
   liveMessages: LiveMessagesRepository;
 }
 
-export function createRepositories(database: Database): Repositories {
+export function createRepositories(database: Database, cluster: ClusterBus): Repositories {
   return {
-    users: new UsersRepository(database.db, database.changes),
+    users: new UsersRepository(database.db, cluster),
     sshKeys: new SshKeysRepository(database.db),
     events: new EventsRepository(database.db),
     egressIps: new EgressIpsRepository(database.db),

@@ -1,5 +1,5 @@
 import type { Insertable, Selectable, Updateable } from 'kysely';
-import type { ChangeFeed } from './change-feed.js';
+import type { ClusterBus } from '../shared/cluster-messages.js';
 import type { Db } from './database.js';
 import { constrained } from './errors.js';
 import type { UsersTable } from './schema.js';
@@ -21,12 +21,10 @@ export type UserPatch = Updateable<Omit<UsersTable, 'id' | 'created_at'>>;
 
 type TokenState = Pick<UserRow, 'id' | 'username' | 'role' | 'status' | 'expires_at' | 'token_version'>;
 
-const TOPIC = 'users';
-
 /**
  * The users table. The list and the per-request token checks are served from memory between writes while
- * the change feed is live; every write here forgets them and announces the change to other gateways on the
- * same database, whose feeds make them forget theirs. A read that raced a write is not kept.
+ * the cluster bus is live; every write here forgets them and tells the other gateways on the same database
+ * (`users.changed`), which forget theirs. A read that raced a write is not kept.
  */
 export class UsersRepository {
   private generation = 0;
@@ -35,9 +33,10 @@ export class UsersRepository {
 
   constructor(
     private readonly db: Db,
-    private readonly changes: ChangeFeed,
+    private readonly cluster: ClusterBus,
   ) {
-    changes.subscribe(TOPIC, () => this.forget());
+    cluster.subscribe('users.changed', () => this.forget());
+    cluster.onMissed(() => this.forget());
   }
 
   private forget(): void {
@@ -52,7 +51,7 @@ export class UsersRepository {
       return await work();
     } finally {
       this.forget();
-      await this.changes.announce(TOPIC).catch(() => {});
+      await this.cluster.publish('users.changed', {}).catch(() => {});
     }
   }
 
@@ -76,7 +75,7 @@ export class UsersRepository {
       .where('id', '=', id)
       .executeTakeFirst();
     // Bounded: token subjects are user ids, and unknown ids (forged tokens never get here) are few.
-    if (this.changes.live && generation === this.generation && this.tokenStates.size < 10_000)
+    if (this.cluster.live && generation === this.generation && this.tokenStates.size < 10_000)
       this.tokenStates.set(id, state);
     return state;
   }
@@ -99,7 +98,7 @@ export class UsersRepository {
       .orderBy('created_at', 'desc')
       .orderBy('id', 'desc')
       .execute();
-    if (this.changes.live && generation === this.generation) this.listed = rows;
+    if (this.cluster.live && generation === this.generation) this.listed = rows;
     return rows;
   }
 

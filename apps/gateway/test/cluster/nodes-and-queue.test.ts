@@ -192,6 +192,29 @@ describe('two nodes on one PostgreSQL database: placement, the task queue, a los
     await until('node b to switch its host', () => engineB.calls.includes(`switch ${host.id} 198.51.100.62`));
   });
 
+  it('an active egress IP unbound at one gateway moves a host of the other node to its standby', async () => {
+    const host = await createHost('b');
+    const standby = await a.request('POST', '/v1/admin/egress-ips', {
+      body: {
+        label: 'standby',
+        ip_address: '198.51.100.63',
+        proxy_config: { type: 'socks', server: '198.51.100.63', server_port: 1080, version: '5' },
+      },
+    });
+    assert.equal(standby.status, 201, JSON.stringify(standby.body));
+    const bound = await a.request('POST', '/v1/admin/bindings', {
+      body: { host_id: host.id, egress_ip_id: standby.body.id },
+    });
+    assert.equal(bound.status, 201, JSON.stringify(bound.body));
+    await ended((await b.request('POST', `/v1/admin/hosts/${host.id}/start`)).body.task_id);
+    const active = ((await hostOf(host.id)).bindings as { id: string; active: boolean }[]).find(
+      (x) => x.active,
+    );
+    assert.equal((await a.request('DELETE', `/v1/admin/bindings/${active!.id}`)).status, 204);
+    await until('node b to switch its host', () => engineB.calls.includes(`switch ${host.id} 198.51.100.63`));
+    assert.ok(!engineA.calls.some((call) => call.startsWith(`switch ${host.id}`)), 'node a left it alone');
+  });
+
   it('handles an expiry once, though both gateways sweep for it at the same moment', async () => {
     const expiring = await a.createUser('expiring');
     const set = await a.request('PUT', `/v1/admin/users/${expiring.id}/expiry`, {
