@@ -1,5 +1,5 @@
 import { ConfigError, loadConfig, readEnvironment } from './config.js';
-import { plainHttpNotice } from './domain/download-transport.js';
+import { plainHttpNotice } from './domain/entry/download-transport.js';
 import { describeVerification } from './egress/egress-verification.js';
 import { createGateway } from './gateway.js';
 import { createLogger } from './logger.js';

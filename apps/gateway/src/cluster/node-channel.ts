@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { ConnectionOptions, TlsOptions } from 'node:tls';
-import type { SecretBox } from '../domain/secret-box.js';
+import type { SecretBox } from '../domain/access/secret-box.js';
 import type { ExecResult } from '../runtime/workspace-runtime.js';
 
 /**

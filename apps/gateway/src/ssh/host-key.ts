@@ -1,6 +1,6 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { generateEd25519 } from '../domain/ssh-public-key.js';
+import { generateEd25519 } from '../domain/users/ssh-public-key.js';
 
 export const HOST_KEY_FILE = 'ssh_host_ed25519_key';
 

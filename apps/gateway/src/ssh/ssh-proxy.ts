@@ -19,10 +19,15 @@ import type {
   Credential,
   HostWithOwner,
   UserRow,
-} from '../domain/access.js';
-import { type AccessSettings, accessCommand, linuxUserFor, portalHostUrl } from '../domain/host-view.js';
-import { fingerprintOf } from '../domain/ssh-public-key.js';
-import type { StopRequester, TaskRunner } from '../domain/task-runner.js';
+} from '../domain/access/access.js';
+import {
+  type AccessSettings,
+  accessCommand,
+  linuxUserFor,
+  portalHostUrl,
+} from '../domain/hosts/host-view.js';
+import type { StopRequester, TaskRunner } from '../domain/tasks/task-runner.js';
+import { fingerprintOf } from '../domain/users/ssh-public-key.js';
 import { BackgroundEvents } from '../events/background-events.js';
 import type { EventBus } from '../events/event-bus.js';
 import { SSH_ALGORITHMS, SSH_IDENT } from './algorithms.js';

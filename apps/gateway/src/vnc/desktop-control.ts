@@ -3,9 +3,9 @@ import type { Socket } from 'node:net';
 import type { VncStatus } from '@ccp/api';
 import type { Logger } from 'pino';
 import { type HostDialer, HostUnreachable } from '../cluster/host-dialer.js';
-import type { HostWithOwner } from '../domain/access.js';
+import type { HostWithOwner } from '../domain/access/access.js';
+import { type HostGrant, hostOf } from '../domain/access/grants.js';
 import { DomainError, errors } from '../domain/errors.js';
-import { type HostGrant, hostOf } from '../domain/grants.js';
 import type { EventBus } from '../events/event-bus.js';
 import { type ExecResult, RuntimeError } from '../runtime/workspace-runtime.js';
 

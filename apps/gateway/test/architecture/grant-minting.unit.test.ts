@@ -5,7 +5,7 @@ import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
-const MINTER = path.join('domain', 'access.ts');
+const MINTER = path.join('domain', 'access', 'access.ts');
 
 function sources(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
@@ -29,7 +29,7 @@ function importsFromGrants(text: string): string[] {
 }
 
 describe('grants are made in one place', () => {
-  it('only domain/access.ts imports mint', () => {
+  it('only domain/access/access.ts imports mint', () => {
     const minters = sources(SRC)
       .filter((file) => importsFromGrants(readFileSync(file, 'utf8')).includes('mint'))
       .map((file) => path.relative(SRC, file));

@@ -17,6 +17,6 @@ export const LAYERS: Record<string, number> = {
   shared: 10,
 };
 
-/** The part a module of apps/gateway/src belongs to, from its path relative to src (`domain/access.ts`). */
+/** The part a module of apps/gateway/src belongs to, from its path relative to src (`domain/access/access.ts`). */
 export const partOf = (modulePath: string): string =>
   modulePath.includes('/') ? modulePath.slice(0, modulePath.indexOf('/')) : 'root';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { type EgressTestResult, MASKED_SECRET, type ProxyConfig } from '@ccp/api';
-import type { EgressTester } from '../../src/domain/egress-ips-service.js';
+import type { EgressTester } from '../../src/domain/egress/egress-ips-service.js';
 import { mergeMaskedSecrets } from '../../src/egress/proxy-config.js';
 import { assertValidation } from '../helpers/expect.js';
 import { startTestGateway, type TestGateway } from '../helpers/test-gateway.js';

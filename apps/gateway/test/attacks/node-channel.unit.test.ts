@@ -6,7 +6,7 @@ import tls from 'node:tls';
 import { CHANNEL_TLS, nodeChannelKey } from '../../src/cluster/node-channel.js';
 import type { ChannelError } from '../../src/cluster/node-channel-client.js';
 import { NodeChannelServer } from '../../src/cluster/node-channel-server.js';
-import { SecretBox } from '../../src/domain/secret-box.js';
+import { SecretBox } from '../../src/domain/access/secret-box.js';
 import { ChannelPeers } from '../helpers/node-channel-peers.js';
 
 /**

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { needs } from '../../../../test/support/needs.js';
-import { sweepExpiredUsers } from '../../src/domain/expiry-sweep.js';
+import { sweepExpiredUsers } from '../../src/domain/users/expiry-sweep.js';
 import { MemoryRuntime } from '../helpers/memory-runtime.js';
 import { until } from '../helpers/openssh.js';
 import { passingTester } from '../helpers/passing-tester.js';

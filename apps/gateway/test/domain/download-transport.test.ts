@@ -5,7 +5,7 @@ import {
   passwordInTheClearWarning,
   plainHttpNotice,
   plainHttpWarning,
-} from '../../src/domain/download-transport.js';
+} from '../../src/domain/entry/download-transport.js';
 
 describe('how a PUBLIC_API_URL carries what users install', () => {
   it('counts only this machine as safe without TLS: a LAN or public address is a network path', () => {

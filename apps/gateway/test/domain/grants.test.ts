@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { HostGrant, SystemGrant, TaskGrant } from '../../src/domain/grants.js';
-import { TasksService } from '../../src/domain/tasks-service.js';
+import type { HostGrant, SystemGrant, TaskGrant } from '../../src/domain/access/grants.js';
+import { TasksService } from '../../src/domain/tasks/tasks-service.js';
 import { startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
 
 /**

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { FailureRateLimiter, limitedSource } from '../../src/domain/access/rate-limiter.js';
 import { DomainError } from '../../src/domain/errors.js';
-import { FailureRateLimiter, limitedSource } from '../../src/domain/rate-limiter.js';
 
 function clock(start = 1_000_000) {
   const c = { now: start, advance: (ms: number) => (c.now += ms) };

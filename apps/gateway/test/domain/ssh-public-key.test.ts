@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { needs } from '../../../../test/support/needs.js';
-import { generateEd25519, type PublicKeyInfo, parsePublicKey } from '../../src/domain/ssh-public-key.js';
+import {
+  generateEd25519,
+  type PublicKeyInfo,
+  parsePublicKey,
+} from '../../src/domain/users/ssh-public-key.js';
 import { KeyFactory, securityKeyLines } from '../helpers/ssh-keygen.js';
 
 function accepted(line: string): PublicKeyInfo {

@@ -4,7 +4,7 @@ import type { ServerResponse } from 'node:http';
 import { describe, it } from 'node:test';
 import type { Host, SseMessage, SseTopic, Task } from '@ccp/api';
 import pino from 'pino';
-import { AccessRevocation } from '../../src/domain/access-revocation.js';
+import { AccessRevocation } from '../../src/domain/access/access-revocation.js';
 import { EventBus, systemActor } from '../../src/events/event-bus.js';
 import { EventLogWriter } from '../../src/events/event-log.js';
 import { SseHub } from '../../src/events/sse-hub.js';

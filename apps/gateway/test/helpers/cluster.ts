@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Docker from 'dockerode';
 import { ensureLab, type LabDescription } from '../../../../test/lab/lab.js';
-import { SecretBox } from '../../src/domain/secret-box.js';
+import { SecretBox } from '../../src/domain/access/secret-box.js';
 import { HOST_LABEL, OWNER_LABEL } from '../../src/runtime/container-specs.js';
 import { MessageBytes } from '../../src/vnc/rfb-handshake.js';
 import { openStream } from './fake-desktop.js';

@@ -5,7 +5,7 @@ import { HostDialer } from '../../src/cluster/host-dialer.js';
 import { nodeChannelKey } from '../../src/cluster/node-channel.js';
 import { NodeChannelClient } from '../../src/cluster/node-channel-client.js';
 import { NodeChannelServer } from '../../src/cluster/node-channel-server.js';
-import { SecretBox } from '../../src/domain/secret-box.js';
+import { SecretBox } from '../../src/domain/access/secret-box.js';
 import type { WorkspaceSpec } from '../../src/runtime/workspace-runtime.js';
 import { isDesktopControl } from '../../src/vnc/desktop-control.js';
 import { MemoryRuntime } from './memory-runtime.js';

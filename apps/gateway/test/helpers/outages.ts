@@ -1,5 +1,5 @@
 import type { EgressTestResult, ProxyConfig } from '@ccp/api';
-import type { EgressTester } from '../../src/domain/egress-ips-service.js';
+import type { EgressTester } from '../../src/domain/egress/egress-ips-service.js';
 
 /** The real egress test, except for exits the test declares down (how a failover begins). */
 export class TesterWithOutages implements EgressTester {

@@ -1,4 +1,4 @@
-import type { EgressTester } from '../../src/domain/egress-ips-service.js';
+import type { EgressTester } from '../../src/domain/egress/egress-ips-service.js';
 
 /**
  * Every upstream passes its test: for tests of who applies an edit of an egress IP, not of the tunnel (the lab

@@ -5,7 +5,7 @@ import path from 'node:path';
 import pg from 'pg';
 import pino from 'pino';
 import { loadConfig } from '../../src/config.js';
-import { SecretBox } from '../../src/domain/secret-box.js';
+import { SecretBox } from '../../src/domain/access/secret-box.js';
 import { createGateway, type Gateway, type GatewayOptions } from '../../src/gateway.js';
 import type { WorkspaceRuntime } from '../../src/runtime/workspace-runtime.js';
 import { MemoryRuntime } from './memory-runtime.js';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { EgressTestResult, ProxyConfig } from '@ccp/api';
 import pino from 'pino';
-import type { EgressTester } from '../../src/domain/egress-ips-service.js';
+import type { EgressTester } from '../../src/domain/egress/egress-ips-service.js';
 import { createGateway } from '../../src/gateway.js';
 import { MemoryRuntime } from '../helpers/memory-runtime.js';
 import { DATABASES, startTestGateway, type TestGateway } from '../helpers/test-gateway.js';

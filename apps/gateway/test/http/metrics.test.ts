@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { EgressTestResult, ProxyConfig } from '@ccp/api';
-import type { EgressTester } from '../../src/domain/egress-ips-service.js';
+import type { EgressTester } from '../../src/domain/egress/egress-ips-service.js';
 import { MemoryRuntime } from '../helpers/memory-runtime.js';
 import { SseClient } from '../helpers/sse-client.js';
 import { DATABASES, startTestGateway, type TestGateway } from '../helpers/test-gateway.js';

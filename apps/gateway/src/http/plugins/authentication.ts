@@ -1,8 +1,8 @@
 import type { Role } from '@ccp/api';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { AuthService } from '../../domain/auth-service.js';
+import type { AuthService } from '../../domain/access/auth-service.js';
+import type { Principal } from '../../domain/access/principal.js';
 import { errors } from '../../domain/errors.js';
-import type { Principal } from '../../domain/principal.js';
 import { bearerToken } from '../../shared/bearer-token.js';
 
 declare module 'fastify' {

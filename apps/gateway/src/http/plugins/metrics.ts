@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { EgressTestResult, HostStatus } from '@ccp/api';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { AuthService } from '../../domain/auth-service.js';
+import type { AuthService } from '../../domain/access/auth-service.js';
 import type { Api } from '../api.js';
 import { requireRole } from './authentication.js';
 

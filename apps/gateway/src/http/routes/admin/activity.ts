@@ -1,6 +1,6 @@
 import { DashboardStats, EventList, EventQuery, NodeList, NodeName } from '@ccp/api';
 import Type from 'typebox';
-import { actorOf } from '../../../domain/principal.js';
+import { actorOf } from '../../../domain/access/principal.js';
 import type { Api } from '../../api.js';
 import type { ApiTag } from '../../api-tags.js';
 import { principalOf } from '../../plugins/authentication.js';

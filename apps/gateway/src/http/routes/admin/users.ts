@@ -13,7 +13,7 @@ import {
   User,
   UserList,
 } from '@ccp/api';
-import { actorOf } from '../../../domain/principal.js';
+import { actorOf } from '../../../domain/access/principal.js';
 import type { Api } from '../../api.js';
 import type { ApiTag } from '../../api-tags.js';
 import { principalOf } from '../../plugins/authentication.js';

@@ -7,7 +7,7 @@ import {
   SshKey,
   SshKeyList,
 } from '@ccp/api';
-import { actorOf } from '../../../domain/principal.js';
+import { actorOf } from '../../../domain/access/principal.js';
 import type { Api } from '../../api.js';
 import type { ApiTag } from '../../api-tags.js';
 import { principalOf } from '../../plugins/authentication.js';

@@ -1,7 +1,7 @@
 import type { User } from '@ccp/api';
-import { isoOut } from '../shared/clock.js';
-import type { UserListRow } from '../store/users-repository.js';
-import { isExpired } from './account-expiry.js';
+import { isoOut } from '../../shared/clock.js';
+import type { UserListRow } from '../../store/users-repository.js';
+import { isExpired } from '../access/account-expiry.js';
 
 export function userView(row: UserListRow, now = new Date().toISOString()): User {
   return {

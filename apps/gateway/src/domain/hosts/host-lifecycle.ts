@@ -8,9 +8,9 @@ import {
   type TaskKind,
 } from '@ccp/api';
 import type { Logger } from 'pino';
-import type { EventBus } from '../events/event-bus.js';
-import { systemActor } from '../events/event-bus.js';
-import type { ReplacedUpstream } from '../events/internal-events.js';
+import type { EventBus } from '../../events/event-bus.js';
+import { systemActor } from '../../events/event-bus.js';
+import type { ReplacedUpstream } from '../../events/internal-events.js';
 import {
   RuntimeError,
   type RuntimeNotice,
@@ -18,15 +18,15 @@ import {
   UpstreamSwitchReverted,
   type WorkspaceRuntime,
   type WorkspaceSpec,
-} from '../runtime/workspace-runtime.js';
-import { nowIso } from '../shared/clock.js';
-import type { ClusterBus } from '../shared/cluster-messages.js';
-import type { HostPatch, HostsRepository, HostWithOwner } from '../store/hosts-repository.js';
-import type { EgressIpsService } from './egress-ips-service.js';
-import { errors } from './errors.js';
-import { confirmSystem, type HostGrant, hostOf, type SystemGrant } from './grants.js';
+} from '../../runtime/workspace-runtime.js';
+import { nowIso } from '../../shared/clock.js';
+import type { ClusterBus } from '../../shared/cluster-messages.js';
+import type { HostPatch, HostsRepository, HostWithOwner } from '../../store/hosts-repository.js';
+import { confirmSystem, type HostGrant, hostOf, type SystemGrant } from '../access/grants.js';
+import type { EgressIpsService } from '../egress/egress-ips-service.js';
+import { errors } from '../errors.js';
+import type { QueuedTask, TaskRunner } from '../tasks/task-runner.js';
 import { type AccessSettings, activeBinding, adminHostView, linuxUserFor } from './host-view.js';
-import type { QueuedTask, TaskRunner } from './task-runner.js';
 
 type StatusEventType = 'host.started' | 'host.stopped' | 'host.rebuilt' | 'host.reconciled' | 'host.failed';
 

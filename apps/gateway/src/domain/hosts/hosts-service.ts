@@ -1,21 +1,21 @@
 import { randomUUID } from 'node:crypto';
 import type { Actor, Binding, CreatedHost, Host } from '@ccp/api';
-import type { EventBus } from '../events/event-bus.js';
-import { isoOut, nowIso } from '../shared/clock.js';
-import type { EgressIpsRepository } from '../store/egress-ips-repository.js';
-import { violates } from '../store/errors.js';
-import type { HostsRepository, HostWithOwner } from '../store/hosts-repository.js';
-import type { UsersRepository } from '../store/users-repository.js';
-import type { Access } from './access.js';
-import { errors } from './errors.js';
-import { type HostGrant, hostOf } from './grants.js';
+import type { EventBus } from '../../events/event-bus.js';
+import { isoOut, nowIso } from '../../shared/clock.js';
+import type { EgressIpsRepository } from '../../store/egress-ips-repository.js';
+import { violates } from '../../store/errors.js';
+import type { HostsRepository, HostWithOwner } from '../../store/hosts-repository.js';
+import type { UsersRepository } from '../../store/users-repository.js';
+import type { Access } from '../access/access.js';
+import { type HostGrant, hostOf } from '../access/grants.js';
+import type { Principal } from '../access/principal.js';
+import type { SecretBox } from '../access/secret-box.js';
+import { generateShortId } from '../access/secrets.js';
+import { errors } from '../errors.js';
+import { generateEd25519 } from '../users/ssh-public-key.js';
+import type { UsersService } from '../users/users-service.js';
 import type { HostLifecycle } from './host-lifecycle.js';
 import { type AccessSettings, activeBinding, hostView } from './host-view.js';
-import type { Principal } from './principal.js';
-import type { SecretBox } from './secret-box.js';
-import { generateShortId } from './secrets.js';
-import { generateEd25519 } from './ssh-public-key.js';
-import type { UsersService } from './users-service.js';
 
 /** Hosts and their bindings to egress IPs. Lifecycle work (start, stop, rebuild) is in HostLifecycle. */
 export class HostsService {

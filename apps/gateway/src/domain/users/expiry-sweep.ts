@@ -1,8 +1,8 @@
-import type { EventBus } from '../events/event-bus.js';
-import { systemActor } from '../events/event-bus.js';
-import { nowIso } from '../shared/clock.js';
-import type { UsersRepository } from '../store/users-repository.js';
-import type { AccessRevocation } from './access-revocation.js';
+import type { EventBus } from '../../events/event-bus.js';
+import { systemActor } from '../../events/event-bus.js';
+import { nowIso } from '../../shared/clock.js';
+import type { UsersRepository } from '../../store/users-repository.js';
+import type { AccessRevocation } from '../access/access-revocation.js';
 
 /** Applies the effects of a passed `expires_at` once: sessions closed, hosts stopped, `user.expired` logged.
  * Access itself is refused from the exact moment of expiry by the checks on every request. */

@@ -1,14 +1,14 @@
 import type { Actor, EntryCheck, EntryReady, EntryStarting, HostStatus } from '@ccp/api';
-import type { EventBus } from '../events/event-bus.js';
-import type { HostsRepository, HostWithOwner } from '../store/hosts-repository.js';
-import type { TasksRepository } from '../store/tasks-repository.js';
-import type { UserRow } from '../store/users-repository.js';
-import { type Access, principalOf } from './access.js';
-import { errors } from './errors.js';
-import type { HostLifecycle } from './host-lifecycle.js';
-import type { AccessSettings } from './host-view.js';
-import type { SecretBox } from './secret-box.js';
-import { SHORT_ID_PATTERN } from './secrets.js';
+import type { EventBus } from '../../events/event-bus.js';
+import type { HostsRepository, HostWithOwner } from '../../store/hosts-repository.js';
+import type { TasksRepository } from '../../store/tasks-repository.js';
+import type { UserRow } from '../../store/users-repository.js';
+import { type Access, principalOf } from '../access/access.js';
+import type { SecretBox } from '../access/secret-box.js';
+import { SHORT_ID_PATTERN } from '../access/secrets.js';
+import { errors } from '../errors.js';
+import type { HostLifecycle } from '../hosts/host-lifecycle.js';
+import type { AccessSettings } from '../hosts/host-view.js';
 
 export type EntryAnswer = { status: 200; body: EntryReady } | { status: 202; body: EntryStarting };
 

@@ -1,7 +1,7 @@
 import type { Actor } from '@ccp/api';
-import type { HostWithOwner } from '../store/hosts-repository.js';
-import type { TaskRow } from '../store/tasks-repository.js';
-import { errors } from './errors.js';
+import type { HostWithOwner } from '../../store/hosts-repository.js';
+import type { TaskRow } from '../../store/tasks-repository.js';
+import { errors } from '../errors.js';
 
 /**
  * Proofs of authorization (Coder's dbauthz is the model: a read with no subject is refused). Every lifecycle, host,

@@ -7,14 +7,14 @@ import type {
   ProxyConfig,
   UpdateEgressIpRequest,
 } from '@ccp/api';
-import type { EgressTester } from '../egress/egress-tester.js';
-import { maskProxyConfig, mergeMaskedSecrets, validateProxyConfig } from '../egress/proxy-config.js';
-import { type EventBus, systemActor } from '../events/event-bus.js';
-import { isoOut, nowIso } from '../shared/clock.js';
-import type { EgressIpRow, EgressIpsRepository } from '../store/egress-ips-repository.js';
-import { violates } from '../store/errors.js';
-import { DomainError, errors, type FieldProblem } from './errors.js';
-import type { SecretBox } from './secret-box.js';
+import type { EgressTester } from '../../egress/egress-tester.js';
+import { maskProxyConfig, mergeMaskedSecrets, validateProxyConfig } from '../../egress/proxy-config.js';
+import { type EventBus, systemActor } from '../../events/event-bus.js';
+import { isoOut, nowIso } from '../../shared/clock.js';
+import type { EgressIpRow, EgressIpsRepository } from '../../store/egress-ips-repository.js';
+import { violates } from '../../store/errors.js';
+import type { SecretBox } from '../access/secret-box.js';
+import { DomainError, errors, type FieldProblem } from '../errors.js';
 
 /** The service tests upstreams with egress/'s tester; its callers name it through here. */
 export type { EgressTester };

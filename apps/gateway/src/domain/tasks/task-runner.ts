@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Actor, Task, TaskKind } from '@ccp/api';
 import type { Logger } from 'pino';
-import type { EventBus } from '../events/event-bus.js';
-import { systemActor } from '../events/event-bus.js';
-import { isoOut, nowIso } from '../shared/clock.js';
-import type { ClusterBus } from '../shared/cluster-messages.js';
-import { violates } from '../store/errors.js';
-import type { TaskRow, TasksRepository } from '../store/tasks-repository.js';
-import { DomainError, errors } from './errors.js';
+import type { EventBus } from '../../events/event-bus.js';
+import { systemActor } from '../../events/event-bus.js';
+import { isoOut, nowIso } from '../../shared/clock.js';
+import type { ClusterBus } from '../../shared/cluster-messages.js';
+import { violates } from '../../store/errors.js';
+import type { TaskRow, TasksRepository } from '../../store/tasks-repository.js';
+import { DomainError, errors } from '../errors.js';
 
 /** A task as the node that runs it sees it: what is known from its row alone. */
 export interface QueuedTask {

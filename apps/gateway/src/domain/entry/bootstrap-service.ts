@@ -1,17 +1,17 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Actor, BootstrapHandoff, BootstrapSessionAccepted, BootstrapTask } from '@ccp/api';
-import type { EventBus } from '../events/event-bus.js';
-import { isoOut } from '../shared/clock.js';
-import type { AccessTicketsRepository } from '../store/access-tickets-repository.js';
-import type { HostsRepository, HostWithOwner } from '../store/hosts-repository.js';
-import type { TaskRow, TasksRepository } from '../store/tasks-repository.js';
-import type { UserRow, UsersRepository } from '../store/users-repository.js';
-import { type Access, principalOf } from './access.js';
-import type { AccessTickets } from './access-tickets.js';
-import { isExpired } from './account-expiry.js';
-import { DomainError, errors } from './errors.js';
-import type { HostLifecycle } from './host-lifecycle.js';
-import type { AccessSettings } from './host-view.js';
+import type { EventBus } from '../../events/event-bus.js';
+import { isoOut } from '../../shared/clock.js';
+import type { AccessTicketsRepository } from '../../store/access-tickets-repository.js';
+import type { HostsRepository, HostWithOwner } from '../../store/hosts-repository.js';
+import type { TaskRow, TasksRepository } from '../../store/tasks-repository.js';
+import type { UserRow, UsersRepository } from '../../store/users-repository.js';
+import { type Access, principalOf } from '../access/access.js';
+import type { AccessTickets } from '../access/access-tickets.js';
+import { isExpired } from '../access/account-expiry.js';
+import { DomainError, errors } from '../errors.js';
+import type { HostLifecycle } from '../hosts/host-lifecycle.js';
+import type { AccessSettings } from '../hosts/host-view.js';
 
 /** A succeeded bootstrap task can be handed off this long after it finished. */
 const HANDOFF_WINDOW_MS = 10 * 60_000;

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Actor, GeneratedSshKey, SshKey } from '@ccp/api';
-import type { EventBus } from '../events/event-bus.js';
-import { isoOut, nowIso } from '../shared/clock.js';
-import { violates } from '../store/errors.js';
-import type { SshKeyRow, SshKeysRepository } from '../store/ssh-keys-repository.js';
-import type { UsersRepository } from '../store/users-repository.js';
-import { errors } from './errors.js';
+import type { EventBus } from '../../events/event-bus.js';
+import { isoOut, nowIso } from '../../shared/clock.js';
+import { violates } from '../../store/errors.js';
+import type { SshKeyRow, SshKeysRepository } from '../../store/ssh-keys-repository.js';
+import type { UsersRepository } from '../../store/users-repository.js';
+import { errors } from '../errors.js';
 import { generateEd25519, parsePublicKey } from './ssh-public-key.js';
 
 const keyView = (row: SshKeyRow): SshKey => ({

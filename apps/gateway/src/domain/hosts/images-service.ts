@@ -1,8 +1,8 @@
 import type { Actor, ImageStatus, TaskAccepted } from '@ccp/api';
-import type { EventBus } from '../events/event-bus.js';
-import { systemActor } from '../events/event-bus.js';
-import type { WorkspaceRuntime } from '../runtime/workspace-runtime.js';
-import type { TaskRunner } from './task-runner.js';
+import type { EventBus } from '../../events/event-bus.js';
+import { systemActor } from '../../events/event-bus.js';
+import type { WorkspaceRuntime } from '../../runtime/workspace-runtime.js';
+import type { TaskRunner } from '../tasks/task-runner.js';
 
 /**
  * Whether the managed images are built, and building them; every check is announced on the `image-status` SSE

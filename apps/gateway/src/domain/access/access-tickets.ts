@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { AccessTicketsRepository } from '../store/access-tickets-repository.js';
+import type { AccessTicketsRepository } from '../../store/access-tickets-repository.js';
 
 export interface TicketGrant {
   userId: string;

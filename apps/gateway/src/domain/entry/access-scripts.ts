@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
+import { SHORT_ID_PATTERN } from '../access/secrets.js';
+import { type AccessSettings, accessCommandWarning } from '../hosts/host-view.js';
 import { passwordInTheClearWarning } from './download-transport.js';
-import { type AccessSettings, accessCommandWarning } from './host-view.js';
-import { SHORT_ID_PATTERN } from './secrets.js';
 import { shellScript } from './shell-script.js';
 
 const asset = (name: string) => readFileSync(new URL(`../../assets/access/${name}`, import.meta.url), 'utf8');

@@ -1,16 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import type { Actor, CreatedUser, SshCredentials, User, UserStatus } from '@ccp/api';
-import type { EventBus } from '../events/event-bus.js';
-import { nowIso, toIso } from '../shared/clock.js';
-import { violates } from '../store/errors.js';
-import type { UserPatch, UserRow, UsersRepository } from '../store/users-repository.js';
-import { type Access, refusalError } from './access.js';
-import type { AccessRevocation } from './access-revocation.js';
-import { isExpired } from './account-expiry.js';
-import { DomainError, errors } from './errors.js';
-import type { Principal } from './principal.js';
-import type { SecretBox } from './secret-box.js';
-import { generatePassword, generateShortId, hashPassword } from './secrets.js';
+import type { EventBus } from '../../events/event-bus.js';
+import { nowIso, toIso } from '../../shared/clock.js';
+import { violates } from '../../store/errors.js';
+import type { UserPatch, UserRow, UsersRepository } from '../../store/users-repository.js';
+import { type Access, refusalError } from '../access/access.js';
+import type { AccessRevocation } from '../access/access-revocation.js';
+import { isExpired } from '../access/account-expiry.js';
+import type { Principal } from '../access/principal.js';
+import type { SecretBox } from '../access/secret-box.js';
+import { generatePassword, generateShortId, hashPassword } from '../access/secrets.js';
+import { DomainError, errors } from '../errors.js';
 import { userView } from './user-view.js';
 
 export interface CreateUserInput {

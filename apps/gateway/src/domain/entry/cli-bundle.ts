@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import { transportOf } from '@ccp/api';
+import { DomainError } from '../errors.js';
 import { plainHttpWarning } from './download-transport.js';
-import { DomainError } from './errors.js';
 import { shellScript } from './shell-script.js';
 
 const installScript = () => readFile(new URL('../../assets/access/install-ccp.sh', import.meta.url), 'utf8');

@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { errors } from './errors.js';
+import { errors } from '../errors.js';
 
 /**
  * Where failures are counted. The gateway's is its database, so every gateway sharing it counts the same

@@ -1,10 +1,10 @@
 import { hkdfSync } from 'node:crypto';
 import type { LoginResponse } from '@ccp/api';
 import { createSigner, createVerifier, TokenError } from 'fast-jwt';
-import type { EventBus } from '../events/event-bus.js';
-import { isoOut } from '../shared/clock.js';
+import type { EventBus } from '../../events/event-bus.js';
+import { isoOut } from '../../shared/clock.js';
+import { errors } from '../errors.js';
 import type { Access } from './access.js';
-import { errors } from './errors.js';
 import type { CredentialHolder, Principal } from './principal.js';
 
 const ISSUER = 'cloud-cli-proxy';

@@ -1,10 +1,10 @@
 import type { Actor } from '@ccp/api';
-import type { EventBus } from '../events/event-bus.js';
-import { nowIso } from '../shared/clock.js';
-import type { HostsRepository } from '../store/hosts-repository.js';
-import { type AccessSettings, adminHostView } from './host-view.js';
+import type { EventBus } from '../../events/event-bus.js';
+import { nowIso } from '../../shared/clock.js';
+import type { HostsRepository } from '../../store/hosts-repository.js';
+import { type AccessSettings, adminHostView } from '../hosts/host-view.js';
+import type { TaskRunner } from '../tasks/task-runner.js';
 import type { NodeRegistry } from './node-registry.js';
-import type { TaskRunner } from './task-runner.js';
 
 /**
  * Removing a node that is gone for good (its machine lost): without it, its hosts would wait for it forever and

@@ -1,13 +1,13 @@
 import os from 'node:os';
 import type { Node } from '@ccp/api';
 import type { Logger } from 'pino';
-import type { EventBus } from '../events/event-bus.js';
-import { systemActor } from '../events/event-bus.js';
-import { isoOut, nowIso } from '../shared/clock.js';
-import type { HostsRepository } from '../store/hosts-repository.js';
-import type { NodeRow, NodesRepository, NodeWithLoad } from '../store/nodes-repository.js';
-import { errors } from './errors.js';
-import { type AccessSettings, adminHostView } from './host-view.js';
+import type { EventBus } from '../../events/event-bus.js';
+import { systemActor } from '../../events/event-bus.js';
+import { isoOut, nowIso } from '../../shared/clock.js';
+import type { HostsRepository } from '../../store/hosts-repository.js';
+import type { NodeRow, NodesRepository, NodeWithLoad } from '../../store/nodes-repository.js';
+import { errors } from '../errors.js';
+import { type AccessSettings, adminHostView } from '../hosts/host-view.js';
 
 export interface NodeRegistryOptions {
   name: string;

@@ -1,6 +1,6 @@
 import type { Task } from '@ccp/api';
-import type { TasksRepository } from '../store/tasks-repository.js';
-import { type TaskGrant, taskOf } from './grants.js';
+import type { TasksRepository } from '../../store/tasks-repository.js';
+import { type TaskGrant, taskOf } from '../access/grants.js';
 import { taskView } from './task-runner.js';
 
 /** Reads tasks; they are written by the task runner. */

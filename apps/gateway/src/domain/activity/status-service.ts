@@ -1,7 +1,7 @@
 import type { DashboardStats, Health, Node } from '@ccp/api';
-import type { ContainerEngine } from '../runtime/container-engine.js';
-import type { Database } from '../store/database.js';
-import type { StatsRepository } from '../store/stats-repository.js';
+import type { ContainerEngine } from '../../runtime/container-engine.js';
+import type { Database } from '../../store/database.js';
+import type { StatsRepository } from '../../store/stats-repository.js';
 
 export interface SessionCounter {
   ssh(): number;

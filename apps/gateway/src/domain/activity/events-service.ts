@@ -1,7 +1,7 @@
 import type { EventQuery, EventRecord } from '@ccp/api';
-import { toIso } from '../shared/clock.js';
-import type { EventRow, EventsRepository } from '../store/events-repository.js';
-import { errors } from './errors.js';
+import { toIso } from '../../shared/clock.js';
+import type { EventRow, EventsRepository } from '../../store/events-repository.js';
+import { errors } from '../errors.js';
 
 const eventView = (row: EventRow): EventRecord => ({
   id: row.id,

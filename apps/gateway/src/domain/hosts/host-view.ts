@@ -1,7 +1,7 @@
 import type { Host, HostStatus, SseMessage } from '@ccp/api';
-import { isoOut } from '../shared/clock.js';
-import type { BindingDetail, HostsRepository, HostWithOwner } from '../store/hosts-repository.js';
-import { passwordInTheClearWarning } from './download-transport.js';
+import { isoOut } from '../../shared/clock.js';
+import type { BindingDetail, HostsRepository, HostWithOwner } from '../../store/hosts-repository.js';
+import { passwordInTheClearWarning } from '../entry/download-transport.js';
 
 export interface AccessSettings {
   publicHost: string;

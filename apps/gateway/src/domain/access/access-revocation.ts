@@ -1,7 +1,7 @@
-import type { EventBus } from '../events/event-bus.js';
-import type { ClusterBus, RevocationReason } from '../shared/cluster-messages.js';
-import type { HostRow } from '../store/hosts-repository.js';
-import type { UserRow } from '../store/users-repository.js';
+import type { EventBus } from '../../events/event-bus.js';
+import type { ClusterBus, RevocationReason } from '../../shared/cluster-messages.js';
+import type { HostRow } from '../../store/hosts-repository.js';
+import type { UserRow } from '../../store/users-repository.js';
 import { isExpired } from './account-expiry.js';
 
 /**
