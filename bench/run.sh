@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the benchmarks and prints their tables: bench/run.sh api|sse|sse-fanout|egress|start|vnc|ssh|guard|hot-sync|reliability|cluster|all   (see bench/README.md)
+# Runs the benchmarks and prints their tables: bench/run.sh api|sse|sse-fanout|egress|start|idle-memory|vnc|ssh|guard|hot-sync|reliability|cluster|all   (see bench/README.md)
 source "$(dirname "$0")/../scripts/lib.sh"
 cd "$(dirname "$0")/.."
 
@@ -10,6 +10,7 @@ case "$which" in
   sse-fanout) benches=(sse-fanout) ;;
   egress) benches=(egress) ;;
   start) benches=(start) ;;
+  idle-memory) benches=(idle-memory) ;;
   vnc) benches=(vnc) ;;
   ssh) benches=(ssh) ;;
   guard) benches=(guard) ;;
@@ -17,13 +18,13 @@ case "$which" in
   reliability) benches=(reliability) ;;
   cluster) benches=(cluster) ;;
   all) benches=(api sse sse-fanout egress start vnc ssh hot-sync) ;;
-  *) die "usage: bench/run.sh api|sse|sse-fanout|egress|start|vnc|ssh|guard|hot-sync|reliability|cluster|all" ;;
+  *) die "usage: bench/run.sh api|sse|sse-fanout|egress|start|idle-memory|vnc|ssh|guard|hot-sync|reliability|cluster|all" ;;
 esac
 
 # The egress, start, vnc and ssh benches need root (the network lab, nsenter, Docker); `all` skips them without it.
 if [ "$(id -u)" -ne 0 ]; then
   case "$which" in
-    egress | start | vnc | ssh | guard | reliability | cluster) die "the $which bench needs root" ;;
+    egress | start | idle-memory | vnc | ssh | guard | reliability | cluster) die "the $which bench needs root" ;;
     all)
       warn "not root: skipping the egress, start, vnc and ssh benches"
       benches=(api sse sse-fanout hot-sync)
@@ -45,7 +46,7 @@ if [[ (" ${benches[*]} " == *' sse-fanout '* || " ${benches[*]} " == *' cluster 
   PG_ROLE_PASSWORD=ccp_bench bash scripts/postgres.sh ensure ccp_bench
 fi
 
-if [[ " ${benches[*]} " == *' start '* || " ${benches[*]} " == *' vnc '* ||
+if [[ " ${benches[*]} " == *' start '* || " ${benches[*]} " == *' idle-memory '* || " ${benches[*]} " == *' vnc '* ||
   " ${benches[*]} " == *' ssh '* || " ${benches[*]} " == *' guard '* ||
   " ${benches[*]} " == *' reliability '* ||
   " ${benches[*]} " == *' cluster '* ]]; then
