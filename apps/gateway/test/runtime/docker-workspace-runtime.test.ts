@@ -268,6 +268,29 @@ describe('DockerWorkspaceRuntime (real Docker, egress lab)', { skip, timeout: 60
     );
   });
 
+  it('starts a relay listener again when it dies, and logins through it work again', async () => {
+    const pidOf = async () =>
+      (await execIn(gateway(ids.main), ['cat', '/run/ccp-egress/relay-22.pid'])).stdout || undefined;
+    const first = await eventually('the relay listener of port 22', pidOf);
+    const killed = await execIn(gateway(ids.main), ['kill', '-KILL', first]);
+    assert.equal(killed.code, 0, killed.stderr);
+    await eventually('the relay listener to be started again', async () => {
+      const pid = await pidOf();
+      return pid && pid !== first ? pid : undefined;
+    });
+    assert.equal((await sshLogin(endpoints, key.privateKey)).user, 'alice');
+    // The shell supervises the listeners itself: no process besides them, v2ray and tini.
+    const processes = await execIn(gateway(ids.main), ['ps', '-e', '-o', 'comm=']);
+    assert.deepEqual(processes.stdout.split('\n').sort(), [
+      'ccp-egress-entr',
+      'docker-init',
+      'ps',
+      'socat',
+      'socat',
+      'v2ray',
+    ]);
+  });
+
   it('switches to another protocol and exit in place', async () => {
     await runtime.switchUpstream(ids.main, upstream('socks', 1), null);
     assert.equal(await exitSeen(ids.main), lab.exits[1]!.address);

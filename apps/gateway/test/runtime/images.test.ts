@@ -341,6 +341,15 @@ describe('workspace and egress gateway images', { skip, timeout: 15 * 60_000 }, 
     assert.doesNotMatch(status, /^Uid:\s+0\s/m, 'v2ray runs as root');
     const capEff = BigInt(`0x${/^CapEff:\s+([0-9a-f]+)$/m.exec(status)![1]}`);
     assert.equal(capEff, (1n << 12n) | (1n << 10n), 'v2ray holds exactly NET_ADMIN and NET_BIND_SERVICE');
+    // A smaller heap target than Go's default keeps an idle gateway's v2ray smaller (issue 28).
+    // Read from the host: v2ray's capabilities keep the container's root from its /proc/<pid>/environ.
+    const hostPid = (await docker('top', names.egress, '-eo', 'pid,comm'))
+      .split('\n')
+      .find((line) => line.trim().endsWith(' v2ray'))
+      ?.trim()
+      .split(/\s+/)[0];
+    const environ = await readFile(`/proc/${hostPid}/environ`, 'utf8');
+    assert.ok(environ.split('\0').includes('GOGC=50'), 'v2ray runs with GOGC=50');
 
     await docker('exec', names.egress, 'kill', first);
     const second = await waitFor('v2ray to be restarted', async () => {
