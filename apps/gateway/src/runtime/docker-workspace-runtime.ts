@@ -374,7 +374,13 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
       // Side by side: the workspace has no network at all until it is linked, after the gateway is ready.
       // Both are awaited even when one fails, so the clean-up below cannot miss a container still starting.
       const [gateway, workspace] = await settleAll([
-        this.recreateGateway(spec.hostId).then((id) => this.waitForGateway(id, null, signal)),
+        // The host's guard on its uplink goes on while the workspace is still starting: before any link.
+        this.recreateGateway(spec.hostId)
+          .then((id) => this.waitForGateway(id, null, signal))
+          .then(async (ready) => {
+            await this.guardUplink(spec.hostId, ready);
+            return ready;
+          }),
         this.prepareWorkspace(spec).then((id) => {
           if (id !== previousWorkspace) made.workspaceId = id;
           return this.startContainer(id);
@@ -383,7 +389,6 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
       await step(60, 'linking the workspace to its egress gateway');
       if (!gateway.uplinkAddress)
         throw new RuntimeError('network_setup_failed', 'the egress gateway has no uplink address');
-      await this.guardUplink(spec.hostId, gateway);
       await linkWorkspace(gateway.pid, workspace.pid);
       await step(70, `verifying the path through ${upstream.label} (${upstream.exitIp})`);
       const { echoesOut } = await verifyEgressPath(

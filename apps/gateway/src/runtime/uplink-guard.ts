@@ -1,15 +1,12 @@
+import { readdir, readFile, readlink } from 'node:fs/promises';
+import path from 'node:path';
 import { renderUplinkGuard, type UplinkPolicy } from '../egress/uplink-guard.js';
 import { UPLINK_NETWORK } from './container-specs.js';
 import { GATEWAY_NETWORK } from './egress-gateway-files.js';
-import { CommandError, run, runInNetns } from './netns.js';
+import { CommandError, run } from './netns.js';
 import { RuntimeError } from './workspace-runtime.js';
 
-interface LinkFacts {
-  ifname: string;
-  ifindex: number;
-  address?: string;
-  link_index?: number;
-}
+const HOST_NET = '/sys/class/net';
 
 const tableOf = (hostId: string) => `ccp_uplink_${hostId}`;
 
@@ -49,23 +46,28 @@ export async function releaseUplink(hostId: string): Promise<void> {
   });
 }
 
-/** The host's end of the gateway's uplink veth, and the gateway's MAC on it. */
+/**
+ * The host's end of the gateway's uplink veth, and the gateway's MAC on it, read from sysfs without starting a
+ * program: the container's own sysfs (its namespace's view) names the peer's index, the host's names the port.
+ */
 async function uplinkPort(gatewayPid: number): Promise<{ device: string; mac: string }> {
-  const inside = await readLinks(
-    runInNetns(gatewayPid, 'ip', ['-j', 'link', 'show', 'dev', GATEWAY_NETWORK.uplinkInterface]),
-  );
-  const own = inside[0];
-  const peer = (await readLinks(run('ip', ['-j', 'link', 'show', 'master', UPLINK_NETWORK]))).find(
-    (link) => link.ifindex === own?.link_index,
-  );
-  if (!own?.address || !peer)
-    throw new RuntimeError(
-      'network_setup_failed',
-      `the egress gateway's ${GATEWAY_NETWORK.uplinkInterface} has no port on the ${UPLINK_NETWORK} bridge`,
+  const inside = `/proc/${gatewayPid}/root/sys/class/net/${GATEWAY_NETWORK.uplinkInterface}`;
+  const read = (file: string) =>
+    readFile(file, 'utf8').then(
+      (text) => text.trim(),
+      () => '',
     );
-  return { device: peer.ifname, mac: own.address };
-}
-
-async function readLinks(output: Promise<{ stdout: string }>): Promise<LinkFacts[]> {
-  return JSON.parse((await output).stdout) as LinkFacts[];
+  const [peerIndex, mac] = await Promise.all([
+    read(path.join(inside, 'iflink')),
+    read(path.join(inside, 'address')),
+  ]);
+  for (const device of peerIndex && mac ? await readdir(HOST_NET) : []) {
+    if ((await read(path.join(HOST_NET, device, 'ifindex'))) !== peerIndex) continue;
+    const master = await readlink(path.join(HOST_NET, device, 'master')).catch(() => '');
+    if (path.basename(master) === UPLINK_NETWORK) return { device, mac };
+  }
+  throw new RuntimeError(
+    'network_setup_failed',
+    `the egress gateway's ${GATEWAY_NETWORK.uplinkInterface} has no port on the ${UPLINK_NETWORK} bridge`,
+  );
 }

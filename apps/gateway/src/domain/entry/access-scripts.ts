@@ -4,7 +4,8 @@ import { type AccessSettings, accessCommandWarning } from '../hosts/host-view.js
 import { passwordInTheClearWarning } from './download-transport.js';
 import { shellScript } from './shell-script.js';
 
-const asset = (name: string) => readFileSync(new URL(`../../assets/access/${name}`, import.meta.url), 'utf8');
+const asset = (name: string) =>
+  readFileSync(new URL(`../../../assets/access/${name}`, import.meta.url), 'utf8');
 
 /**
  * The scripts users pipe to `sh`. They are fixed files with settings assigned at the top as quoted words; the

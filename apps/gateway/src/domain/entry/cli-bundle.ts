@@ -5,7 +5,8 @@ import { DomainError } from '../errors.js';
 import { plainHttpWarning } from './download-transport.js';
 import { shellScript } from './shell-script.js';
 
-const installScript = () => readFile(new URL('../../assets/access/install-ccp.sh', import.meta.url), 'utf8');
+const installScript = () =>
+  readFile(new URL('../../../assets/access/install-ccp.sh', import.meta.url), 'utf8');
 
 export interface CliBundleFile {
   /** The module's text (UTF-8, as built). */
