@@ -9,7 +9,7 @@
 #     |                  (public-internet.ts): a resolver 203.0.113.53, an IP echo .54, a web site .30
 #     `-- ccp-lab-exitN  exit nodes 198.51.100.(16N+5)/28: v2ray server inbounds for the six protocols
 #
-# Usage: lab.sh up | down | status | counters [reset] | env
+# Usage: lab.sh up | down | status | counters [reset] | close-connections | env
 # `up` is idempotent: a healthy lab is left alone, anything less is torn down and built again. It writes the
 # description for tests to $RUN_DIR/lab.json. `down` removes every namespace, link, process and file it made.
 # Runs as root. Processes are stopped by the PIDs recorded at start (checked against their start time).
@@ -538,6 +538,14 @@ cmd_counters() {
   fi
 }
 
+# close-connections: resets every TCP connection the fake internet still holds. A workspace removed mid-connection
+# leaves its exit's side open (no FIN ever comes from a namespace that is gone), and that side's keepalives would
+# show in the next test's counters.
+cmd_close_connections() {
+  [ -e "/run/netns/$NS_INET" ] || die "the lab is down"
+  in_ns "$NS_INET" ss -K -tn state established >/dev/null
+}
+
 main() {
   [ "$(id -u)" -eq 0 ] || die "lab.sh needs root (network namespaces)"
   # One lab per machine: parallel test processes serialise on a lock held on this script itself.
@@ -551,8 +559,9 @@ main() {
       ;;
     status) cmd_status ;;
     counters) cmd_counters "${2:-}" ;;
+    close-connections) cmd_close_connections ;;
     env) cmd_env ;;
-    *) die "usage: lab.sh up | down | status | counters [reset] | env" ;;
+    *) die "usage: lab.sh up | down | status | counters [reset] | close-connections | env" ;;
   esac
 }
 

@@ -244,6 +244,14 @@ export async function readSourceCounters(): Promise<SourceCounter[]> {
   );
 }
 
+/**
+ * Resets the TCP connections the fake internet still holds: those of a workspace removed mid-connection stay
+ * open on its exit's side, whose keepalives would count against the next test.
+ */
+export async function closeInternetConnections(): Promise<void> {
+  await labCommand('close-connections');
+}
+
 export async function resetSourceCounters(): Promise<void> {
   await labCommand('counters', 'reset');
 }

@@ -374,13 +374,20 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
       // Side by side: the workspace has no network at all until it is linked, after the gateway is ready.
       // Both are awaited even when one fails, so the clean-up below cannot miss a container still starting.
       const [gateway, workspace] = await settleAll([
-        // The host's guard on its uplink goes on while the workspace is still starting: before any link.
-        this.recreateGateway(spec.hostId)
-          .then((id) => this.waitForGateway(id, null, signal))
-          .then(async (ready) => {
-            await this.guardUplink(spec.hostId, ready);
-            return ready;
-          }),
+        // The host's guard on its uplink goes on as soon as the gateway's port exists, while the gateway loads
+        // its kill switch and the workspace starts: before any link, off the start's critical path.
+        this.recreateGateway(spec.hostId).then(async (id) => {
+          const [ready, guarded] = await Promise.allSettled([
+            this.waitForGateway(id, null, signal),
+            this.inspect(id).then((started) =>
+              started ? this.guardUplink(spec.hostId, started) : Promise.reject(new Error('gone')),
+            ),
+          ]);
+          // A gateway that did not come up says why in its own words, not the guard's.
+          if (ready.status === 'rejected') throw ready.reason;
+          if (guarded.status === 'rejected') throw guarded.reason;
+          return ready.value;
+        }),
         this.prepareWorkspace(spec).then((id) => {
           if (id !== previousWorkspace) made.workspaceId = id;
           return this.startContainer(id);
