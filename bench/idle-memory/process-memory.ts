@@ -5,6 +5,7 @@
 // alone. The cgroup's anonymous memory plus its kernel memory is what one more container of the kind costs
 // the machine: the binaries' page cache is shared by every container of the image and charged to one of them.
 import { readFile } from 'node:fs/promises';
+import { memoryCgroup } from '../lib/memory-cgroup.js';
 
 export interface ProcessMemory {
   pid: number;
@@ -28,22 +29,6 @@ export interface CgroupMemory {
 export interface ContainerProcesses {
   processes: ProcessMemory[];
   cgroup: CgroupMemory;
-}
-
-/** The memory cgroup directory of a process and the names of the files to read there (cgroup v1 or v2). */
-async function memoryCgroup(pid: number) {
-  const lines = (await readFile(`/proc/${pid}/cgroup`, 'utf8')).split('\n');
-  const v1 = lines.map((line) => /^\d+:(?:[^:]*,)?memory(?:,[^:]*)?:(.*)$/.exec(line)?.[1]).find(Boolean);
-  if (v1 !== undefined)
-    return {
-      dir: `/sys/fs/cgroup/memory${v1}`,
-      usage: 'memory.usage_in_bytes',
-      inactive: 'total_inactive_file',
-      file: 'total_cache',
-    };
-  const v2 = lines.map((line) => /^0::(.*)$/.exec(line)?.[1]).find(Boolean);
-  if (v2 === undefined) throw new Error(`no memory cgroup for process ${pid}`);
-  return { dir: `/sys/fs/cgroup${v2}`, usage: 'memory.current', inactive: 'inactive_file', file: 'file' };
 }
 
 const statField = (text: string, name: string) =>

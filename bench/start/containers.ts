@@ -10,6 +10,7 @@ import {
 } from '../../apps/gateway/dist/runtime/container-specs.js';
 import { sshBanner } from '../../apps/gateway/dist/runtime/readiness.js';
 import { rssMiB, startProcess } from '../lib/children.js';
+import { memoryCgroup } from '../lib/memory-cgroup.js';
 
 const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -94,21 +95,6 @@ export interface ContainerMemory {
   rssMiB: number;
   /** RSS of the containerd shim that supervises the container from outside its cgroup, MiB. */
   shimRssMiB: number;
-}
-
-/** The memory cgroup directory of a process, cgroup v1 or v2, and the names of the files to read there. */
-async function memoryCgroup(pid: number) {
-  const lines = (await readFile(`/proc/${pid}/cgroup`, 'utf8')).split('\n');
-  const v1 = lines.map((line) => /^\d+:(?:[^:]*,)?memory(?:,[^:]*)?:(.*)$/.exec(line)?.[1]).find(Boolean);
-  if (v1 !== undefined)
-    return {
-      dir: `/sys/fs/cgroup/memory${v1}`,
-      usage: 'memory.usage_in_bytes',
-      inactive: 'total_inactive_file',
-    };
-  const v2 = lines.map((line) => /^0::(.*)$/.exec(line)?.[1]).find(Boolean);
-  if (v2 === undefined) throw new Error(`no memory cgroup for process ${pid}`);
-  return { dir: `/sys/fs/cgroup${v2}`, usage: 'memory.current', inactive: 'inactive_file' };
 }
 
 /** Memory of the running container whose init process is `pid`, read from its cgroup. */
