@@ -24,6 +24,7 @@ import { HOST_LABEL } from '../../src/runtime/container-specs.js';
 import { DockerWorkspaceRuntime } from '../../src/runtime/docker-workspace-runtime.js';
 import { relayEnvironment, renderEgressGatewayFiles } from '../../src/runtime/egress-gateway-files.js';
 import { IMAGE_ROOT } from '../../src/runtime/image-inputs.js';
+import { listensOnTcp } from '../../src/runtime/netns.js';
 import { verifyEgressPath } from '../../src/runtime/path-check.js';
 import {
   RuntimeError,
@@ -278,6 +279,11 @@ describe('DockerWorkspaceRuntime (real Docker, egress lab)', { skip, timeout: 60
       const pid = await pidOf();
       return pid && pid !== first ? pid : undefined;
     });
+    // Its pid is written when it is started; it answers once it listens, a moment later.
+    const gatewayPid = (await docker.getContainer(gateway(ids.main)).inspect()).State.Pid;
+    await eventually('the new relay listener to listen', async () =>
+      (await listensOnTcp(gatewayPid, 22)) ? true : undefined,
+    );
     assert.equal((await sshLogin(endpoints, key.privateKey)).user, 'alice');
     // The shell supervises the listeners itself: no process besides them, v2ray and tini.
     const processes = await execIn(gateway(ids.main), ['ps', '-e', '-o', 'comm=']);
