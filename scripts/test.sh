@@ -14,6 +14,9 @@ say "lint and format check (biome)"
 npx biome check .
 say "type check of every package, the tests, the lab and the benchmarks"
 npm run --silent typecheck
+say "npm audit of what users run (--omit=dev); apps/cli/test/npm-audit.test.ts judges the report"
+mkdir -p test-output
+npm audit --omit=dev --json >test-output/npm-audit.json 2>/dev/null || true
 
 bash scripts/docker.sh ensure
 bash scripts/folder-mounts.sh ensure
