@@ -26,7 +26,9 @@ describe('npm audit of what users run (--omit=dev, ccp bundled packages included
     }
     const report = JSON.parse(readFileSync(reportFile, 'utf8')) as AuditReport;
     if (report.error) {
-      t.skip(`the registry's audit endpoint did not answer: ${report.error.summary || report.message || report.error.code}`);
+      t.skip(
+        `the registry's audit endpoint did not answer: ${report.error.summary || report.message || report.error.code}`,
+      );
       return;
     }
     assert.ok(report.metadata, 'the report has its metadata');
