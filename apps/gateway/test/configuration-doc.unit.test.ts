@@ -3,13 +3,14 @@
  * be what `npm run docs:config` writes now, and no secret's value is ever in them.
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { SETTINGS } from '../src/config.js';
 import { settingsTables, withSettingsTables } from '../src/configuration-doc.js';
 
-const docFile = path.resolve(import.meta.dirname, '../../../docs/configuration.md');
+const root = path.resolve(import.meta.dirname, '../../..');
+const docFile = path.join(root, 'docs/configuration.md');
 
 describe('docs/configuration.md', () => {
   it('has the settings tables the schemas write (npm run docs:config)', () => {
@@ -29,6 +30,12 @@ describe('docs/configuration.md', () => {
     );
     const tables = settingsTables();
     for (const name of names) assert.match(tables, new RegExp(`^\\| \`${name}\` `, 'm'));
+    for (const { source, variables } of SETTINGS) {
+      assert.ok(existsSync(path.join(root, source)), `${source} (named by SETTINGS) exists`);
+      const declared = readFileSync(path.join(root, source), 'utf8');
+      for (const name of Object.keys(variables.properties))
+        assert.ok(declared.includes(`${name}:`), `${name} is declared in ${source}`);
+    }
   });
 
   it('shows no value of a secret', () => {
