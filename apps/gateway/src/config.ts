@@ -1,17 +1,40 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { isIP, isIPv4 } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseDotenv } from 'dotenv';
-import type { EgressProbe, EgressSettings } from './egress/settings.js';
-import type { HttpSettings } from './http/settings.js';
-import type { DatabaseConfig } from './store/settings.js';
+import { ClusterVariables, type NodeSettings, nodeSettings } from './cluster/settings.js';
+import { AccessVariables, parseDuration } from './domain/access/settings.js';
+import { HostsVariables } from './domain/hosts/settings.js';
+import { type EgressProbe, type EgressSettings, EgressVariables, egressSettings } from './egress/settings.js';
+import { type HttpSettings, HttpVariables } from './http/settings.js';
+import { type LogFormat, LoggingVariables } from './logger.js';
+import { RuntimeVariables } from './runtime/settings.js';
+import { checkVariable, parseHostPort, readVariables } from './shared/settings.js';
+import { SshVariables } from './ssh/settings.js';
+import { type DatabaseConfig, parseDatabaseUrl, StoreVariables } from './store/settings.js';
 
-export type { DatabaseConfig, EgressProbe, EgressSettings };
+export { EGRESS_DEFAULTS } from './egress/settings.js';
+export type { DatabaseConfig, EgressProbe, EgressSettings, LogFormat, NodeSettings };
+export { parseDatabaseUrl, parseDuration };
 
-export type LogFormat = 'json' | 'pretty';
+/** The variables of each part, in the order docs/configuration.md lists them (`npm run docs:config`). */
+export const SETTINGS = [
+  { title: 'HTTP', source: 'apps/gateway/src/http/settings.ts', variables: HttpVariables },
+  {
+    title: 'Accounts and sign-in',
+    source: 'apps/gateway/src/domain/access/settings.ts',
+    variables: AccessVariables,
+  },
+  { title: 'SSH proxy', source: 'apps/gateway/src/ssh/settings.ts', variables: SshVariables },
+  { title: 'Storage', source: 'apps/gateway/src/store/settings.ts', variables: StoreVariables },
+  { title: 'Workspaces', source: 'apps/gateway/src/runtime/settings.ts', variables: RuntimeVariables },
+  { title: 'Host checks', source: 'apps/gateway/src/domain/hosts/settings.ts', variables: HostsVariables },
+  { title: 'Egress', source: 'apps/gateway/src/egress/settings.ts', variables: EgressVariables },
+  { title: 'Cluster', source: 'apps/gateway/src/cluster/settings.ts', variables: ClusterVariables },
+  { title: 'Logging', source: 'apps/gateway/src/logger.ts', variables: LoggingVariables },
+] as const;
 
-/** Every setting; each part declares the ones it reads (egress/, http/, store/ settings.ts). */
+/** Every setting, from the variables each part declares in its own settings.ts (SETTINGS). */
 export interface Config extends HttpSettings {
   httpHost: string;
   httpPort: number;
@@ -61,29 +84,6 @@ export interface Config extends HttpSettings {
   node: NodeSettings;
 }
 
-/** This gateway as one node of several sharing a PostgreSQL database (docs/install.md, "Several machines"). */
-export interface NodeSettings {
-  /** NODE_NAME: unique among the gateways on one database; hosts keep the node they were placed on. */
-  name: string;
-  /** NODE_MAX_HOSTS: hosts placed on this node at most. */
-  maxHosts: number;
-  heartbeatSeconds: number;
-  /** A node silent this long is `unavailable` and its hosts `node_unavailable` (NODE_DEAD_SECONDS). */
-  deadSeconds: number;
-  /** INTERNAL_BIND: where the internal channel listens for sessions other nodes relay here; null: off. */
-  internalBind: { host: string; port: number } | null;
-  /** INTERNAL_ADDRESS: host:port other nodes dial for that channel (default: INTERNAL_BIND). */
-  internalAddress: string | null;
-}
-
-/** The public defaults (docs/egress-probe.md says what each proves). */
-export const EGRESS_DEFAULTS = {
-  dohUrl: 'https://1.1.1.1/dns-query',
-  dnsServer: '1.1.1.1:53',
-  dnsWhoami: 'whoami.cloudflare',
-  exitIpUrls: ['https://1.1.1.1/cdn-cgi/trace', 'https://checkip.amazonaws.com/'],
-} as const;
-
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
     super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
@@ -100,150 +100,34 @@ export function readEnvironment(env: Env = process.env, envFile = path.resolve('
   return { ...fromFile, ...env };
 }
 
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-
-/** Parses a duration such as `12h`, `30m`, `45s`, `2d` or a bare number of seconds. */
-export function parseDuration(text: string): number | null {
-  const match = /^(\d+)\s*(s|m|h|d)?$/.exec(text.trim());
-  if (!match) return null;
-  const unit = { s: 1, m: 60, h: 3600, d: 86400 }[(match[2] ?? 's') as 's' | 'm' | 'h' | 'd'];
-  const seconds = Number(match[1]) * unit;
-  return seconds > 0 ? seconds : null;
-}
-
-export function parseDatabaseUrl(url: string, dataDir: string): DatabaseConfig | string {
-  for (const prefix of ['sqlite:', 'file:']) {
-    if (url.startsWith(prefix)) {
-      const file = url.slice(prefix.length).replace(/^\/\/(?=\/)/, '');
-      if (!file) return `DATABASE_URL: "${prefix}" needs a file path, e.g. ${prefix}${dataDir}/gateway.db`;
-      return { kind: 'sqlite', file: file === ':memory:' ? file : path.resolve(file) };
-    }
-  }
-  if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
-    let parsed: URL;
-    try {
-      parsed = new URL(url);
-    } catch {
-      return 'DATABASE_URL is not a valid postgres:// URL';
-    }
-    const mode = parsed.searchParams.get('sslmode') ?? 'disable';
-    if (mode !== 'disable' && mode !== 'require' && mode !== 'verify-full') {
-      return `DATABASE_URL: sslmode must be disable, require or verify-full (got "${mode}")`;
-    }
-    const rootCert = parsed.searchParams.get('sslrootcert');
-    parsed.searchParams.delete('sslmode');
-    parsed.searchParams.delete('sslrootcert');
-    return { kind: 'postgres', connectionString: parsed.toString(), sslMode: mode, sslRootCert: rootCert };
-  }
-  return 'DATABASE_URL must start with sqlite:, file:, postgres:// or postgresql://';
-}
-
 /** Builds the typed configuration, collecting every problem so the operator can fix them in one pass. */
 export function loadConfig(env: Env): Config {
   const problems: string[] = [];
+  const http = readVariables(HttpVariables, env, problems);
+  const access = readVariables(AccessVariables, env, problems);
+  const ssh = readVariables(SshVariables, env, problems);
+  const store = readVariables(StoreVariables, env, problems);
+  const runtime = readVariables(RuntimeVariables, env, problems);
+  const hosts = readVariables(HostsVariables, env, problems);
+  const egress = readVariables(EgressVariables, env, problems);
+  const cluster = readVariables(ClusterVariables, env, problems);
+  const logging = readVariables(LoggingVariables, env, problems);
 
-  const port = (name: string, fallback: number, allowZero = false): number => {
-    const raw = env[name];
-    if (raw === undefined || raw === '') return fallback;
-    const value = Number(raw);
-    if (!Number.isInteger(value) || value < (allowZero ? 0 : 1) || value > 65535) {
-      problems.push(`${name} must be a port number${allowZero ? ' (0 turns it off)' : ''} (got "${raw}")`);
-      return fallback;
-    }
-    return value;
+  const dataDir = path.resolve(store.DATA_DIR);
+  const parsedDatabase = parseDatabaseUrl(
+    store.DATABASE_URL || `sqlite:${path.join(dataDir, 'gateway.db')}`,
+    dataDir,
+  );
+  if (typeof parsedDatabase === 'string') problems.push(parsedDatabase);
+  const database: DatabaseConfig =
+    typeof parsedDatabase === 'string' ? { kind: 'sqlite', file: '' } : parsedDatabase;
+
+  const url = (name: 'PUBLIC_API_URL' | 'PUBLIC_ENTRY_URL', fallback: string): string => {
+    // A default worked out from other settings is checked like a value given (which was, when read).
+    if (!http[name]) checkVariable(HttpVariables, name, fallback.replace(/\/+$/, ''), problems);
+    return (http[name] || fallback).replace(/\/+$/, '');
   };
-  const positive = (name: string, fallback: number): number => {
-    const raw = env[name];
-    if (raw === undefined || raw === '') return fallback;
-    const value = Number(raw);
-    if (!Number.isInteger(value) || value < 1) {
-      problems.push(`${name} must be a positive whole number (got "${raw}")`);
-      return fallback;
-    }
-    return value;
-  };
-
-  const ipv6Prefix = (): number => {
-    const raw = env.RATE_LIMIT_IPV6_PREFIX;
-    if (raw === undefined || raw === '') return 64;
-    const value = Number(raw);
-    if (!Number.isInteger(value) || value < 1 || value > 128) {
-      problems.push(
-        `RATE_LIMIT_IPV6_PREFIX must be a prefix length from 1 to 128, such as 64 (got "${raw}")`,
-      );
-      return 64;
-    }
-    return value;
-  };
-
-  const wholeNumber = (name: string, fallback: number): number => {
-    const raw = env[name];
-    if (raw === undefined || raw === '') return fallback;
-    const value = Number(raw);
-    if (!Number.isInteger(value) || value < 0) {
-      problems.push(`${name} must be a whole number, 0 or more (got "${raw}")`);
-      return fallback;
-    }
-    return value;
-  };
-  const positiveNumber = (name: string, fallback: number): number => {
-    const raw = env[name];
-    if (raw === undefined || raw === '') return fallback;
-    const value = Number(raw);
-    if (!Number.isFinite(value) || value <= 0) {
-      problems.push(`${name} must be a positive number (got "${raw}")`);
-      return fallback;
-    }
-    return value;
-  };
-
-  const httpHost = env.HTTP_HOST || '0.0.0.0';
-  const httpPort = port('HTTP_PORT', 8080, true); // 0 picks a free port (tests)
-  const entryPort = port('ENTRY_PORT', 80, true);
-  const dashboardPort = port('DASHBOARD_PORT', 0, true);
-  const sshProxyHost = env.SSH_PROXY_HOST || httpHost;
-  const sshProxyPort = port('SSH_PROXY_PORT', 2222, true); // 0 picks a free port (tests)
-  const dataDir = path.resolve(env.DATA_DIR || 'data');
-
-  const databaseUrl = env.DATABASE_URL || `sqlite:${path.join(dataDir, 'gateway.db')}`;
-  const database = parseDatabaseUrl(databaseUrl, dataDir);
-  if (typeof database === 'string') problems.push(database);
-
-  const jwtSecret = env.ADMIN_JWT_SECRET ?? '';
-  if (!jwtSecret) problems.push('ADMIN_JWT_SECRET is required (run deploy/setup.sh to generate one)');
-  else if (jwtSecret.length < 32) problems.push('ADMIN_JWT_SECRET must be at least 32 characters');
-
-  const adminUsername = env.ADMIN_USERNAME || 'admin';
-  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{2,49}$/.test(adminUsername)) {
-    problems.push(
-      'ADMIN_USERNAME must be 3 to 50 characters from A-Z a-z 0-9 . _ -, starting with a letter or digit',
-    );
-  }
-  const adminPassword = env.ADMIN_PASSWORD || null;
-  if (adminPassword !== null && adminPassword.length < 8)
-    problems.push('ADMIN_PASSWORD must be at least 8 characters');
-
-  const ttlText = env.TOKEN_TTL || '12h';
-  const tokenTtlSeconds = parseDuration(ttlText);
-  if (tokenTtlSeconds === null)
-    problems.push(`TOKEN_TTL must be a duration such as 12h, 30m or 3600 (got "${ttlText}")`);
-
-  const logLevel = env.LOG_LEVEL || 'info';
-  if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
-  const logFormat = (env.LOG_FORMAT || 'json') as LogFormat;
-  if (logFormat !== 'json' && logFormat !== 'pretty') problems.push('LOG_FORMAT must be json or pretty');
-
-  const publicHost = env.PUBLIC_HOST || 'localhost';
-  const url = (name: string, fallback: string): string => {
-    const value = (env[name] || fallback).replace(/\/+$/, '');
-    try {
-      const parsed = new URL(value);
-      if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error('scheme');
-    } catch {
-      problems.push(`${name} must be an http:// or https:// URL (got "${value}")`);
-    }
-    return value;
-  };
+  const { PUBLIC_HOST: publicHost, HTTP_PORT: httpPort, ENTRY_PORT: entryPort } = http;
   const publicApiUrl = url('PUBLIC_API_URL', `http://${publicHost}:${httpPort}`);
   // The access command pipes the entry script to `sh`: behind TLS it must come over TLS too.
   const behindTls = publicApiUrl.startsWith('https:');
@@ -261,277 +145,57 @@ export function loadConfig(env: Env): Config {
         'the access command pipes the entry script to sh, and over plain HTTP anyone on the path can change it',
     );
 
-  const egress = parseEgressSettings(env, problems);
-  const imageVariant = (env.WORKSPACE_IMAGE_VARIANT || 'full') as 'full' | 'test';
-  if (imageVariant !== 'full' && imageVariant !== 'test') {
-    problems.push('WORKSPACE_IMAGE_VARIANT must be full or test');
-  }
-
-  const mountUser = env.MOUNT_USER || 'ccp-mount';
-  if (!/^[a-z_][a-z0-9_-]{0,31}$/.test(mountUser))
-    problems.push(`MOUNT_USER must be a Linux user name (got "${mountUser}")`);
-
   const config: Config = {
-    httpHost,
+    httpHost: http.HTTP_HOST,
     httpPort,
     entryPort,
-    dashboardPort,
-    sshProxyHost,
-    sshMaxUnauthenticatedPerAddress: positive('SSH_MAX_UNAUTHENTICATED_PER_ADDRESS', 64),
-    sshMaxSessionsPerUser: positive('SSH_MAX_SESSIONS_PER_USER', 100),
-    sshProxyPort,
+    dashboardPort: http.DASHBOARD_PORT,
+    sshProxyHost: ssh.SSH_PROXY_HOST || http.HTTP_HOST,
+    sshMaxUnauthenticatedPerAddress: ssh.SSH_MAX_UNAUTHENTICATED_PER_ADDRESS,
+    sshMaxSessionsPerUser: ssh.SSH_MAX_SESSIONS_PER_USER,
+    sshProxyPort: ssh.SSH_PROXY_PORT,
     dataDir,
-    database: typeof database === 'string' ? { kind: 'sqlite', file: '' } : database,
-    adminUsername,
-    adminPassword,
-    jwtSecret,
-    tokenTtlSeconds: tokenTtlSeconds ?? 43200,
+    database,
+    adminUsername: access.ADMIN_USERNAME,
+    adminPassword: access.ADMIN_PASSWORD || null,
+    jwtSecret: access.ADMIN_JWT_SECRET ?? '',
+    tokenTtlSeconds: parseDuration(access.TOKEN_TTL) ?? 43200,
     publicHost,
     publicApiUrl,
     publicEntryUrl,
-    logLevel,
-    logFormat,
-    dockerSocket: env.DOCKER_SOCKET || '/var/run/docker.sock',
-    eventRetentionDays: positive('EVENT_RETENTION_DAYS', 90),
-    expirySweepSeconds: Math.min(positive('EXPIRY_SWEEP_SECONDS', 30), 60),
-    sseHeartbeatSeconds: Math.min(positive('SSE_HEARTBEAT_SECONDS', 15), 20),
-    egress,
-    workspaceImageVariant: imageVariant,
-    egressHealthSeconds: wholeNumber('EGRESS_HEALTH_SECONDS', 60),
-    hostCheckSeconds: wholeNumber('HOST_CHECK_SECONDS', 30),
-    rateLimitIpv6Prefix: ipv6Prefix(),
-    metricsBind: parseAddress('METRICS_BIND', env.METRICS_BIND, problems),
-    trustProxy: parseTrustProxy(env.TRUST_PROXY, problems),
-    folderMounts: {
-      dir: path.resolve(env.MOUNTS_DIR || '/run/cloud-cli-proxy/mounts'),
-      user: mountUser,
-    },
+    logLevel: logging.LOG_LEVEL,
+    logFormat: logging.LOG_FORMAT,
+    dockerSocket: runtime.DOCKER_SOCKET,
+    eventRetentionDays: store.EVENT_RETENTION_DAYS,
+    expirySweepSeconds: Math.min(access.EXPIRY_SWEEP_SECONDS, 60),
+    sseHeartbeatSeconds: Math.min(http.SSE_HEARTBEAT_SECONDS, 20),
+    egress: egressSettings(egress, problems),
+    workspaceImageVariant: runtime.WORKSPACE_IMAGE_VARIANT,
+    egressHealthSeconds: hosts.EGRESS_HEALTH_SECONDS,
+    hostCheckSeconds: hosts.HOST_CHECK_SECONDS,
+    rateLimitIpv6Prefix: access.RATE_LIMIT_IPV6_PREFIX,
+    metricsBind: parseHostPort(http.METRICS_BIND),
+    trustProxy: http.TRUST_PROXY,
+    folderMounts: { dir: path.resolve(ssh.MOUNTS_DIR), user: ssh.MOUNT_USER },
     // apps/cli/dist/ccp.mjs of this checkout, from apps/gateway/src or apps/gateway/dist.
     cliBundle: path.resolve(
-      env.CLI_BUNDLE || fileURLToPath(new URL('../../cli/dist/ccp.mjs', import.meta.url)),
+      http.CLI_BUNDLE || fileURLToPath(new URL('../../cli/dist/ccp.mjs', import.meta.url)),
     ),
     workspaceLimits: {
-      memoryMb: positive('WORKSPACE_MEMORY_MB', 2048),
-      cpus: positiveNumber('WORKSPACE_CPUS', 1),
-      pids: positive('WORKSPACE_PIDS', 1024),
+      memoryMb: runtime.WORKSPACE_MEMORY_MB,
+      cpus: runtime.WORKSPACE_CPUS,
+      pids: runtime.WORKSPACE_PIDS,
     },
-    node: parseNodeSettings(
-      env,
-      typeof database === 'string' ? { kind: 'sqlite', file: '' } : database,
-      problems,
-      { positive },
-    ),
+    node: nodeSettings(cluster, database.kind === 'postgres', problems),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
 }
 
-function parseNodeSettings(
-  env: Env,
-  database: Config['database'],
-  problems: string[],
-  numbers: { positive: (name: string, fallback: number) => number },
-): NodeSettings {
-  const name = env.NODE_NAME || 'local';
-  if (!/^[a-z0-9][a-z0-9-]{0,62}$/.test(name))
-    problems.push(`NODE_NAME must be lowercase letters, digits and dashes, at most 63 (got "${name}")`);
-  const internalBind = parseAddress('INTERNAL_BIND', env.INTERNAL_BIND, problems);
-  const internalAddress = env.INTERNAL_ADDRESS || (env.INTERNAL_BIND ? env.INTERNAL_BIND.trim() : null);
-  if (env.INTERNAL_ADDRESS && !env.INTERNAL_BIND)
-    problems.push(
-      'INTERNAL_ADDRESS needs INTERNAL_BIND: the address others dial must be one this node listens on',
-    );
-  if (internalAddress && /^(0\.0\.0\.0|\[?::\]?):/.test(internalAddress))
-    problems.push(
-      `INTERNAL_ADDRESS must be an address other nodes can dial (got "${internalAddress}"); set it beside INTERNAL_BIND=${internalAddress}`,
-    );
-  if (internalBind && database.kind !== 'postgres')
-    problems.push('INTERNAL_BIND needs DATABASE_URL on PostgreSQL: with SQLite there is only one node');
-  const heartbeatSeconds = numbers.positive('NODE_HEARTBEAT_SECONDS', 10);
-  const deadSeconds = numbers.positive('NODE_DEAD_SECONDS', 45);
-  if (deadSeconds < heartbeatSeconds * 2)
-    problems.push(
-      `NODE_DEAD_SECONDS must be at least twice NODE_HEARTBEAT_SECONDS (${deadSeconds} < 2 × ${heartbeatSeconds})`,
-    );
-  return {
-    name,
-    maxHosts: numbers.positive('NODE_MAX_HOSTS', 50),
-    heartbeatSeconds,
-    deadSeconds,
-    internalBind,
-    internalAddress,
-  };
-}
-
-function parseTrustProxy(text: string | undefined, problems: string[]): string[] {
-  const entries = (text ?? '')
-    .split(',')
-    .map((entry) => entry.trim())
-    .filter(Boolean);
-  const valid = (entry: string) => {
-    const [address, bits, extra] = entry.split('/');
-    const family = isIP(address ?? '');
-    if (!family || extra !== undefined) return false;
-    if (bits === undefined) return true;
-    return /^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128);
-  };
-  const bad = entries.filter((entry) => !valid(entry));
-  if (bad.length > 0)
-    problems.push(
-      `TRUST_PROXY must list IP addresses or CIDR ranges separated by commas, e.g. 127.0.0.1,10.0.0.0/8 (not: ${bad.join(', ')})`,
-    );
-  return entries;
-}
-
-function parseAddress(
-  name: string,
-  text: string | undefined,
-  problems: string[],
-): { host: string; port: number } | null {
-  if (!text) return null;
-  const match = /^(.+):(\d{1,5})$/.exec(text.trim());
-  const port = Number(match?.[2]);
-  if (!match || port > 65535) {
-    problems.push(`${name} must be an address and port such as 127.0.0.1:9464 (got "${text}")`);
-    return null;
-  }
-  return { host: match[1]!.replace(/^\[(.*)\]$/, '$1'), port };
-}
-
 /** The egress settings alone, from variables as an operator sets them (tests and benches use this too). */
 export function egressSettingsFrom(env: Env): EgressSettings {
   const problems: string[] = [];
-  const settings = parseEgressSettings(env, problems);
+  const settings = egressSettings(readVariables(EgressVariables, env, problems), problems);
   if (problems.length > 0) throw new ConfigError(problems);
   return settings;
-}
-
-function parseEgressSettings(env: Env, problems: string[]): EgressSettings {
-  if (env.EGRESS_PROBE_DNS_SERVER) {
-    problems.push(
-      'EGRESS_PROBE_DNS_SERVER is no longer used: the probe answers its zone through EGRESS_PROBE_DOH_URL, and ' +
-        'EGRESS_DNS_SERVER names the recursive resolver for other record types (docs/egress-probe.md)',
-    );
-  }
-  const dohUrl = env.EGRESS_DOH_URL || EGRESS_DEFAULTS.dohUrl;
-  checkDohUrl('EGRESS_DOH_URL', dohUrl, problems);
-
-  const dnsText = env.EGRESS_DNS_SERVER || EGRESS_DEFAULTS.dnsServer;
-  const dnsMatch = /^(\d{1,3}(?:\.\d{1,3}){3})(?::(\d{1,5}))?$/.exec(dnsText);
-  const dnsPort = Number(dnsMatch?.[2] ?? 53);
-  if (!dnsMatch || !isIPv4(dnsMatch[1]!) || dnsPort < 1 || dnsPort > 65535)
-    problems.push(`EGRESS_DNS_SERVER must be an IPv4 address with an optional :port (got "${dnsText}")`);
-  const dnsServer = { address: dnsMatch?.[1] ?? '0.0.0.0', port: dnsPort };
-
-  const whoamiText = env.EGRESS_DNS_WHOAMI ?? EGRESS_DEFAULTS.dnsWhoami;
-  const dnsWhoami = whoamiText === '' || whoamiText === 'off' ? null : whoamiText.replace(/\.$/, '');
-  if (dnsWhoami !== null && !DNS_NAME.test(dnsWhoami))
-    problems.push(`EGRESS_DNS_WHOAMI must be a DNS name, or "off" (got "${whoamiText}")`);
-
-  let probe: EgressProbe | null = null;
-  const probeUrl = env.EGRESS_PROBE_URL || null;
-  if (probeUrl) {
-    if (probeUrl.startsWith('http://'))
-      // Plain HTTP lets the upstream answer the echo itself with the declared exit, and read the log's token.
-      problems.push(
-        `EGRESS_PROBE_URL must be https:// (got "${probeUrl}"): over plain HTTP the upstream can answer the probe's IP echo itself and read its token. Start the probe with --tls-cert and --tls-key and set EGRESS_PROBE_CA_FILE to its CA (docs/egress-probe.md)`,
-      );
-    else if (!isEchoUrl(probeUrl, true))
-      // The exit-IP check must dial an IPv4 literal: a name could resolve to IPv6 and leave from another address.
-      problems.push(
-        `EGRESS_PROBE_URL must be an https:// URL whose host is an IPv4 address (got "${probeUrl}")`,
-      );
-    const dnsZone = env.EGRESS_PROBE_DNS_ZONE?.replace(/\.$/, '') ?? '';
-    if (!DNS_NAME.test(dnsZone))
-      problems.push("EGRESS_PROBE_DNS_ZONE must name the probe's zone when EGRESS_PROBE_URL is set");
-    const probeDoh = env.EGRESS_PROBE_DOH_URL ?? '';
-    if (!probeDoh)
-      problems.push("EGRESS_PROBE_DOH_URL must name the probe's DoH endpoint when EGRESS_PROBE_URL is set");
-    else checkDohUrl('EGRESS_PROBE_DOH_URL', probeDoh, problems);
-    const probeCa = env.EGRESS_PROBE_CA_FILE || null;
-    if (probeCa && !existsSync(probeCa)) problems.push(`EGRESS_PROBE_CA_FILE: no such file: ${probeCa}`);
-    probe = {
-      url: probeUrl,
-      dnsZone: dnsZone.toLowerCase(),
-      dohUrl: probeDoh,
-      token: env.EGRESS_PROBE_TOKEN || null,
-      caFile: probeCa,
-    };
-  } else {
-    const stray = [
-      'EGRESS_PROBE_DNS_ZONE',
-      'EGRESS_PROBE_DOH_URL',
-      'EGRESS_PROBE_TOKEN',
-      'EGRESS_PROBE_CA_FILE',
-    ].filter((name) => env[name]);
-    if (stray.length > 0)
-      problems.push(`${stray.join(', ')} only apply with EGRESS_PROBE_URL (the probe's IP echo)`);
-  }
-
-  // The HTTPS echoes stay beside a probe: each is one more party that must see the exit.
-  const urlsText = env.EGRESS_EXIT_IP_URLS;
-  const exitIpUrls = urlsText
-    ? urlsText
-        .split(',')
-        .map((entry) => entry.trim())
-        .filter(Boolean)
-    : [...EGRESS_DEFAULTS.exitIpUrls];
-  const badUrls = exitIpUrls.filter((entry) => !isEchoUrl(entry, false));
-  if (badUrls.length > 0)
-    problems.push(
-      `EGRESS_EXIT_IP_URLS must list http:// or https:// URLs separated by commas (not: ${badUrls.join(', ')})`,
-    );
-  if (probe) exitIpUrls.unshift(probe.url);
-  if (exitIpUrls.length === 0) problems.push('EGRESS_EXIT_IP_URLS must name at least one IP echo');
-  const minText = env.EGRESS_EXIT_IP_MIN_ANSWERS;
-  const minEchoAnswers = minText ? Number(minText) : 1;
-  if (
-    !Number.isInteger(minEchoAnswers) ||
-    minEchoAnswers < 1 ||
-    minEchoAnswers > Math.max(1, exitIpUrls.length)
-  )
-    problems.push(
-      `EGRESS_EXIT_IP_MIN_ANSWERS must be a whole number from 1 to the number of IP echoes (${exitIpUrls.length}) (got "${minText}")`,
-    );
-
-  const caFile = env.EGRESS_TLS_CA_FILE || null;
-  if (caFile && !existsSync(caFile)) problems.push(`EGRESS_TLS_CA_FILE: no such file: ${caFile}`);
-  return {
-    dohUrl,
-    dnsServer,
-    dnsWhoami,
-    exitIpUrls,
-    minEchoAnswers,
-    probe,
-    caFile,
-    v2rayCommand: env.V2RAY_BIN || 'v2ray',
-  };
-}
-
-const DNS_NAME = /^[A-Za-z0-9_]([A-Za-z0-9_-]{0,62})(\.[A-Za-z0-9_]([A-Za-z0-9_-]{0,62}))*$/;
-
-/**
- * An IP echo: http(s) with a host that is an IPv4 literal or a name (resolved through the tunnel, IPv4 only);
- * the probe's (`literalOnly`) is https:// to an IPv4 literal.
- */
-function isEchoUrl(text: string, literalOnly: boolean): boolean {
-  try {
-    const url = new URL(text);
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') return false;
-    if (literalOnly) return url.protocol === 'https:' && isIPv4(url.hostname);
-    return isIPv4(url.hostname) || (!url.hostname.startsWith('[') && DNS_NAME.test(url.hostname));
-  } catch {
-    return false;
-  }
-}
-
-/** v2ray would resolve a DoH host name with its own resolver, which is the tunnel: only IP literals work. */
-function checkDohUrl(name: string, text: string, problems: string[]): void {
-  try {
-    const url = new URL(text);
-    if (url.protocol === 'https:' && isIP(url.hostname.replace(/^\[|\]$/g, '')) !== 0) return;
-  } catch {
-    // reported below
-  }
-  problems.push(`${name} must be an https:// URL whose host is an IP address (got "${text}")`);
 }

@@ -1,5 +1,27 @@
 import pino, { type DestinationStream, type Logger } from 'pino';
-import type { Config } from './config.js';
+import Type, { type Static } from 'typebox';
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/** What the gateway logs and how (docs/configuration.md is written from these). */
+export const LoggingVariables = Type.Object({
+  LOG_LEVEL: Type.Union(
+    LOG_LEVELS.map((level) => Type.Literal(level)),
+    {
+      default: 'info',
+      description: 'The least severe log lines written',
+      problem: `must be one of ${LOG_LEVELS.join(', ')}`,
+    },
+  ),
+  LOG_FORMAT: Type.Union([Type.Literal('json'), Type.Literal('pretty')], {
+    default: 'json',
+    description: '`json` (one object a line, with request ids) or `pretty`',
+    problem: 'must be json or pretty',
+  }),
+});
+export type LoggingVariables = Static<typeof LoggingVariables>;
+
+export type LogFormat = LoggingVariables['LOG_FORMAT'];
 
 const REDACT = [
   'req.headers.authorization',
@@ -46,7 +68,7 @@ export function redactUrl(url: string): string {
 
 /** `destination` replaces stdout for JSON logs (tests read the lines). */
 export function createLogger(
-  config: Pick<Config, 'logLevel' | 'logFormat'>,
+  config: { logLevel: string; logFormat: LogFormat },
   destination?: DestinationStream,
 ): Logger {
   const options: pino.LoggerOptions = {

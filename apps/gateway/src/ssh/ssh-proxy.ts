@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import net, { type AddressInfo, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { Actor, RecordedEvent } from '@ccp/api';
+import type { RecordedEvent } from '@ccp/api';
 import type { Logger } from 'pino';
 import ssh2, {
   type AuthContext,
@@ -13,13 +13,9 @@ import ssh2, {
   type ServerChannel,
 } from 'ssh2';
 import { type HostDialer, HostUnreachable } from '../cluster/host-dialer.js';
-import type {
-  Access,
-  Refusal as AccessRefusal,
-  Credential,
-  HostWithOwner,
-  UserRow,
-} from '../domain/access/access.js';
+import type { Access, Refusal as AccessRefusal, Credential } from '../domain/access/access.js';
+import type { HostAccess } from '../domain/access/host-access.js';
+import { actorOf, type CredentialHolder } from '../domain/access/principal.js';
 import {
   type AccessSettings,
   accessCommand,
@@ -97,8 +93,8 @@ const DISCONNECT_GRACE_MS = 2000;
 
 /** A login that passed every check, with the workspace connection made for it. */
 interface Admitted {
-  user: UserRow;
-  host: HostWithOwner;
+  user: CredentialHolder;
+  host: HostAccess;
   upstream: Client;
 }
 
@@ -124,8 +120,6 @@ const REFUSALS: Record<
   account_disabled: () => 'this account is disabled.',
   account_expired: () => 'this account has expired.',
 };
-
-const actorOf = (user: UserRow): Actor => ({ kind: user.role, id: user.id, username: user.username });
 
 /**
  * The SSH entrance on SSH_PROXY_PORT: authenticates `<username>[+<shortId>]` with the user's SSH password or
@@ -332,7 +326,7 @@ export class SshProxy {
     }
     const { user, ticket } = admission;
 
-    const refuse = async (reason: string, text: string, host?: HostWithOwner): Promise<never> => {
+    const refuse = async (reason: string, text: string, host?: HostAccess): Promise<never> => {
       await this.emit({
         type: 'auth.ssh.failed',
         level: 'warn',
@@ -353,8 +347,7 @@ export class SshProxy {
         `${user.username} has ${sessionsPerUser} SSH sessions open, the most one user may have; close one and try again.`,
         found.host,
       );
-    const { host } = found;
-    const gatewayKey = access.workspaceKeyFor(host);
+    const { host, workspaceKey: gatewayKey } = found;
     // The dial counts too: the workspace's sshd counts a connection from its accept until the login is done.
     return this.workspaceLogins.run(host.id, () =>
       this.loginToWorkspace(user, host, gatewayKey, connection, refuse),
@@ -363,11 +356,11 @@ export class SshProxy {
 
   /** Opens the host's workspace and logs in there with the gateway's key for this user's session. */
   private async loginToWorkspace(
-    user: UserRow,
-    host: HostWithOwner,
+    user: CredentialHolder,
+    host: HostAccess,
     gatewayKey: string | null,
     connection: Connection,
-    refuse: (reason: string, text: string, host?: HostWithOwner) => Promise<never>,
+    refuse: (reason: string, text: string, host?: HostAccess) => Promise<never>,
   ): Promise<Admitted> {
     let sock: Duplex | null = null;
     if (host.status === 'running' && gatewayKey) {
@@ -380,8 +373,8 @@ export class SshProxy {
           return refuse(
             'workspace_unreachable',
             error.reason === 'node_unreachable'
-              ? `host ${host.short_id} runs on node ${host.node}, which does not answer this gateway; try again shortly.`
-              : `host ${host.short_id} is running but its SSH service does not answer; try again shortly.`,
+              ? `host ${host.shortId} runs on node ${host.node}, which does not answer this gateway; try again shortly.`
+              : `host ${host.shortId} is running but its SSH service does not answer; try again shortly.`,
             host,
           );
         }
@@ -390,14 +383,14 @@ export class SshProxy {
     if (host.status === 'node_unavailable')
       return refuse(
         'node_unavailable',
-        `host ${host.short_id} is on node ${host.node}, which has stopped answering; it is back when that node is (ask your administrator)`,
+        `host ${host.shortId} is on node ${host.node}, which has stopped answering; it is back when that node is (ask your administrator)`,
         host,
       );
     if (!sock || !gatewayKey) {
       if (host.status !== 'running' && !(await this.options.access.canStart(host.id)))
         return refuse(
           'no_egress_bound',
-          `host ${host.short_id} has no egress IP, so it cannot start; ask your administrator to bind one`,
+          `host ${host.shortId} has no egress IP, so it cannot start; ask your administrator to bind one`,
           host,
         );
       const stop = ['stopped', 'stopping'].includes(host.status)
@@ -405,10 +398,10 @@ export class SshProxy {
         : null;
       return refuse(
         'host_not_running',
-        `host ${host.short_id} is ${host.status === 'running' ? 'not reachable' : host.status}` +
+        `host ${host.shortId} is ${host.status === 'running' ? 'not reachable' : host.status}` +
           `${stop ? ` (${stopText(stop, user)})` : ''}; ` +
           `start it with the Start button at ${portalHostUrl(this.options.accessSettings, host.id)}, or run ` +
-          `its access command, which starts it and connects: ${accessCommand(this.options.accessSettings, host.short_id)}`,
+          `its access command, which starts it and connects: ${accessCommand(this.options.accessSettings, host.shortId)}`,
         host,
       );
     }
@@ -420,7 +413,7 @@ export class SshProxy {
       this.options.log.warn({ err: error, hostId: host.id }, 'logging in to the workspace failed');
       return refuse(
         'workspace_unreachable',
-        `host ${host.short_id} is running but its SSH service does not answer; try again shortly.`,
+        `host ${host.shortId} is running but its SSH service does not answer; try again shortly.`,
         host,
       );
     }
@@ -491,7 +484,7 @@ export class SshProxy {
           [FOLDER_MOUNT_SUBSYSTEM]: (channel: ServerChannel) =>
             folderMounts.handle(channel, {
               hostId: host.id,
-              shortId: host.short_id,
+              shortId: host.shortId,
               linuxUser: linuxUserFor(user.username),
               user,
               actor: actorOf(user),
@@ -513,13 +506,13 @@ export class SshProxy {
       upstream.end();
       this.emit({
         type: 'ssh.session.closed',
-        message: `SSH session of ${user.username} to host ${host.short_id} closed (${session.closeReason})`,
+        message: `SSH session of ${user.username} to host ${host.shortId} closed (${session.closeReason})`,
         actor: actorOf(user),
         userId: user.id,
         hostId: host.id,
         data: {
           username: user.username,
-          short_id: host.short_id,
+          short_id: host.shortId,
           client_address: clientAddress,
           bytes_in: traffic.toWorkspace,
           bytes_out: traffic.toClient,
@@ -530,11 +523,11 @@ export class SshProxy {
     });
     this.emit({
       type: 'ssh.session.opened',
-      message: `SSH session of ${user.username} to host ${host.short_id} opened`,
+      message: `SSH session of ${user.username} to host ${host.shortId} opened`,
       actor: actorOf(user),
       userId: user.id,
       hostId: host.id,
-      data: { username: user.username, short_id: host.short_id, client_address: clientAddress },
+      data: { username: user.username, short_id: host.shortId, client_address: clientAddress },
     });
   }
 
@@ -560,7 +553,7 @@ export class SshProxy {
     const reason = await this.options.access.liveSessionEnd(
       session.user.id,
       session.host.id,
-      session.user.token_version,
+      session.user.tokenVersion,
     );
     if (reason) this.closeWhere((s) => s === session, reason);
   }
@@ -571,7 +564,7 @@ export class SshProxy {
 }
 
 /** Who stopped the host and when, as the one refused hears it ("stopped by … at …"; ccp reads it). */
-function stopText(stop: { by: StopRequester; at: string }, user: UserRow): string {
+function stopText(stop: { by: StopRequester; at: string }, user: CredentialHolder): string {
   const { by, at } = stop;
   // The gateway stops hosts by itself only when their owner's account is disabled or expires.
   if (by.kind === 'system') return `stopped by the gateway at ${at}, as the account was disabled or expired`;

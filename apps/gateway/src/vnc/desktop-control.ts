@@ -3,8 +3,8 @@ import type { Socket } from 'node:net';
 import type { VncStatus } from '@ccp/api';
 import type { Logger } from 'pino';
 import { type HostDialer, HostUnreachable } from '../cluster/host-dialer.js';
-import type { HostWithOwner } from '../domain/access/access.js';
-import { type HostGrant, hostOf } from '../domain/access/grants.js';
+import type { HostGrant } from '../domain/access/grants.js';
+import { grantedHostAccess, type HostAccess } from '../domain/access/host-access.js';
 import { DomainError, errors } from '../domain/errors.js';
 import type { EventBus } from '../events/event-bus.js';
 import { type ExecResult, RuntimeError } from '../runtime/workspace-runtime.js';
@@ -49,7 +49,7 @@ export class DesktopControl {
 
   /** The desktop's state, for whoever may use it (Access.requireHost with `desktop`). */
   async status(grant: HostGrant): Promise<VncStatus> {
-    const host = hostOf(grant, 'desktop');
+    const host = grantedHostAccess(grant, 'desktop');
     if (host.status !== 'running') return hostStopped();
     const report = await this.run(host, 'status', STATUS_TIMEOUT_MS);
     return report ? statusOf(report.report) : unavailable();
@@ -57,12 +57,12 @@ export class DesktopControl {
 
   /** Starts or restarts the desktop; answers once it is up. */
   async control(grant: HostGrant, action: 'start' | 'restart'): Promise<VncStatus> {
-    const host = hostOf(grant, 'desktop');
+    const host = grantedHostAccess(grant, 'desktop');
     if (host.status !== 'running') throw hostNotRunning();
     const began = Date.now();
     const event = {
       actor: grant.actor,
-      userId: host.user_id,
+      userId: host.ownerId,
       hostId: host.id,
     };
     const fail = async (error: DomainError): Promise<never> => {
@@ -70,8 +70,8 @@ export class DesktopControl {
         ...event,
         type: `vnc.${action}.failed`,
         level: 'error',
-        message: `Desktop ${action} on host ${host.short_id} failed: ${error.message}`,
-        data: { short_id: host.short_id, code: error.code, reason: error.message },
+        message: `Desktop ${action} on host ${host.shortId} failed: ${error.message}`,
+        data: { short_id: host.shortId, code: error.code, reason: error.message },
       });
       throw error;
     };
@@ -96,15 +96,15 @@ export class DesktopControl {
     await this.options.bus.emit({
       ...event,
       type: action === 'start' ? 'vnc.started' : 'vnc.restarted',
-      message: `Desktop on host ${host.short_id} ${action === 'start' ? 'started' : 'restarted'}`,
-      data: { short_id: host.short_id, duration_ms: Date.now() - began },
+      message: `Desktop on host ${host.shortId} ${action === 'start' ? 'started' : 'restarted'}`,
+      data: { short_id: host.shortId, duration_ms: Date.now() - began },
     });
     return statusOf(outcome.report);
   }
 
   /** Runs the control program; null when the workspace or the program is not there. */
   private async run(
-    host: HostWithOwner,
+    host: HostAccess,
     action: 'status' | 'start' | 'restart',
     timeoutMs: number,
   ): Promise<{ exitCode: number; stderr: string; report: ControlReport } | null> {
@@ -133,7 +133,7 @@ export class DesktopControl {
   }
 
   /** Fetches the web client through the relay, as the proxy will; returns why not, or null when it answered. */
-  private async reach(host: HostWithOwner): Promise<string | null> {
+  private async reach(host: HostAccess): Promise<string | null> {
     const until = Date.now() + REACH_TIMEOUT_MS;
     let last = 'no answer';
     while (Date.now() < until) {

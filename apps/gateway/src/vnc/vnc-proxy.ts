@@ -7,8 +7,9 @@ import type { RecordedEvent, VncTicket } from '@ccp/api';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
 import { type HostDialer, HostUnreachable } from '../cluster/host-dialer.js';
-import type { Access, HostWithOwner } from '../domain/access/access.js';
+import type { Access } from '../domain/access/access.js';
 import type { AuthService } from '../domain/access/auth-service.js';
+import type { HostAccess } from '../domain/access/host-access.js';
 import { actorOf, type CredentialHolder, type Principal } from '../domain/access/principal.js';
 import { errors } from '../domain/errors.js';
 import { BackgroundEvents } from '../events/background-events.js';
@@ -37,7 +38,7 @@ const MAX_MESSAGE = 64 * 1024 * 1024;
 export interface DesktopAccess {
   portal: Portal;
   principal: CredentialHolder;
-  host: HostWithOwner;
+  host: HostAccess;
   source: DesktopCredential['kind'];
   basePath: string;
 }
@@ -78,7 +79,7 @@ export class VncProxy {
     this.events = new BackgroundEvents(options.bus, options.log);
     options.bus.on('user.access_ended', ({ userId, reason }) => {
       this.closeWhere(
-        (s) => s.access.principal.id === userId || s.access.host.user_id === userId,
+        (s) => s.access.principal.id === userId || s.access.host.ownerId === userId,
         `user_${reason}`,
       );
     });
@@ -125,7 +126,7 @@ export class VncProxy {
     const principal = await this.holderOf(credential, portal, hostId);
     if (principal.role !== portal)
       throw errors.forbidden(`This desktop path needs ${portal === 'admin' ? 'an admin' : 'a user'} token`);
-    const { host } = await this.options.access.requireHost(principal, hostId, 'desktop');
+    const host = await this.options.access.desktopHost(principal, hostId);
     if (upgrade && !originAllowed(headers, this.options.publicApiUrl, credential.kind))
       throw errors.forbidden('The WebSocket origin is not allowed');
     return { portal, principal, host, source: credential.kind, basePath: vncBasePath(portal, hostId) };
@@ -270,14 +271,14 @@ export class VncProxy {
   }
 
   /** 409 for a host that is not running, 503 for one with no path to its desktop (HostDialer.hasPath). */
-  private async requirePath(host: HostWithOwner): Promise<void> {
+  private async requirePath(host: HostAccess): Promise<void> {
     if (host.status !== 'running') throw hostNotRunning(host);
     if (!(await this.options.dialer.hasPath(host)))
       throw errors.unavailable('vnc_unreachable', 'The host has no path to its desktop');
   }
 
   /** A connection to the desktop's websockify; fails with the reason the browser is told. */
-  private async dialDesktop(host: HostWithOwner): Promise<Socket> {
+  private async dialDesktop(host: HostAccess): Promise<Socket> {
     if (host.status !== 'running') throw hostNotRunning(host);
     return this.options.dialer.open(host, 'desktop').catch((error: unknown) => {
       if (!(error instanceof HostUnreachable)) throw error;
@@ -315,17 +316,17 @@ export class VncProxy {
     this.emit({
       type: 'vnc.session.opened',
       ...(passwordProtected
-        ? { message: `Desktop session of ${principal.username} to host ${host.short_id} opened` }
+        ? { message: `Desktop session of ${principal.username} to host ${host.shortId} opened` }
         : {
             level: 'warn',
-            message: `Desktop session of ${principal.username} to host ${host.short_id} opened; its desktop has no password (a workspace made before desktop passwords): rebuild the host to give it one`,
+            message: `Desktop session of ${principal.username} to host ${host.shortId} opened; its desktop has no password (a workspace made before desktop passwords): rebuild the host to give it one`,
           }),
       actor: actorOf(principal),
-      userId: host.user_id,
+      userId: host.ownerId,
       hostId: host.id,
       data: {
         portal,
-        short_id: host.short_id,
+        short_id: host.shortId,
         client_address: session.clientAddress,
         desktop_locked: passwordProtected,
       },
@@ -336,13 +337,13 @@ export class VncProxy {
     const { principal, host, portal } = session.access;
     this.emit({
       type: 'vnc.session.closed',
-      message: `Desktop session of ${principal.username} to host ${host.short_id} closed (${session.closeReason})`,
+      message: `Desktop session of ${principal.username} to host ${host.shortId} closed (${session.closeReason})`,
       actor: actorOf(principal),
-      userId: host.user_id,
+      userId: host.ownerId,
       hostId: host.id,
       data: {
         portal,
-        short_id: host.short_id,
+        short_id: host.shortId,
         client_address: session.clientAddress,
         bytes_in: session.traffic.toDesktop,
         bytes_out: session.traffic.toClient,
@@ -357,7 +358,7 @@ export class VncProxy {
   }
 }
 
-function hostNotRunning(host: HostWithOwner) {
+function hostNotRunning(host: HostAccess) {
   if (host.status === 'node_unavailable')
     return errors.conflict(
       'node_unavailable',

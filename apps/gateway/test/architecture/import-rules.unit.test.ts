@@ -34,11 +34,21 @@ const forbidden: [string, string, RegExp][] = [
     "import type { UserRow as imported } from '../store/users-repository.js';",
     /SSH proxy admits through the domain/,
   ],
+  [
+    `${gateway}/ssh`,
+    "import type { UserRow as imported } from '../domain/access/access.js';",
+    /ssh\/ takes the domain's shapes/,
+  ],
   [`${gateway}/ssh`, "import { VncProxy as imported } from '../vnc/vnc-proxy.js';", /ssh\/ sits below/],
   [
     `${gateway}/vnc`,
     "import type { HostWithOwner as imported } from '../store/hosts-repository.js';",
     /desktop admits through the domain/,
+  ],
+  [
+    `${gateway}/vnc`,
+    "import type { HostWithOwner as imported } from '../domain/access/grants.js';",
+    /vnc\/ takes the domain's shapes/,
   ],
   [`${gateway}/vnc`, "import { SshProxy as imported } from '../ssh/ssh-proxy.js';", /vnc\/ sits below/],
   [
@@ -155,6 +165,7 @@ const allowed: [string, string][] = [
   [`${gateway}/http/routes`, "import { vncPagePath as imported } from '../../vnc/vnc-access.js';"],
   [`${gateway}/ssh`, "import { Access as imported } from '../domain/access.js';"],
   [`${gateway}/vnc`, "import { HostDialer as imported } from '../cluster/host-dialer.js';"],
+  [`${gateway}/vnc`, "import type { HostAccess as imported } from '../domain/access/host-access.js';"],
   [`${gateway}/cluster`, "import { SecretBox as imported } from '../domain/secret-box.js';"],
   [`${gateway}/domain`, "import { UsersRepository as imported } from '../store/users-repository.js';"],
   [`${gateway}/domain`, "import { EventBus as imported } from '../events/event-bus.js';"],

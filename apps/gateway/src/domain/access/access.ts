@@ -11,13 +11,11 @@ import { sessionEndReason } from './access-revocation.js';
 import { AccessTickets, type TicketGrant } from './access-tickets.js';
 import { isExpired } from './account-expiry.js';
 import { type HostAction, type HostGrant, mint, type SystemGrant, type TaskGrant } from './grants.js';
+import { type HostAccess, hostAccessOf } from './host-access.js';
 import { type CredentialHolder, type Principal, actorOf as principalActor } from './principal.js';
 import { FailureRateLimiter, limitedSource } from './rate-limiter.js';
 import type { SecretBox } from './secret-box.js';
 import { SHORT_ID_PATTERN, verifyAgainstNothing, verifyPassword } from './secrets.js';
-
-/** The account and the host these rules admit: the SSH proxy and the desktop take them from here, not the store. */
-export type { HostWithOwner, UserRow };
 
 /** Where a secret is presented; it names the events (`auth.<channel>.failed`). */
 export type Channel = 'login' | 'entry' | 'bootstrap' | 'ssh';
@@ -35,9 +33,19 @@ export type Refusal =
   | { reason: 'rate_limited' | 'busy'; retryAfterSeconds: number }
   | { reason: 'account_disabled' | 'account_expired' };
 
+/** An admitted account as the SSH proxy sees it (the token version ends its sessions when it moves on). */
 export type Admission =
+  | { admitted: true; user: CredentialHolder; ticket: TicketGrant | null }
+  | ({ admitted: false } & Refusal);
+
+type AccountAdmission =
   | { admitted: true; user: UserRow; ticket: TicketGrant | null }
   | ({ admitted: false } & Refusal);
+
+/** The host an SSH login reaches, with the gateway's key for the workspace (null before its first start). */
+export type SshHost =
+  | { ok: true; host: HostAccess; workspaceKey: string | null }
+  | { ok: false; reason: string; message: string; host?: HostAccess };
 
 const USER_HOST_ACTIONS: ReadonlySet<HostAction> = new Set(['view', 'operate', 'desktop', 'ssh']);
 
@@ -93,8 +101,18 @@ export class Access {
     this.desktopTickets = new AccessTickets<DesktopGrant>(ticketStore, 'desktop', DESKTOP_TICKET_MS);
   }
 
-  /** Proves a credential. The account state is only revealed after the secret was proven; every outcome is logged. */
+  /** Proves a credential (`admitAccount`), for the SSH proxy: the account as the holder of that credential. */
   async admit(credential: Credential, channel: Channel, clientAddress: string): Promise<Admission> {
+    const admission = await this.admitAccount(credential, channel, clientAddress);
+    return admission.admitted ? { ...admission, user: holderOf(admission.user) } : admission;
+  }
+
+  /** Proves a credential. The account state is only revealed after the secret was proven; every outcome is logged. */
+  private async admitAccount(
+    credential: Credential,
+    channel: Channel,
+    clientAddress: string,
+  ): Promise<AccountAdmission> {
     const { username } = credential;
     const method = credential.kind === 'ssh_key' ? 'publickey' : 'password';
     const user = await this.users.findByUsername(username);
@@ -186,7 +204,7 @@ export class Access {
 
   /** `admit` for the HTTP channels: the user, or the refusal as the API error. */
   async verify(credential: Credential, channel: Channel, clientAddress: string): Promise<UserRow> {
-    const admission = await this.admit(credential, channel, clientAddress);
+    const admission = await this.admitAccount(credential, channel, clientAddress);
     if (admission.admitted) return admission.user;
     throw refusalError(admission);
   }
@@ -248,17 +266,11 @@ export class Access {
   }
 
   /** The host an SSH login names (`user+shortId`, or the user's only host), or why there is none. */
-  async sshHost(
-    user: UserRow,
-    shortId: string | null,
-    ticket: TicketGrant | null,
-  ): Promise<
-    { ok: true; host: HostWithOwner } | { ok: false; reason: string; message: string; host?: HostWithOwner }
-  > {
+  async sshHost(user: Principal, shortId: string | null, ticket: TicketGrant | null): Promise<SshHost> {
     let host: HostWithOwner | undefined;
     if (shortId) {
       if (SHORT_ID_PATTERN.test(shortId)) host = await this.hosts.findByShortId(shortId);
-      if (!host || !mayActOn(principalOf(user), host, 'ssh'))
+      if (!host || !mayActOn(user, host, 'ssh'))
         return { ok: false, reason: 'unknown_host', message: `${user.username} has no host ${shortId}.` };
     } else {
       const owned = await this.hosts.list({ userId: user.id });
@@ -279,9 +291,14 @@ export class Access {
         ok: false,
         reason: 'ticket_wrong_host',
         message: `this one-time ticket is for another host than ${host.short_id}.`,
-        host,
+        host: hostAccessOf(host),
       };
-    return { ok: true, host };
+    return { ok: true, host: hostAccessOf(host), workspaceKey: this.workspaceKeyFor(host) };
+  }
+
+  /** The host of a desktop the principal may use (`requireHost` with `desktop`), as the desktop proxy sees it. */
+  async desktopHost(principal: Principal, hostId: string): Promise<HostAccess> {
+    return hostAccessOf((await this.requireHost(principal, hostId, 'desktop')).host);
   }
 
   private sourceOf(clientAddress: string): string {
@@ -313,7 +330,7 @@ export class Access {
   async desktopTicket(
     principal: Principal,
     hostId: string,
-  ): Promise<{ ticket: string; expiresAt: Date; host: HostWithOwner }> {
+  ): Promise<{ ticket: string; expiresAt: Date; host: HostAccess }> {
     const { host } = await this.requireHost(principal, hostId, 'desktop');
     if (host.status !== 'running')
       throw errors.conflict('host_not_running', 'The host is not running; start it before its desktop');
@@ -326,7 +343,7 @@ export class Access {
       portal: principal.role,
       tokenVersion: account.token_version,
     });
-    return { ...issued, host };
+    return { ...issued, host: hostAccessOf(host) };
   }
 
   /** Uses up a desktop ticket presented on `portal`'s path to `hostId`'s desktop: whom it was made for, while
@@ -350,7 +367,7 @@ export class Access {
   }
 
   /** The gateway's own key for logging in to a host's workspace; null before the host was first started. */
-  workspaceKeyFor(host: HostWithOwner): string | null {
+  private workspaceKeyFor(host: HostWithOwner): string | null {
     return host.gateway_key_sealed ? this.box.open(host.gateway_key_sealed) : null;
   }
 
@@ -436,6 +453,13 @@ function mayActOn(principal: Principal, host: HostWithOwner, action: HostAction)
 /** `Access.desktopPassword`, for whoever holds the secret key (the VNC bench's direct path). */
 export const desktopPasswordOf = (box: SecretBox, hostId: string): string =>
   box.derive(`desktop vnc password ${hostId}`, 6).toString('base64url');
+
+const holderOf = (user: UserRow): CredentialHolder => ({
+  id: user.id,
+  username: user.username,
+  role: user.role,
+  tokenVersion: user.token_version,
+});
 
 /** The principal an admitted account acts as. */
 export const principalOf = (user: UserRow): Principal => ({

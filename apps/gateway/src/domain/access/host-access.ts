@@ -1,0 +1,29 @@
+import type { HostWithOwner } from '../../store/hosts-repository.js';
+import { type HostAction, type HostGrant, hostOf } from './grants.js';
+
+/**
+ * A host as the SSH proxy and the desktop reach it: what they name, check and dial, and nothing of the store's
+ * row (no sealed secrets, no columns they would come to depend on).
+ */
+export interface HostAccess {
+  id: string;
+  shortId: string;
+  /** The owner's account: their sessions end when it loses access. */
+  ownerId: string;
+  /** The host's state (`running`, `stopped`, `node_unavailable`, …); only a running host is reached. */
+  status: string;
+  /** The node holding its containers; null only for a host made before nodes (this gateway's). */
+  node: string | null;
+}
+
+export const hostAccessOf = (host: HostWithOwner): HostAccess => ({
+  id: host.id,
+  shortId: host.short_id,
+  ownerId: host.user_id,
+  status: host.status,
+  node: host.node,
+});
+
+/** The host of a grant covering `action`, as the SSH proxy and the desktop see it (`hostOf`'s checks). */
+export const grantedHostAccess = (grant: HostGrant, action: HostAction): HostAccess =>
+  hostAccessOf(hostOf(grant, action));
