@@ -17,8 +17,6 @@ import type { AccessSettings } from './host-view.js';
 import { UpstreamRounds } from './upstream-rounds.js';
 import { UpstreamSwitch } from './upstream-switch.js';
 
-export type { WorkspaceLimits } from './host-tasks.js';
-
 /**
  * The host lifecycle, as the rest of the gateway sees it: commands (host-commands.ts) that record what a host
  * should be and queue its task (host-tasks.ts), and the reconciler (host-reconciler.ts, deciding with

@@ -11,10 +11,10 @@ import type { UpstreamSwitch } from './upstream-switch.js';
 type Failover = Extract<Action, { kind: 'failover' }>;
 
 /** What a round saw of a host beyond its record; what it did not look at stays unknown. */
-export type Seen = Partial<Pick<Observed, 'engine' | 'busy' | 'lostBefore' | 'upstream'>>;
+type Seen = Partial<Pick<Observed, 'engine' | 'busy' | 'lostBefore' | 'upstream'>>;
 
 /** What applying an action needs beyond the observation: who acts, and names for its events. */
-export interface Context {
+interface Context {
   /** The node this gateway runs as. */
   node: string;
   actor: Actor;
