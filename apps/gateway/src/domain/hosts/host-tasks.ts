@@ -1,0 +1,139 @@
+import { type Actor, ALREADY_RUNNING } from '@ccp/api';
+import type { UpstreamSpec, WorkspaceRuntime, WorkspaceSpec } from '../../runtime/workspace-runtime.js';
+import { nowIso } from '../../shared/clock.js';
+import type { HostPatch, HostWithOwner } from '../../store/hosts-repository.js';
+import { errors } from '../errors.js';
+import type { QueuedTask, TaskRunner } from '../tasks/task-runner.js';
+import type { HostRecords, StatusEvent } from './host-records.js';
+import { linuxUserFor } from './host-view.js';
+import { noEgressBound } from './lifecycle-errors.js';
+import type { UpstreamSwitch } from './upstream-switch.js';
+
+export interface WorkspaceLimits {
+  memoryMb: number;
+  cpus: number;
+  pids: number;
+}
+
+/** The work of each lifecycle task (start, stop, rebuild, remove), run by the host's node whichever gateway queued it. */
+export class HostTasks {
+  /** The upstream each running host uses now (UpstreamSwitch.inUse): a start or rebuild sets it, a stop ends it. */
+  private readonly current: Map<string, UpstreamSpec>;
+
+  constructor(
+    private readonly records: HostRecords,
+    private readonly runtime: WorkspaceRuntime,
+    private readonly tasks: TaskRunner,
+    upstreams: UpstreamSwitch,
+    private readonly limits: WorkspaceLimits,
+    /** The VNC password of a host's desktop (Access.desktopPassword). */
+    private readonly desktopPassword: (hostId: string) => string,
+  ) {
+    this.current = upstreams.inUse;
+  }
+
+  /** Hands the task runner the work of each kind. */
+  register(): void {
+    const startWork = async (
+      { hostId, actor }: QueuedTask,
+      progress: (percent: number, stage: string) => Promise<void>,
+      signal: AbortSignal,
+    ) => {
+      const current = await this.require(hostId!);
+      if (current.status === 'running' && (await this.runtime.state(current.id)) === 'running')
+        return ALREADY_RUNNING;
+      const upstream = await this.activeUpstream(current.id);
+      if (!upstream) throw noEgressBound(actor);
+      await this.setStatus(current, { status: 'starting', last_error: null }, actor);
+      const { echoesOut } = await this.runtime.start(this.spec(current), upstream, progress, signal);
+      this.current.set(current.id, upstream);
+      await this.setStatus(
+        current,
+        { status: 'running', started_at: nowIso(), image: this.runtime.imageTag() },
+        actor,
+        {
+          type: 'host.started',
+          message:
+            `host ${current.short_id} running through ${upstream.label} (${upstream.exitIp})` +
+            (echoesOut.length > 0
+              ? `; verified without the IP echoes that were out: ${echoesOut.join(', ')}`
+              : ''),
+          data: {
+            egress_ip_id: upstream.egressIpId,
+            ...(echoesOut.length > 0 ? { echoes_out: echoesOut } : {}),
+          },
+        },
+      );
+      return `running through ${upstream.label} (${upstream.exitIp})`;
+    };
+    const onFailure = async ({ hostId, actor }: QueuedTask, code: string, message: string) =>
+      this.records.fail(hostId!, code, message, actor);
+    // A start may wait long on an upstream that does not answer; a stop or delete ends it.
+    this.tasks.handle('start', { work: startWork, cancellable: true, onFailure });
+    this.tasks.handle('bootstrap', { work: startWork, cancellable: true, onFailure });
+    this.tasks.handle('stop', {
+      work: async ({ hostId, actor }) => {
+        const current = await this.require(hostId!);
+        await this.setStatus(current, { status: 'stopping' }, actor);
+        await this.runtime.stop(current.id);
+        this.current.delete(current.id);
+        await this.setStatus(current, { status: 'stopped' }, actor, {
+          type: 'host.stopped',
+          message: `host ${current.short_id} stopped`,
+        });
+        return 'stopped';
+      },
+      onFailure,
+    });
+    this.tasks.handle('rebuild', {
+      work: async ({ hostId, actor }, progress) => {
+        const current = await this.require(hostId!);
+        const wasRunning = current.status === 'running';
+        const upstream = wasRunning ? await this.activeUpstream(current.id) : null;
+        if (wasRunning && !upstream)
+          throw errors.conflict('no_egress_bound', 'The host has no egress IP bound');
+        await this.setStatus(current, { status: 'rebuilding' }, actor);
+        await this.runtime.rebuild(this.spec(current), upstream, progress);
+        if (upstream) this.current.set(current.id, upstream);
+        const status = wasRunning ? 'running' : current.status === 'created' ? 'created' : 'stopped';
+        await this.setStatus(current, { status, image: this.runtime.imageTag(), last_error: null }, actor, {
+          type: 'host.rebuilt',
+          message: `host ${current.short_id} rebuilt from ${this.runtime.imageTag()}`,
+        });
+        return `rebuilt from ${this.runtime.imageTag()}`;
+      },
+      onFailure,
+    });
+    this.tasks.handle('remove', {
+      work: async ({ hostId }) => {
+        await this.runtime.remove(hostId!);
+        this.current.delete(hostId!);
+        return 'workspace, home and keys removed';
+      },
+    });
+  }
+
+  private spec(host: HostWithOwner): WorkspaceSpec {
+    return {
+      hostId: host.id,
+      shortId: host.short_id,
+      linuxUser: linuxUserFor(host.username),
+      authorizedKey: host.gateway_public_key ?? '',
+      desktopPassword: this.desktopPassword(host.id),
+      limits: this.limits,
+    };
+  }
+
+  // The records' reads and writes under the names the task bodies above use.
+  private require(hostId: string): Promise<HostWithOwner> {
+    return this.records.require(hostId);
+  }
+
+  private activeUpstream(hostId: string): Promise<UpstreamSpec | null> {
+    return this.records.activeUpstream(hostId);
+  }
+
+  private setStatus(host: HostWithOwner, patch: HostPatch, actor: Actor, event?: StatusEvent) {
+    return this.records.setStatus(host, patch, actor, event);
+  }
+}
