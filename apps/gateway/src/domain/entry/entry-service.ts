@@ -79,7 +79,10 @@ export class EntryService {
       });
     }
     if (active) return this.starting(active.id, active.stage, active.progress);
-    if (host.status === 'running') {
+    // Read again: a start may have ended while the password was checked (scrypt takes a while), and the status
+    // read before it would queue a second start.
+    const current = await this.gate.hostByShortId(shortId, clientAddress);
+    if (current.status === 'running') {
       await this.succeeded(user, host, clientAddress, 'ready');
       return {
         status: 200,
