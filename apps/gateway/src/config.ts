@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { isIP, isIPv4 } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { type HostResources, RESOURCE_BOUNDS } from '@ccp/api';
 import { parse as parseDotenv } from 'dotenv';
 import type { EgressProbe, EgressSettings } from './egress/settings.js';
 import type { HttpSettings } from './http/settings.js';
@@ -41,7 +42,10 @@ export interface Config extends HttpSettings {
   expirySweepSeconds: number;
   sseHeartbeatSeconds: number;
   egress: EgressSettings;
-  workspaceLimits: { memoryMb: number; cpus: number; pids: number };
+  /** The gateway's resources of a host whose own and whose owner's are not set (WORKSPACE_CPUS, ...). */
+  workspaceLimits: HostResources;
+  /** Seconds between checks of running hosts' memory and home use (RESOURCE_CHECK_SECONDS); 0 turns them off. */
+  resourceCheckSeconds: number;
   workspaceImageVariant: 'full' | 'test';
   /** Seconds between checks of the upstreams running hosts use (0 turns them off). */
   egressHealthSeconds: number;
@@ -186,6 +190,12 @@ export function loadConfig(env: Env): Config {
     }
     return value;
   };
+  /** A workspace resource within what the engine and the API accept (RESOURCE_BOUNDS). */
+  const bounded = (name: string, value: number, range: { minimum: number; maximum: number }): number => {
+    if (value < range.minimum || value > range.maximum)
+      problems.push(`${name} must be from ${range.minimum} to ${range.maximum} (got ${value})`);
+    return value;
+  };
   const positiveNumber = (name: string, fallback: number): number => {
     const raw = env[name];
     if (raw === undefined || raw === '') return fallback;
@@ -311,10 +321,16 @@ export function loadConfig(env: Env): Config {
       env.CLI_BUNDLE || fileURLToPath(new URL('../../cli/dist/ccp.mjs', import.meta.url)),
     ),
     workspaceLimits: {
-      memoryMb: positive('WORKSPACE_MEMORY_MB', 2048),
-      cpus: positiveNumber('WORKSPACE_CPUS', 1),
-      pids: positive('WORKSPACE_PIDS', 1024),
+      memory_mb: bounded(
+        'WORKSPACE_MEMORY_MB',
+        positive('WORKSPACE_MEMORY_MB', 2048),
+        RESOURCE_BOUNDS.memory_mb,
+      ),
+      cpus: bounded('WORKSPACE_CPUS', positiveNumber('WORKSPACE_CPUS', 1), RESOURCE_BOUNDS.cpus),
+      pids: bounded('WORKSPACE_PIDS', positive('WORKSPACE_PIDS', 1024), RESOURCE_BOUNDS.pids),
+      home_mb: bounded('WORKSPACE_HOME_MB', positive('WORKSPACE_HOME_MB', 10240), RESOURCE_BOUNDS.home_mb),
     },
+    resourceCheckSeconds: wholeNumber('RESOURCE_CHECK_SECONDS', 30),
     node: parseNodeSettings(
       env,
       typeof database === 'string' ? { kind: 'sqlite', file: '' } : database,

@@ -19,7 +19,7 @@ const spec: WorkspaceSpec = {
   linuxUser: 'alice',
   authorizedKey: 'ssh-ed25519 AAAA gateway',
   desktopPassword: 'desk-pw1',
-  limits: { memoryMb: 512, cpus: 1.5, pids: 256 },
+  limits: { memoryMb: 512, cpus: 1.5, pids: 256, homeMb: 1024 },
 };
 
 describe('workspace container', () => {

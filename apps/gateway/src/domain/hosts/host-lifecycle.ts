@@ -16,6 +16,7 @@ import {
   type RuntimeNotice,
   type UpstreamSpec,
   UpstreamSwitchReverted,
+  type WorkspaceLimits,
   type WorkspaceRuntime,
   type WorkspaceSpec,
 } from '../../runtime/workspace-runtime.js';
@@ -35,10 +36,11 @@ type StatusEvent = {
   [K in StatusEventType]: { type: K; message: string; level?: EventLevel } & Omit<RecordedEvents[K], 'host'>;
 }[StatusEventType];
 
-export interface WorkspaceLimits {
-  memoryMb: number;
-  cpus: number;
-  pids: number;
+/** A host's limits and the quotas its start must fit (ResourcesService). */
+export interface HostResourcePolicy {
+  limitsOf(host: HostWithOwner): WorkspaceLimits;
+  /** Fails with 409 `quota_exceeded` when starting the host would pass one of its owner's quotas. */
+  admitStart(host: HostWithOwner, actor: Actor): Promise<void>;
 }
 
 /** Host lifecycle as tasks: start, stop, rebuild; plus removal, upstream switches and crash reconciliation. */
@@ -61,7 +63,7 @@ export class HostLifecycle {
     private readonly tasks: TaskRunner,
     private readonly bus: EventBus,
     private readonly access: AccessSettings,
-    private readonly limits: WorkspaceLimits,
+    private readonly resources: HostResourcePolicy,
     private readonly log: Logger,
     /** The VNC password of a host's desktop (Access.desktopPassword). */
     private readonly desktopPassword: (hostId: string) => string,
@@ -74,6 +76,7 @@ export class HostLifecycle {
   async start(grant: HostGrant, kind: 'start' | 'bootstrap' = 'start'): Promise<TaskAccepted> {
     const host = await this.requireReachable(hostOf(grant, 'operate').id);
     if (!(await this.activeUpstream(host.id))) throw noEgressBound(grant.actor);
+    await this.resources.admitStart(host, grant.actor);
     return this.queue(kind, host, grant.actor);
   }
 
@@ -136,6 +139,8 @@ export class HostLifecycle {
         return ALREADY_RUNNING;
       const upstream = await this.activeUpstream(current.id);
       if (!upstream) throw noEgressBound(actor);
+      // Again when it runs: other hosts of the owner may have started since it was queued.
+      await this.resources.admitStart(current, actor);
       await this.setStatus(current, { status: 'starting', last_error: null }, actor);
       const { echoesOut } = await this.runtime.start(this.spec(current), upstream, progress, signal);
       this.current.set(current.id, upstream);
@@ -571,7 +576,7 @@ export class HostLifecycle {
       linuxUser: linuxUserFor(host.username),
       authorizedKey: host.gateway_public_key ?? '',
       desktopPassword: this.desktopPassword(host.id),
-      limits: this.limits,
+      limits: this.resources.limitsOf(host),
     };
   }
 
