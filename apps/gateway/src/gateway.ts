@@ -271,6 +271,8 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     vncSessions: () => vnc.sessionCount(),
     sseClients: () => sse.size,
     counts: () => metricsCounts.counts(),
+    // Read at scrape time, when the service below exists.
+    resources: () => resources.metrics(),
   });
 
   const resources = new ResourcesService(

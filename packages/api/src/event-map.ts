@@ -75,7 +75,8 @@ export interface RecordedEvents {
   'host.failover': { data: { from_egress_ip_id: string; to_egress_ip_id: string } };
   'host.egress.restarted': { data: { detail: string } };
   'host.resources_changed': {
-    data: { before: HostResources; after: HostResources; running: boolean };
+    /** `home_grows`: `next_start` where a running home could not grow online. */
+    data: { before: HostResources; after: HostResources; running: boolean; home_grows: 'now' | 'next_start' };
     host: Host;
   };
   /** The running workspace's memory (without droppable page cache) is near its limit. */

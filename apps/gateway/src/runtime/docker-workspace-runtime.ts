@@ -307,7 +307,7 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
     });
   }
 
-  async resize(hostId: string, limits: WorkspaceLimits): Promise<void> {
+  async resize(hostId: string, limits: WorkspaceLimits): Promise<'now' | 'next_start'> {
     checkHostId(hostId);
     checkLimits(limits);
     return this.lock.run(hostId, () =>
@@ -320,7 +320,7 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
           );
         const workspace = await this.find(hostId, 'workspace');
         if (workspace) await this.updateLimits(workspace.id, limits);
-        if (size !== null) await this.homes.grow(hostId, limits.homeMb);
+        return size === null || (await this.homes.grow(hostId, limits.homeMb)) ? 'now' : 'next_start';
       }),
     );
   }
@@ -513,6 +513,8 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
       }
     }
     await releaseUplink(hostId);
+    // Mounted again at the next start, and grown then if its size was raised meanwhile.
+    await this.homes.unmount(hostId).catch(() => undefined);
   }
 
   private async relink(hostId: string): Promise<void> {

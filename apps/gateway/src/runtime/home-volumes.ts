@@ -27,9 +27,9 @@ export class HomeVolumes {
   }
 
   /**
-   * The home mounted at its mount point with at least `sizeMb`: made on first use, grown in place (online) when
-   * the size was raised. Shrinking is not done here (ext4 cannot shrink mounted): a smaller size is refused
-   * before it gets here.
+   * The home mounted at its mount point with at least `sizeMb`: made on first use, grown before it is mounted
+   * (or online, where possible) when the size was raised. Never shrunk: a smaller size is refused before it gets
+   * here.
    */
   async ensure(hostId: string, sizeMb: number, uid: number): Promise<string> {
     const image = this.image(hostId);
@@ -42,6 +42,7 @@ export class HomeVolumes {
       await tool('mkfs.ext4', ['-q', '-F', '-m', '0', '-E', `root_owner=${uid}:${uid}`, image]);
     }
     if (!(await isMountPoint(target))) {
+      await this.grow(hostId, sizeMb);
       await mkdir(target, { recursive: true, mode: 0o755 });
       // Best effort: a data directory on a file system without the flag (tmpfs) goes without.
       await run('chattr', ['+i', target]).catch(() => undefined);
@@ -55,20 +56,42 @@ export class HomeVolumes {
     return target;
   }
 
-  /** Grows a mounted home to `sizeMb` when it is smaller (resize2fs grows ext4 online). */
-  async grow(hostId: string, sizeMb: number): Promise<void> {
+  /**
+   * Grows the home to `sizeMb` when it is smaller: an unmounted one at once (e2fsck, resize2fs), a mounted one
+   * online where the kernel lets this process (it needs CAP_SYS_RESOURCE); otherwise it stays as it is and grows
+   * at the next start, which mounts it anew. Answers whether the home has the size now.
+   */
+  async grow(hostId: string, sizeMb: number): Promise<boolean> {
     const image = this.image(hostId);
-    const bytes = sizeMb * 1024 * 1024;
-    if (!(await exists(image)) || (await stat(image)).size >= bytes) return;
+    if (!(await exists(image))) return true;
+    const before = (await stat(image)).size;
+    if (before >= sizeMb * 1024 * 1024) return true;
+    if (!(await isMountPoint(this.mountPoint(hostId)))) {
+      await sparseFile(image, sizeMb);
+      // e2fsck answers 1 when it fixed something, which resize2fs then accepts.
+      await run('e2fsck', ['-f', '-p', image]).catch(() => undefined);
+      await tool('resize2fs', [image]);
+      return true;
+    }
     const device = await loopDevice(image);
+    if (!device) return false;
     await sparseFile(image, sizeMb);
-    if (device) {
+    try {
       await tool('losetup', ['--set-capacity', device]);
       await tool('resize2fs', [device]);
-    } else {
-      await tool('e2fsck', ['-f', '-p', image]).catch(() => undefined);
-      await tool('resize2fs', [image]);
+      return true;
+    } catch {
+      // Back to the size the file system has, so the size read from the image stays true.
+      await truncateTo(image, before);
+      await run('losetup', ['--set-capacity', device]).catch(() => undefined);
+      return false;
     }
+  }
+
+  /** Unmounts a stopped host's home (it is mounted again, and grown if asked, at its next start). */
+  async unmount(hostId: string): Promise<void> {
+    const target = this.mountPoint(hostId);
+    if (await isMountPoint(target)) await tool('umount', [target]);
   }
 
   /** The size in MiB the home was made or last grown to; null when it has none (made before homes had one). */
@@ -105,9 +128,13 @@ async function exists(file: string): Promise<boolean> {
 }
 
 async function sparseFile(file: string, sizeMb: number): Promise<void> {
+  await truncateTo(file, sizeMb * 1024 * 1024);
+}
+
+async function truncateTo(file: string, bytes: number): Promise<void> {
   const handle = await open(file, 'a', 0o600);
   try {
-    await handle.truncate(sizeMb * 1024 * 1024);
+    await handle.truncate(bytes);
   } finally {
     await handle.close();
   }

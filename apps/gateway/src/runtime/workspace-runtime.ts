@@ -132,10 +132,11 @@ export interface WorkspaceRuntime {
   state(hostId: string): Promise<WorkspaceState>;
   /**
    * Applies new limits to the host's workspace container where it exists, running or not (memory, CPUs and
-   * processes in place; the home grown online), so nothing installed in it is lost. A home is never shrunk:
-   * `home_shrink` when asked to. Fails with `resize_refused` when the engine refuses (memory below what runs).
+   * processes in place), so nothing installed in it is lost; answers when the home has its new size: `now`, or
+   * `next_start` where a running home cannot grow online. A home is never shrunk: `home_shrink` when asked to.
+   * Fails with `resize_refused` when the engine refuses (memory below what runs).
    */
-  resize(hostId: string, limits: WorkspaceLimits): Promise<void>;
+  resize(hostId: string, limits: WorkspaceLimits): Promise<'now' | 'next_start'>;
   /** The home's size in MiB as made or last grown; null when it has none yet (or predates sized homes). */
   homeSizeMb(hostId: string): Promise<number | null>;
   /** What the running workspace uses; null when it is not running. */

@@ -120,11 +120,12 @@ export class MemoryRuntime implements WorkspaceRuntime {
   readonly resized = new Map<string, WorkspaceLimits>();
   readonly usages = new Map<string, ResourceUsage>();
 
-  async resize(hostId: string, limits: WorkspaceLimits): Promise<void> {
+  async resize(hostId: string, limits: WorkspaceLimits): Promise<'now' | 'next_start'> {
     this.calls.push(`resize ${hostId}`);
     this.resized.set(hostId, limits);
     const host = this.hosts.get(hostId);
     if (host) host.spec = { ...host.spec, limits };
+    return 'now';
   }
 
   async homeSizeMb(hostId: string): Promise<number | null> {

@@ -19,7 +19,12 @@ for (const kind of DATABASES) {
       runtime = new MemoryRuntime();
       t = await startTestGateway(
         kind,
-        { WORKSPACE_CPUS: '1', WORKSPACE_MEMORY_MB: '1024', WORKSPACE_PIDS: '512', WORKSPACE_HOME_MB: '2048' },
+        {
+          WORKSPACE_CPUS: '1',
+          WORKSPACE_MEMORY_MB: '1024',
+          WORKSPACE_PIDS: '512',
+          WORKSPACE_HOME_MB: '2048',
+        },
         runtime,
         { egressTester: passingTester },
       );
@@ -154,7 +159,9 @@ for (const kind of DATABASES) {
       const user = await t.createUser('sina');
       const host = (await newHost(user.id, { home_mb: 1024 })).body;
       await start(host.id);
-      const shrink = await t.request('PUT', `/v1/admin/hosts/${host.id}/resources`, { body: { home_mb: 512 } });
+      const shrink = await t.request('PUT', `/v1/admin/hosts/${host.id}/resources`, {
+        body: { home_mb: 512 },
+      });
       assert.equal(shrink.status, 409);
       assert.equal(shrink.body.code, 'home_shrink');
     });

@@ -16,7 +16,7 @@ import type { UserRow, UsersRepository } from '../../store/users-repository.js';
 import { type HostGrant, hostOf } from '../access/grants.js';
 import { errors } from '../errors.js';
 import { type AccessSettings, adminHostView } from '../hosts/host-view.js';
-import { hostOverrides, LIVE_STATUSES, resourcesOf, workspaceLimits } from './host-resources.js';
+import { alertsOf, hostOverrides, LIVE_STATUSES, resourcesOf, workspaceLimits } from './host-resources.js';
 import {
   type CountedHost,
   describeExcess,
@@ -94,16 +94,17 @@ export class ResourcesService {
     const before = resourcesOf(host, this.global);
     const own = { ...hostOverrides(host), ...request };
     const after = resourcesOf({ ...host, ...own }, this.global);
-    const home = await this.runtime.homeSizeMb(host.id).catch(() => null);
-    if (home !== null && after.home_mb < home)
+    const homeSize = await this.runtime.homeSizeMb(host.id).catch(() => null);
+    if (homeSize !== null && after.home_mb < homeSize)
       throw errors.conflict(
         'home_shrink',
-        `The home of host ${host.short_id} is ${home} MiB and is never shrunk (its files would not fit); give ${home} MiB or more`,
+        `The home of host ${host.short_id} is ${homeSize} MiB and is never shrunk (its files would not fit); give ${homeSize} MiB or more`,
       );
     const live = LIVE_STATUSES.includes(host.status);
     await this.admit(host.user_id, resizeDelta(before, after, live), grant.actor, host.id);
+    let home: 'now' | 'next_start';
     try {
-      await this.runtime.resize(host.id, workspaceLimits(after));
+      home = await this.runtime.resize(host.id, workspaceLimits(after));
     } catch (error) {
       if (error instanceof RuntimeError && error.code === 'resize_refused')
         throw errors.conflict('resize_refused', `${error.message}; stop the host and try again`);
@@ -113,11 +114,14 @@ export class ResourcesService {
     const view = await adminHostView(this.hosts, (await this.hosts.findById(host.id))!, this.access);
     await this.bus.emit({
       type: 'host.resources_changed',
-      message: `host ${host.short_id} resized: ${describe(after)}${live ? ' (applied to the running workspace)' : ''}`,
+      message:
+        `host ${host.short_id} resized: ${describe(after)}` +
+        (live ? ' (applied to the running workspace' : '') +
+        (live && home === 'next_start' ? '; the home grows at its next start)' : live ? ')' : ''),
       actor: grant.actor,
       userId: host.user_id,
       hostId: host.id,
-      data: { before, after, running: live },
+      data: { before, after, running: live, home_grows: home },
       host: view,
     });
     return view;
@@ -144,6 +148,14 @@ export class ResourcesService {
         );
     }
     return out;
+  }
+
+  /** What /metrics shows: every user's quotas and use, and how many hosts have each alert now. */
+  async metrics(): Promise<{ users: UserResources[]; alerts: Record<string, number> }> {
+    const alerts: Record<string, number> = {};
+    for (const host of await this.hosts.list())
+      for (const alert of alertsOf(host)) alerts[alert.kind] = (alerts[alert.kind] ?? 0) + 1;
+    return { users: await this.listUserResources(), alerts };
   }
 
   /** Changes a user's defaults and quotas; each field given replaces the stored one (null clears it). */
