@@ -6,6 +6,7 @@ import { api } from '../../api';
 import { Field } from '../../components/field';
 import { HostAccess } from '../../components/host-access';
 import { HostDesktop } from '../../components/host-desktop';
+import { HostResources } from '../../components/host-resources';
 import { HostTask } from '../../components/host-task';
 import { NodeUnavailableNotice } from '../../components/node-unavailable';
 import {
@@ -75,6 +76,7 @@ export function HostDetail() {
         {when(h.started_at)}
       </p>
       {nodeLost(h) ? <NodeUnavailableNotice host={h} scope="admin" /> : null}
+      <HostResources host={h} />
       {h.last_error ? (
         <p className="error" role="alert">
           {h.last_error}

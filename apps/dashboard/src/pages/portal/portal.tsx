@@ -7,6 +7,7 @@ import { api } from '../../api';
 import { InputField } from '../../components/field';
 import { HostAccess } from '../../components/host-access';
 import { HostDesktop, OpenDesktopButton } from '../../components/host-desktop';
+import { HostResources } from '../../components/host-resources';
 import { HostTask } from '../../components/host-task';
 import { KeysPanel } from '../../components/keys-panel';
 import { NodeUnavailableNotice } from '../../components/node-unavailable';
@@ -38,6 +39,7 @@ export function PortalHosts() {
           >
             {h.status === 'failed' ? <HostFailure host={h} onList /> : null}
             {nodeLost(h) ? <NodeUnavailableNotice host={h} scope="user" /> : null}
+            <HostResources host={h} />
             <HostAccess host={h} scope="user" />
             <OpenDesktopButton host={h} scope="user" />
           </Section>
