@@ -53,10 +53,9 @@ export class HostProvisioning {
       [homeVolume(hostId), 'home'],
       [hostKeysVolume(hostId), 'host-keys'],
     ] as const) {
-      let device: string | null = null;
       try {
         const info = await docker.getVolume(name).inspect();
-        device = (info.Options as Record<string, string> | null)?.device ?? null;
+        const device = (info.Options as Record<string, string> | null)?.device;
         if (role === 'home' && device === homes.mountPoint(hostId))
           await homes.ensure(hostId, homeMb, WORKSPACE_UID);
       } catch (error) {

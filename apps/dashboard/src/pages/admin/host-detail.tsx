@@ -9,6 +9,7 @@ import { HostDesktop } from '../../components/host-desktop';
 import { HostResources } from '../../components/host-resources';
 import { HostTask } from '../../components/host-task';
 import { NodeUnavailableNotice } from '../../components/node-unavailable';
+import { HostResizeForm } from '../../components/resources-panel';
 import {
   ActionButton,
   ConfirmButton,
@@ -157,6 +158,7 @@ export function HostDetail() {
           <ErrorText error={bind.error} />
         </Section>
       </div>
+      <HostResizeForm host={h} />
       <Section title="Delete">
         <ConfirmButton
           label="Delete host"

@@ -11,6 +11,7 @@ import { HostResources } from '../../components/host-resources';
 import { HostTask } from '../../components/host-task';
 import { KeysPanel } from '../../components/keys-panel';
 import { NodeUnavailableNotice } from '../../components/node-unavailable';
+import { OwnQuotas } from '../../components/resources-panel';
 import { ActionButton, ErrorText, HostStatusBadge, Loading, Section } from '../../components/ui';
 import { when } from '../../format';
 import { canStart, failedHostNextStep, NO_EGRESS_HINT, nodeLost } from '../../host-state';
@@ -163,7 +164,8 @@ export function PortalAccount() {
   };
   return (
     <>
-      <h1>Change password</h1>
+      <h1>Account</h1>
+      <OwnQuotas />
       <Section title="Password">
         <form className="narrow" onSubmit={submit} noValidate aria-label="Change password">
           <InputField
