@@ -127,9 +127,15 @@ export function HostResizeForm({ host }: { host: Host }) {
   const [draft, setDraft] = useState<Record<string, string> | null>(null);
   const save = useMutation({
     mutationFn: (values: Record<string, string>) =>
+      // Only what was changed: a value left as shown keeps following its default.
       api.admin.hosts.resize(
         host.id,
-        Object.fromEntries(DEFAULTS.map((d) => [d.key, numberOrNull(values[d.key] ?? '')])),
+        Object.fromEntries(
+          DEFAULTS.filter((d) => values[d.key] !== String(host.resources[d.key])).map((d) => [
+            d.key,
+            numberOrNull(values[d.key] ?? ''),
+          ]),
+        ),
       ),
     onSuccess: () => {
       setDraft(null);
