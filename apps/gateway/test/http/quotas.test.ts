@@ -24,6 +24,8 @@ for (const kind of DATABASES) {
           WORKSPACE_MEMORY_MB: '1024',
           WORKSPACE_PIDS: '512',
           WORKSPACE_HOME_MB: '2048',
+          // Memory and home checked every second, so an alert shows while the test looks.
+          RESOURCE_CHECK_SECONDS: '1',
         },
         runtime,
         { egressTester: passingTester },
@@ -164,6 +166,40 @@ for (const kind of DATABASES) {
       });
       assert.equal(shrink.status, 409);
       assert.equal(shrink.body.code, 'home_shrink');
+    });
+
+    it('shows memory near its limit on the host and in events, and clears it when it eases', async () => {
+      const user = await t.createUser('pia');
+      const host = (await newHost(user.id)).body;
+      await start(host.id);
+      const MiB = 1024 * 1024;
+      runtime.usages.set(host.id, {
+        memory: { workingSetBytes: 980 * MiB, limitBytes: 1024 * MiB, oomKills: 0 },
+        home: { usedBytes: 100 * MiB, sizeBytes: 2048 * MiB },
+      });
+      const alerts = async () => (await t.request('GET', `/v1/admin/hosts/${host.id}`)).body.resource_alerts;
+      const waitFor = async (check: (a: { kind: string }[]) => boolean) => {
+        const until = Date.now() + 10_000;
+        while (!check(await alerts())) {
+          assert.ok(Date.now() < until, JSON.stringify(await alerts()));
+          await new Promise((resolve) => setTimeout(resolve, 200));
+        }
+      };
+      await waitFor((a) => a.some((alert) => alert.kind === 'memory_pressure'));
+      const own = await t.request('GET', `/v1/user/hosts/${host.id}`, { token: user.token });
+      assert.match(own.body.resource_alerts[0].message, /memory at 96% of its 1024 MiB/);
+      runtime.usages.set(host.id, {
+        memory: { workingSetBytes: 100 * MiB, limitBytes: 1024 * MiB, oomKills: 0 },
+        home: { usedBytes: 100 * MiB, sizeBytes: 2048 * MiB },
+      });
+      await waitFor((a) => a.length === 0);
+      const events = async (type: string) =>
+        (await t.request('GET', `/v1/admin/events?host_id=${host.id}&type=${type}`)).body.events.length;
+      assert.equal(await events('host.memory_pressure'), 1);
+      assert.equal(await events('host.resource_alert_cleared'), 1);
+      const metrics = await t.request('GET', '/metrics');
+      const text = typeof metrics.body === 'string' ? metrics.body : JSON.stringify(metrics.body);
+      assert.match(text, /ccp_user_quota_used\{username="pia",quota="running_hosts"\} 1/);
     });
   });
 }
