@@ -36,7 +36,7 @@ const KEY_INTERVAL_MS = 200;
  */
 const COLLAPSE = { proxyBelowDirect: 0.5, startAboveRaw: 5 };
 const READY_TIMEOUT_MS = 30_000;
-const START_LIMITS = { memoryMb: 512, cpus: 1, pids: 256 };
+const START_LIMITS = { memoryMb: 512, cpus: 1, pids: 256, homeMb: 1024 };
 const USER = 'guard';
 
 const proxyBound = {

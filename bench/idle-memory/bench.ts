@@ -33,7 +33,7 @@ const CONNECTIONS = bounded('BENCH_IDLE_CONNECTIONS', 8, 9);
 const TARGET_GATEWAY_MIB = 25;
 const READY_TIMEOUT_MS = 30_000;
 const USER = 'bench';
-const LIMITS = { memoryMb: 512, cpus: 1, pids: 256 };
+const LIMITS = { memoryMb: 512, cpus: 1, pids: 256, homeMb: 1024 };
 const RUN = `bench-${randomBytes(3).toString('hex')}`;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

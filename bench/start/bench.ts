@@ -41,7 +41,7 @@ const TARGET_GATEWAY_MIB = 40;
 const SETTLE_MS = 5000;
 const READY_TIMEOUT_MS = 30_000;
 const USER = 'bench';
-const LIMITS = { memoryMb: 512, cpus: 1, pids: 256 };
+const LIMITS = { memoryMb: 512, cpus: 1, pids: 256, homeMb: 1024 };
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const sortedOf = (values: number[]) => [...values].sort((a, b) => a - b);

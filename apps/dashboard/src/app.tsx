@@ -3,6 +3,7 @@ import { Navigate, Route, Routes, useLocation, useNavigate } from 'react-router'
 import { whenSessionExpires } from './api';
 import { Layout } from './components/layout';
 import { RequireRole, signInPath, useSession } from './components/require-role';
+import { Quotas } from './components/resources-panel';
 import { EgressIpDetail, EgressIps } from './pages/admin/egress-ips';
 import { Events } from './pages/admin/events';
 import { HostDetail } from './pages/admin/host-detail';
@@ -56,6 +57,7 @@ export function App() {
           <Route path="hosts/:hostId" element={<HostDetail />} />
           <Route path="tasks" element={<Tasks />} />
           <Route path="events" element={<Events />} />
+          <Route path="quotas" element={<Quotas />} />
         </Route>
         <Route
           path="/portal"

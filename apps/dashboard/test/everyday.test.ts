@@ -301,6 +301,37 @@ describe('everyday use of the dashboard in Chromium', { skip, timeout: 300_000 }
     await page.context().close();
   });
 
+  it("sets a user's quota on the user's page, shows its use to admins and the user, and resizes a host", async () => {
+    const created = await t.request('POST', '/v1/admin/users', {
+      body: { username: 'quincy', password: 'quincy-password' },
+    });
+    const quincy = created.body.id as string;
+    const host = (
+      await t.request('POST', '/v1/admin/hosts', { body: { user_id: quincy, egress_ip_id: egressIpId } })
+    ).body as { id: string };
+    const admin = await pageAs('admin', ADMIN_PASSWORD, `/admin/users/${quincy}`);
+    await admin.getByLabel('Hosts', { exact: true }).fill('1');
+    await admin.getByRole('button', { name: 'Save resources' }).click();
+    await admin.getByTestId('quota-hosts').filter({ hasText: '1 of 1' }).waitFor();
+    const refused = await t.request('POST', '/v1/admin/hosts', { body: { user_id: quincy } });
+    assert.equal(refused.body.code, 'quota_exceeded');
+    await admin.goto('/admin/quotas');
+    await admin
+      .getByTestId('quotas')
+      .getByRole('row', { name: /quincy/ })
+      .filter({ hasText: '1 of 1' })
+      .waitFor();
+    await admin.goto(`/admin/hosts/${host.id}`);
+    await admin.getByLabel('Memory, MiB').fill('768');
+    await admin.getByRole('button', { name: 'Resize' }).click();
+    await admin.getByTestId('host-resources').filter({ hasText: '768 MiB memory' }).waitFor();
+    await shot(admin, 'quotas-host-resized');
+    const own = await pageAs('quincy', 'quincy-password', '/portal/account');
+    await own.getByTestId('quota-hosts').filter({ hasText: '1 of 1' }).waitFor();
+    await own.context().close();
+    await admin.context().close();
+  });
+
   it('lists the nodes on the overview, pins a host to one, and marks it while its node is silent', async () => {
     await startFar();
     // far says its images are built with its first heartbeat after its own check.

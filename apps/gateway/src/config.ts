@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { HostResources } from '@ccp/api';
 import { parse as parseDotenv } from 'dotenv';
 import { ClusterVariables, type NodeSettings, nodeSettings } from './cluster/settings.js';
 import { AccessVariables, parseDuration } from './domain/access/settings.js';
@@ -64,7 +65,10 @@ export interface Config extends HttpSettings {
   expirySweepSeconds: number;
   sseHeartbeatSeconds: number;
   egress: EgressSettings;
-  workspaceLimits: { memoryMb: number; cpus: number; pids: number };
+  /** The gateway's resources of a host whose own and whose owner's are not set (WORKSPACE_CPUS, ...). */
+  workspaceLimits: HostResources;
+  /** Seconds between checks of running hosts' memory and home use (RESOURCE_CHECK_SECONDS); 0 turns them off. */
+  resourceCheckSeconds: number;
   workspaceImageVariant: 'full' | 'test';
   /** Seconds between checks of the upstreams running hosts use (0 turns them off). */
   egressHealthSeconds: number;
@@ -182,10 +186,12 @@ export function loadConfig(env: Env): Config {
       http.CLI_BUNDLE || fileURLToPath(new URL('../../cli/dist/ccp.mjs', import.meta.url)),
     ),
     workspaceLimits: {
-      memoryMb: runtime.WORKSPACE_MEMORY_MB,
+      memory_mb: runtime.WORKSPACE_MEMORY_MB,
       cpus: runtime.WORKSPACE_CPUS,
       pids: runtime.WORKSPACE_PIDS,
+      home_mb: runtime.WORKSPACE_HOME_MB,
     },
+    resourceCheckSeconds: runtime.RESOURCE_CHECK_SECONDS,
     node: nodeSettings(cluster, database.kind === 'postgres', problems),
   };
   if (problems.length > 0) throw new ConfigError(problems);

@@ -25,6 +25,8 @@ import { HostsService } from './domain/hosts/hosts-service.js';
 import { ImagesService } from './domain/hosts/images-service.js';
 import { NodeRegistry } from './domain/nodes/node-registry.js';
 import { NodeRemoval } from './domain/nodes/node-removal.js';
+import { ResourceMonitor } from './domain/quotas/resource-monitor.js';
+import { ResourcesService } from './domain/quotas/resources-service.js';
 import { TaskRunner } from './domain/tasks/task-runner.js';
 import { TasksService } from './domain/tasks/tasks-service.js';
 import { sweepExpiredUsers } from './domain/users/expiry-sweep.js';
@@ -122,6 +124,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     publicEntryUrl: config.publicEntryUrl,
     sshProxyPort: config.sshProxyPort,
     desktopUrl: (portal: Portal, hostId: string) => desktopPageUrl(config.publicApiUrl, portal, hostId),
+    resourceDefaults: config.workspaceLimits,
   };
   const sse = new SseHub({
     heartbeatMs: config.sseHeartbeatSeconds * 1000,
@@ -268,8 +271,25 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     vncSessions: () => vnc.sessionCount(),
     sseClients: () => sse.size,
     counts: () => metricsCounts.counts(),
+    // Read at scrape time, when the service below exists.
+    resources: () => resources.metrics(),
   });
 
+  const resources = new ResourcesService(
+    repositories.hosts,
+    repositories.users,
+    runtime,
+    bus,
+    accessSettings,
+    config.workspaceLimits,
+  );
+  const resourceMonitor = new ResourceMonitor(
+    repositories.hosts,
+    runtime,
+    bus,
+    accessSettings,
+    logger.child({ component: 'resources' }),
+  );
   const lifecycle = new HostLifecycle(
     repositories.hosts,
     egressIps,
@@ -277,7 +297,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     taskRunner,
     bus,
     accessSettings,
-    config.workspaceLimits,
+    resources,
     logger.child({ component: 'hosts' }),
     (hostId) => access.desktopPassword(hostId),
     cluster,
@@ -294,6 +314,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     accessSettings,
     access,
     nodes,
+    resources,
   );
   const tasks = new TasksService(repositories.tasks);
   const entry = new EntryService(
@@ -348,6 +369,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     egressIps,
     hosts,
     lifecycle,
+    resources,
     tasks,
     images,
     events,
@@ -416,6 +438,10 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       if (config.hostCheckSeconds > 0)
         every(config.hostCheckSeconds, 'host-check', () =>
           lifecycle.checkRunning(access.system('host check'), nodes.name),
+        );
+      if (config.resourceCheckSeconds > 0)
+        every(config.resourceCheckSeconds, 'resource-check', () =>
+          resourceMonitor.check(access.system('resource check'), nodes.name),
         );
       if (config.egressHealthSeconds > 0) {
         let checking = false;

@@ -26,6 +26,12 @@ import type {
 } from './hosts.js';
 import type { NodeList } from './nodes.js';
 import type {
+  HostResourcesRequest,
+  UserResources,
+  UserResourcesList,
+  UserResourcesRequest,
+} from './resources.js';
+import type {
   AddSshKeyRequest,
   GeneratedSshKey,
   GenerateSshKeyRequest,
@@ -221,6 +227,10 @@ export function createApiClient(options: ApiClientOptions = {}) {
           post<S<typeof RotatedPassword>>(`/v1/admin/users/${id(userId)}/rotate-password`),
         regenerateCredentials: (userId: string) =>
           post<S<typeof SshCredentials>>(`/v1/admin/users/${id(userId)}/credentials/regenerate`),
+        resources: (userId: string) =>
+          get<S<typeof UserResources>>(`/v1/admin/users/${id(userId)}/resources`),
+        setResources: (userId: string, body: S<typeof UserResourcesRequest>) =>
+          call<S<typeof UserResources>>('PUT', `/v1/admin/users/${id(userId)}/resources`, body),
         keys: {
           list: (userId: string) => get<S<typeof SshKeyList>>(`/v1/admin/users/${id(userId)}/ssh-keys`),
           add: (userId: string, body: S<typeof AddSshKeyRequest>) =>
@@ -249,6 +259,8 @@ export function createApiClient(options: ApiClientOptions = {}) {
         start: (hostId: string) => post<S<typeof TaskAccepted>>(`/v1/admin/hosts/${id(hostId)}/start`),
         stop: (hostId: string) => post<S<typeof TaskAccepted>>(`/v1/admin/hosts/${id(hostId)}/stop`),
         rebuild: (hostId: string) => post<S<typeof TaskAccepted>>(`/v1/admin/hosts/${id(hostId)}/rebuild`),
+        resize: (hostId: string, body: S<typeof HostResourcesRequest>) =>
+          call<S<typeof Host>>('PUT', `/v1/admin/hosts/${id(hostId)}/resources`, body),
         vnc: vncOf('admin'),
       },
       bindings: {
@@ -263,6 +275,7 @@ export function createApiClient(options: ApiClientOptions = {}) {
       events: (query: S<typeof EventQuery> = {}) => get<S<typeof EventList>>('/v1/admin/events', query),
       stats: () => get<S<typeof DashboardStats>>('/v1/admin/dashboard/stats'),
       nodes: () => get<S<typeof NodeList>>('/v1/admin/nodes'),
+      quotas: () => get<S<typeof UserResourcesList>>('/v1/admin/quotas'),
       removeNode: (name: string) => del(`/v1/admin/nodes/${id(name)}`),
       images: () => get<S<typeof ImageList>>('/v1/admin/images'),
       cli: () => get<S<typeof CliRelease>>('/v1/admin/cli'),
@@ -271,6 +284,7 @@ export function createApiClient(options: ApiClientOptions = {}) {
     },
     user: {
       cli: () => get<S<typeof CliRelease>>('/v1/user/cli'),
+      resources: () => get<S<typeof UserResources>>('/v1/user/resources'),
       changePassword: (body: S<typeof ChangePasswordRequest>) =>
         post<unknown>('/v1/user/change-password', body),
       keys: {

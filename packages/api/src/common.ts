@@ -42,6 +42,16 @@ export const ErrorBody = Type.Object({
     Type.Array(Type.String(), { description: 'with `host_ambiguous`: the short IDs to choose from' }),
   ),
   progress: Type.Optional(Type.Integer({ description: 'with `not_ready`: the task progress' })),
+  quota: Type.Optional(
+    Type.String({
+      description: 'with `quota_exceeded`: the quota (hosts, running_hosts, cpus, memory_mb, home_mb)',
+    }),
+  ),
+  limit: Type.Optional(Type.Number({ description: 'with `quota_exceeded`: the quota' })),
+  used: Type.Optional(Type.Number({ description: 'with `quota_exceeded`: what the user has of it now' })),
+  requested: Type.Optional(
+    Type.Number({ description: 'with `quota_exceeded`: what the refused call would add' }),
+  ),
   api_url: Type.Optional(
     Type.String({ description: "with `wrong_port`: the gateway's API address (PUBLIC_API_URL)" }),
   ),

@@ -6,6 +6,7 @@
 import type { EgressTestResult } from './egress.js';
 import type { Actor, EventLevel } from './events.js';
 import type { Host, ImageStatus, Task } from './hosts.js';
+import type { HostResources, Quotas, ResourceDefaults } from './resources.js';
 
 type Access = { username: string; client_address: string };
 /**
@@ -23,6 +24,8 @@ type Username = { username: string };
 type SshKey = { key_id: string; fingerprint: string; key_type: string };
 type EgressIpFields = { egress_ip_id: string; label: string; ip_address: string; type: string };
 type EgressTest = { egress_ip_id: string; label: string; result: EgressTestResult };
+/** What a resource check measured: bytes used and the limit. */
+type ResourceSample = { used_bytes: number; limit_bytes: number };
 type Binding = { binding_id: string; egress_ip_id: string };
 
 /** The kinds of tasks: a host's lifecycle, and image builds (on no host). */
@@ -71,6 +74,22 @@ export interface RecordedEvents {
   };
   'host.failover': { data: { from_egress_ip_id: string; to_egress_ip_id: string } };
   'host.egress.restarted': { data: { detail: string } };
+  'host.resources_changed': {
+    /** `home_grows`: `next_start` where a running home could not grow online. */
+    data: { before: HostResources; after: HostResources; running: boolean; home_grows: 'now' | 'next_start' };
+    host: Host;
+  };
+  /** The running workspace's memory (without droppable page cache) is near its limit. */
+  'host.memory_pressure': { data: ResourceSample; host: Host };
+  /** The kernel killed processes of the workspace for memory; `oom_kills` counts since its start. */
+  'host.memory_oom_kill': { data: ResourceSample & { oom_kills: number }; host: Host };
+  'host.home_nearly_full': { data: ResourceSample; host: Host };
+  /** A memory or home alert of a running host ended. */
+  'host.resource_alert_cleared': { data: { kind: string }; host: Host };
+  'user.resources_changed': { data: Username & { defaults: ResourceDefaults; quotas: Quotas } };
+  'quota.exceeded': {
+    data: Username & { quota: string; limit: number; used: number; requested: number };
+  };
   'host.node_unavailable': { data: { node: string }; host: Host };
   'host.node_returned': { data: { node: string }; host: Host };
   'node.joined': { data: { node: string; internal_address: string | null } };

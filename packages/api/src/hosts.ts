@@ -1,6 +1,7 @@
 import Type from 'typebox';
 import { NullableTimestamp, ShortId, Timestamp, Uuid } from './common.js';
 import { NodeName } from './nodes.js';
+import { HostResources, HostResourcesRequest, ResourceAlert } from './resources.js';
 
 export const HostStatus = Type.Union([
   Type.Literal('created'),
@@ -51,6 +52,11 @@ export const Host = Type.Object({
   created_at: Timestamp,
   updated_at: Timestamp,
   started_at: NullableTimestamp,
+  resources: HostResources,
+  resource_alerts: Type.Array(ResourceAlert, {
+    description:
+      'What runs short on the running host now (memory near its limit or OOM kills, a nearly full home)',
+  }),
 });
 
 export const HostSshDetails = Type.Object({
@@ -65,6 +71,7 @@ export const CreateHostRequest = Type.Object(
     user_id: Uuid,
     egress_ip_id: Type.Optional(Uuid),
     node: Type.Optional(NodeName),
+    resources: Type.Optional(HostResourcesRequest),
   },
   { additionalProperties: false },
 );

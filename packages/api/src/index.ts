@@ -9,6 +9,7 @@ export * from './events.js';
 export * from './health.js';
 export * from './hosts.js';
 export * from './nodes.js';
+export * from './resources.js';
 export * from './ssh-keys.js';
 export * from './transport.js';
 export * from './users.js';

@@ -11,6 +11,7 @@ import type { HostLifecycle } from '../domain/hosts/host-lifecycle.js';
 import type { HostsService } from '../domain/hosts/hosts-service.js';
 import type { ImagesService } from '../domain/hosts/images-service.js';
 import type { NodeRemoval } from '../domain/nodes/node-removal.js';
+import type { ResourcesService } from '../domain/quotas/resources-service.js';
 import type { TasksService } from '../domain/tasks/tasks-service.js';
 import type { SshKeysService } from '../domain/users/ssh-keys-service.js';
 import type { UsersService } from '../domain/users/users-service.js';
@@ -29,6 +30,7 @@ export interface HttpServices {
   egressIps: EgressIpsService;
   hosts: HostsService;
   lifecycle: HostLifecycle;
+  resources: ResourcesService;
   tasks: TasksService;
   images: ImagesService;
   events: EventsService;

@@ -4,7 +4,7 @@ import type { ContainerCreateOptions } from 'dockerode';
 import { DESKTOP_PASSWORD_FILE } from './desktop-secret.js';
 import { GATEWAY_NETWORK, relayEnvironment, WORKSPACE_LINK } from './egress-gateway-files.js';
 import { MOUNTS_IN_WORKSPACE } from './folder-mount-points.js';
-import type { WorkspaceSpec } from './workspace-runtime.js';
+import type { WorkspaceLimits, WorkspaceSpec } from './workspace-runtime.js';
 
 /**
  * What a host's two containers are made of, as plain Docker create options: no engine calls here, so every
@@ -124,14 +124,28 @@ export interface WorkspaceContainerParams {
 
 /** Hash of what a workspace container is made from (SPEC_LABEL): the image alone does not count. */
 export function workspaceSpecHash(spec: WorkspaceSpec, mountsDir: string | null): string {
-  return createHash('sha256')
-    .update(JSON.stringify([spec.linuxUser, spec.authorizedKey, spec.limits, mountsDir]))
-    .digest('hex');
+  return (
+    createHash('sha256')
+      // Not the limits: they are applied to the container in place (docker update), which keeps what is in it.
+      .update(JSON.stringify([spec.linuxUser, spec.authorizedKey, mountsDir]))
+      .digest('hex')
+  );
+}
+
+/** A workspace's memory, CPU and process limits as Docker's create and update take them. */
+export function workspaceLimitsConfig(limits: WorkspaceLimits) {
+  const memory = limits.memoryMb * 1024 * 1024;
+  return {
+    Memory: memory,
+    // No swap: past its memory a process is killed, not slowed down for every other host.
+    MemorySwap: memory,
+    NanoCpus: Math.round(limits.cpus * 1e9),
+    PidsLimit: limits.pids,
+  };
 }
 
 export function workspaceContainer(params: WorkspaceContainerParams): ContainerCreateOptions {
   const { spec, mountsDir } = params;
-  const memory = spec.limits.memoryMb * 1024 * 1024;
   const hostname = `ccp-${spec.shortId.toLowerCase().replace(/[^a-z0-9-]/g, '-')}`.slice(0, 63);
   return {
     name: `ccp-ws-${spec.hostId}`,
@@ -165,10 +179,7 @@ export function workspaceContainer(params: WorkspaceContainerParams): ContainerC
         // websockify binds the link address, which exists only once the link is made (after the start).
         'net.ipv4.ip_nonlocal_bind': '1',
       },
-      Memory: memory,
-      MemorySwap: memory,
-      NanoCpus: Math.round(spec.limits.cpus * 1e9),
-      PidsLimit: spec.limits.pids,
+      ...workspaceLimitsConfig(spec.limits),
       ShmSize: 256 * 1024 * 1024,
       Mounts: [
         { Type: 'volume', Source: homeVolume(spec.hostId), Target: `/home/${spec.linuxUser}` },

@@ -12,12 +12,14 @@ import { execCapped } from './container-exec.js';
 import {
   egressGatewayContainer,
   HOST_LABEL,
+  homeVolume,
   OWNER_LABEL,
   ROLE_LABEL,
   type Role,
   SPEC_LABEL,
   UPLINK_NETWORK,
   workspaceContainer,
+  workspaceLimitsConfig,
   workspaceSpecHash,
 } from './container-specs.js';
 import { desktopPasswordArchive } from './desktop-secret.js';
@@ -25,10 +27,12 @@ import { WORKSPACE_PORTS } from './egress-gateway-files.js';
 import { asRuntimeError, ignoreStatus, lastLogLines, statusCode } from './engine-errors.js';
 import { EngineWatcher, HOST_ID } from './engine-watcher.js';
 import { MOUNTS_IN_WORKSPACE } from './folder-mount-points.js';
+import { HomeVolumes } from './home-volumes.js';
 import { HostLock } from './host-lock.js';
 import { HostProvisioning } from './host-provisioning.js';
 import { buildImages } from './image-build.js';
 import { imageStatuses, type RuntimeImages, requireImages, workspaceVariant } from './image-status.js';
+import { readMemoryUse } from './memory-cgroup.js';
 import { linkWorkspace, unlinkWorkspace, workspaceLinked } from './netns.js';
 import { verifyEgressPath } from './path-check.js';
 import { delay, sshBanner, tunnelReady, v2rayPid } from './readiness.js';
@@ -38,6 +42,7 @@ import {
   type ExecResult,
   type ImageStatus,
   type ProgressReporter,
+  type ResourceUsage,
   RuntimeError,
   type RuntimeNotice,
   type StartedWorkspace,
@@ -45,6 +50,7 @@ import {
   type UpstreamSpec,
   UpstreamSwitchReverted,
   type WorkspaceEndpoints,
+  type WorkspaceLimits,
   type WorkspaceRuntime,
   type WorkspaceSpec,
   type WorkspaceState,
@@ -127,6 +133,7 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
   private readonly lock = new HostLock();
   private readonly provisioning: HostProvisioning;
   private readonly watcher: EngineWatcher;
+  private readonly homes: HomeVolumes;
 
   constructor(private readonly options: DockerWorkspaceRuntimeOptions) {
     this.docker = options.docker;
@@ -134,7 +141,9 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
     this.plan = verificationPlan(options.egress);
     this.runtimeDir = path.resolve(options.dataDir, 'runtime');
     this.owner = gatewayInstanceId(this.runtimeDir);
+    this.homes = new HomeVolumes(path.join(this.runtimeDir, 'homes'));
     this.provisioning = new HostProvisioning({
+      homes: this.homes,
       docker: this.docker,
       runtimeDir: this.runtimeDir,
       owner: this.owner,
@@ -212,6 +221,7 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
           await this.docker.getVolume(volume.Name).remove().catch(ignoreStatus(404));
         }
         await releaseUplink(hostId);
+        await this.homes.remove(hostId);
         await rm(this.provisioning.gatewayDir(hostId), { recursive: true, force: true });
         // rmdir, never a recursive removal: a live folder mount there holds the user's own files.
         const mounts = this.options.folderMountsDir;
@@ -297,6 +307,48 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
     });
   }
 
+  async resize(hostId: string, limits: WorkspaceLimits): Promise<'now' | 'next_start'> {
+    checkHostId(hostId);
+    checkLimits(limits);
+    return this.lock.run(hostId, () =>
+      this.guard(async () => {
+        const size = await this.homes.sizeMb(hostId);
+        if (size !== null && limits.homeMb < size)
+          throw new RuntimeError(
+            'home_shrink',
+            `the home is ${size} MiB and is never shrunk (its files would not fit); give ${size} MiB or more`,
+          );
+        const workspace = await this.find(hostId, 'workspace');
+        if (workspace) await this.updateLimits(workspace.id, limits);
+        return size === null || (await this.homes.grow(hostId, limits.homeMb)) ? 'now' : 'next_start';
+      }),
+    );
+  }
+
+  homeSizeMb(hostId: string): Promise<number | null> {
+    checkHostId(hostId);
+    return this.homes.sizeMb(hostId);
+  }
+
+  async usage(hostId: string): Promise<ResourceUsage | null> {
+    checkHostId(hostId);
+    return this.guard(async () => {
+      const workspace = await this.find(hostId, 'workspace');
+      if (!workspace?.running) return null;
+      return { memory: await readMemoryUse(workspace.pid), home: await this.homes.usage(hostId) };
+    });
+  }
+
+  /** Memory, CPUs and processes of a container, in place (running or not). */
+  private async updateLimits(containerId: string, limits: WorkspaceLimits): Promise<void> {
+    try {
+      await this.docker.getContainer(containerId).update(workspaceLimitsConfig(limits));
+    } catch (error) {
+      const message = (error as { json?: { message?: string } }).json?.message ?? (error as Error).message;
+      throw new RuntimeError('resize_refused', `the engine refused the new limits: ${message}`);
+    }
+  }
+
   async endpoints(hostId: string): Promise<WorkspaceEndpoints | null> {
     checkHostId(hostId);
     return this.guard(async () => {
@@ -367,7 +419,7 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
       const serverIp = await resolveServer(upstream.config.server, signal);
       await step(15, 'preparing the volumes and the uplink network');
       const { hostAddress } = await this.provisioning.ensureUplink();
-      made.volumes = await this.provisioning.ensureVolumes(spec.hostId);
+      made.volumes = await this.provisioning.ensureVolumes(spec.hostId, spec.limits.homeMb);
       await this.provisioning.writeGatewayFiles(spec.hostId, upstream, serverIp, hostAddress);
       await step(25, 'starting the egress gateway and the workspace');
       const previousWorkspace = (await this.find(spec.hostId, 'workspace'))?.id;
@@ -439,6 +491,7 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
     if (made.workspaceId) await this.removeContainer(made.workspaceId);
     else await this.stopNow(hostId);
     for (const volume of made.volumes) await this.docker.getVolume(volume).remove().catch(ignoreStatus(404));
+    if (made.volumes.includes(homeVolume(hostId))) await this.homes.remove(hostId);
     await rm(this.provisioning.gatewayDir(hostId), { recursive: true, force: true });
     const mounts = this.options.folderMountsDir;
     if (made.workspaceId && mounts) await rmdir(path.join(mounts, hostId)).catch(() => {});
@@ -460,6 +513,8 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
       }
     }
     await releaseUplink(hostId);
+    // Mounted again at the next start, and grown then if its size was raised meanwhile.
+    await this.homes.unmount(hostId).catch(() => undefined);
   }
 
   private async relink(hostId: string): Promise<void> {
@@ -516,15 +571,17 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
    * newer image alone does not replace it (what users installed outside their home stays until a rebuild).
    */
   private async prepareWorkspace(spec: WorkspaceSpec): Promise<string> {
-    await this.provisioning.ensureVolumes(spec.hostId);
+    await this.provisioning.ensureVolumes(spec.hostId, spec.limits.homeMb);
     const resolvConf = await this.provisioning.ensureResolvConf();
     const mountsDir = await this.provisioning.prepareFolderMountsDir(spec.hostId);
     const existing = await this.find(spec.hostId, 'workspace');
     if (
       existing?.labels[SPEC_LABEL] === workspaceSpecHash(spec, mountsDir) &&
       existing.labels[OWNER_LABEL] === this.owner
-    )
+    ) {
+      await this.updateLimits(existing.id, spec.limits);
       return existing.id;
+    }
     if (existing) await this.docker.getContainer(existing.id).remove({ force: true, v: true });
     const container = await this.docker.createContainer(
       workspaceContainer({
@@ -676,9 +733,13 @@ function checkSpec(spec: WorkspaceSpec): void {
   // VNC authentication uses 8 bytes; without any the desktop would refuse to start.
   if (!/^[\x21-\x7e]{1,8}$/.test(spec.desktopPassword))
     throw new RuntimeError('invalid_spec', 'the desktop password must be 1 to 8 printable characters');
-  const { memoryMb, cpus, pids } = spec.limits;
-  if (!(memoryMb >= 64 && cpus > 0 && pids >= 32))
-    throw new RuntimeError('invalid_spec', `limits too small: ${JSON.stringify(spec.limits)}`);
+  checkLimits(spec.limits);
+}
+
+function checkLimits(limits: WorkspaceLimits): void {
+  const { memoryMb, cpus, pids, homeMb } = limits;
+  if (!(memoryMb >= 64 && cpus > 0 && pids >= 32 && homeMb >= 64))
+    throw new RuntimeError('invalid_spec', `limits too small: ${JSON.stringify(limits)}`);
 }
 
 function endpointsAt(address: string): WorkspaceEndpoints {

@@ -13,11 +13,13 @@ import {
   OWNER_LABEL,
   ROLE_LABEL,
   UPLINK_NETWORK,
+  WORKSPACE_UID,
 } from './container-specs.js';
 import { type EgressGatewayFiles, renderEgressGatewayFiles, WORKSPACE_LINK } from './egress-gateway-files.js';
 import { statusCode } from './engine-errors.js';
 import { propagatesToContainers } from './folder-mount-points.js';
 import { makeTraversableDir, writeReadableFile } from './handed-over-files.js';
+import type { HomeVolumes } from './home-volumes.js';
 import { RuntimeError, type UpstreamSpec } from './workspace-runtime.js';
 
 /** Beside the gateway's files: not read by the gateway, by the host's guard on its uplink. */
@@ -31,6 +33,7 @@ export interface HostProvisioningOptions {
   egress: EgressSettings;
   engine: TunnelEngine;
   folderMountsDir?: string;
+  homes: HomeVolumes;
 }
 
 /** What a host needs around its containers: volumes, the uplink network, files on this machine. */
@@ -39,20 +42,38 @@ export class HostProvisioning {
 
   constructor(private readonly options: HostProvisioningOptions) {}
 
-  /** Makes the host's volumes where missing; returns the names of those it made. */
-  async ensureVolumes(hostId: string): Promise<string[]> {
-    const { docker, owner } = this.options;
+  /**
+   * Makes the host's volumes where missing, and mounts its home with at least `homeMb` (home-volumes.ts); returns
+   * the names of the volumes it made. A home volume made before homes had a size stays as it was, unsized.
+   */
+  async ensureVolumes(hostId: string, homeMb: number): Promise<string[]> {
+    const { docker, owner, homes } = this.options;
     const made: string[] = [];
     for (const [name, role] of [
       [homeVolume(hostId), 'home'],
       [hostKeysVolume(hostId), 'host-keys'],
     ] as const) {
       try {
-        await docker.getVolume(name).inspect();
+        const info = await docker.getVolume(name).inspect();
+        const device = (info.Options as Record<string, string> | null)?.device;
+        if (role === 'home' && device === homes.mountPoint(hostId))
+          await homes.ensure(hostId, homeMb, WORKSPACE_UID);
       } catch (error) {
         if (statusCode(error) !== 404) throw error;
+        const sized =
+          role === 'home'
+            ? {
+                Driver: 'local',
+                DriverOpts: {
+                  type: 'none',
+                  o: 'bind',
+                  device: await homes.ensure(hostId, homeMb, WORKSPACE_UID),
+                },
+              }
+            : {};
         await docker.createVolume({
           Name: name,
+          ...sized,
           Labels: { [HOST_LABEL]: hostId, [ROLE_LABEL]: role, [OWNER_LABEL]: owner },
         });
         made.push(name);

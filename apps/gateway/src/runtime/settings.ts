@@ -1,5 +1,20 @@
+import { RESOURCE_BOUNDS } from '@ccp/api';
 import Type, { type Static } from 'typebox';
-import { positiveNumber, positiveWhole } from '../shared/settings.js';
+import { wholeNumber } from '../shared/settings.js';
+
+/** A workspace resource's default, within what the engine and the API accept (RESOURCE_BOUNDS). */
+const resource = (
+  kind: 'whole' | 'number',
+  range: { minimum: number; maximum: number },
+  fallback: number,
+  description: string,
+) =>
+  (kind === 'whole' ? Type.Integer : Type.Number)({
+    ...range,
+    default: fallback,
+    description,
+    problem: `must be ${kind === 'whole' ? 'a whole number' : 'a number'} from ${range.minimum} to ${range.maximum} (got "{got}")`,
+  });
 
 /** The container engine and what each workspace may use (docs/configuration.md is written from these). */
 export const RuntimeVariables = Type.Object({
@@ -12,8 +27,33 @@ export const RuntimeVariables = Type.Object({
     description: '`full` (desktop, assistant CLI) or `test` (small image for tests)',
     problem: 'must be full or test',
   }),
-  WORKSPACE_MEMORY_MB: positiveWhole(2048, 'Memory limit of each workspace container, in MiB'),
-  WORKSPACE_CPUS: positiveNumber(1, 'CPU limit of each workspace container (fractions allowed)'),
-  WORKSPACE_PIDS: positiveWhole(1024, 'Process limit of each workspace container'),
+  WORKSPACE_MEMORY_MB: resource(
+    'whole',
+    RESOURCE_BOUNDS.memory_mb,
+    2048,
+    'Memory limit (MiB) of a workspace whose host and owner set none (per host and per user: resources.md)',
+  ),
+  WORKSPACE_CPUS: resource(
+    'number',
+    RESOURCE_BOUNDS.cpus,
+    1,
+    'CPU limit of a workspace (fractions allowed), the global default',
+  ),
+  WORKSPACE_PIDS: resource(
+    'whole',
+    RESOURCE_BOUNDS.pids,
+    1024,
+    'Process limit of a workspace, the global default',
+  ),
+  WORKSPACE_HOME_MB: resource(
+    'whole',
+    RESOURCE_BOUNDS.home_mb,
+    10240,
+    'Size (MiB) of a home volume, the global default: writing past it fails inside the workspace (a sized ext4 image per home)',
+  ),
+  RESOURCE_CHECK_SECONDS: wholeNumber(
+    30,
+    'How often running workspaces are checked for memory near its limit, memory kills and a nearly full home; `0` turns it off',
+  ),
 });
 export type RuntimeVariables = Static<typeof RuntimeVariables>;

@@ -20,7 +20,23 @@ export interface WorkspaceSpec {
   authorizedKey: string;
   /** The VNC password of the desktop (8 characters): the gateway's proxy answers with it, nobody else knows it. */
   desktopPassword: string;
-  limits: { memoryMb: number; cpus: number; pids: number };
+  limits: WorkspaceLimits;
+}
+
+/** What a workspace may use: its container's memory, CPUs and processes, and the size of its home. */
+export interface WorkspaceLimits {
+  memoryMb: number;
+  cpus: number;
+  pids: number;
+  /** The home volume's size: it is made with it and grown to it, never shrunk. */
+  homeMb: number;
+}
+
+/** What a running workspace uses of its limits, for the checks that report pressure. */
+export interface ResourceUsage {
+  memory: { workingSetBytes: number; limitBytes: number; oomKills: number } | null;
+  /** Null for a home made before homes had a size. */
+  home: { usedBytes: number; sizeBytes: number } | null;
 }
 
 export interface Endpoint {
@@ -114,6 +130,17 @@ export interface WorkspaceRuntime {
    */
   switchUpstream(hostId: string, upstream: UpstreamSpec, fallback: UpstreamSpec | null): Promise<void>;
   state(hostId: string): Promise<WorkspaceState>;
+  /**
+   * Applies new limits to the host's workspace container where it exists, running or not (memory, CPUs and
+   * processes in place), so nothing installed in it is lost; answers when the home has its new size: `now`, or
+   * `next_start` where a running home cannot grow online. A home is never shrunk: `home_shrink` when asked to.
+   * Fails with `resize_refused` when the engine refuses (memory below what runs).
+   */
+  resize(hostId: string, limits: WorkspaceLimits): Promise<'now' | 'next_start'>;
+  /** The home's size in MiB as made or last grown; null when it has none yet (or predates sized homes). */
+  homeSizeMb(hostId: string): Promise<number | null>;
+  /** What the running workspace uses; null when it is not running. */
+  usage(hostId: string): Promise<ResourceUsage | null>;
   endpoints(hostId: string): Promise<WorkspaceEndpoints | null>;
   /**
    * Runs a command as root in the running workspace container (the desktop's controls, image/README.md);

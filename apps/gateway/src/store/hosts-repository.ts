@@ -4,7 +4,14 @@ import { constrained } from './errors.js';
 import type { HostsTable } from './schema.js';
 
 export type HostRow = Selectable<HostsTable>;
-export type HostWithOwner = HostRow & { username: string };
+/** A host with its owner's name and resource defaults (a host's own resources fall back to them). */
+export type HostWithOwner = HostRow & {
+  username: string;
+  owner_default_cpus: number | null;
+  owner_default_memory_mb: number | null;
+  owner_default_pids: number | null;
+  owner_default_home_mb: number | null;
+};
 export type HostPatch = Updateable<Omit<HostsTable, 'id' | 'created_at' | 'short_id' | 'user_id'>>;
 
 export interface BindingDetail {
@@ -31,7 +38,13 @@ export class HostsRepository {
       .selectFrom('hosts')
       .innerJoin('users', 'users.id', 'hosts.user_id')
       .selectAll('hosts')
-      .select('users.username');
+      .select([
+        'users.username',
+        'users.default_cpus as owner_default_cpus',
+        'users.default_memory_mb as owner_default_memory_mb',
+        'users.default_pids as owner_default_pids',
+        'users.default_home_mb as owner_default_home_mb',
+      ]);
   }
 
   findById(id: string): Promise<HostWithOwner | undefined> {

@@ -19,6 +19,17 @@ export interface UsersTable {
   ssh_pass_sealed: string;
   created_at: IsoTime;
   updated_at: IsoTime;
+  /** Resources of the user's hosts that set none of their own; null: the gateway's setting. */
+  default_cpus: number | null;
+  default_memory_mb: number | null;
+  default_pids: number | null;
+  default_home_mb: number | null;
+  /** Quotas; null: unlimited. */
+  quota_hosts: number | null;
+  quota_running_hosts: number | null;
+  quota_cpus: number | null;
+  quota_memory_mb: number | null;
+  quota_home_mb: number | null;
 }
 
 export interface SshKeysTable {
@@ -75,6 +86,13 @@ export interface HostsTable {
   /** The node whose engine holds the host's containers and home; null only before its first placement. */
   node: string | null;
   status_before_node_loss: string | null;
+  /** The host's own resources; null: its owner's default, else the gateway's. */
+  cpus: number | null;
+  memory_mb: number | null;
+  pids: number | null;
+  home_mb: number | null;
+  /** JSON array of ResourceAlert: what the last check of the running host found short; null: none. */
+  resource_alerts: string | null;
 }
 
 export interface BindingsTable {

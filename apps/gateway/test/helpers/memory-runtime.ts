@@ -2,11 +2,13 @@ import {
   type ExecResult,
   type ImageStatus,
   type ProgressReporter,
+  type ResourceUsage,
   RuntimeError,
   startCancelled,
   type UpstreamSpec,
   UpstreamSwitchReverted,
   type WorkspaceEndpoints,
+  type WorkspaceLimits,
   type WorkspaceRuntime,
   type WorkspaceSpec,
   type WorkspaceState,
@@ -112,6 +114,26 @@ export class MemoryRuntime implements WorkspaceRuntime {
       throw failure;
     }
     if (host) host.upstream = upstream;
+  }
+
+  /** The limits each host was last resized to; the usage a test wants the next resource check to read. */
+  readonly resized = new Map<string, WorkspaceLimits>();
+  readonly usages = new Map<string, ResourceUsage>();
+
+  async resize(hostId: string, limits: WorkspaceLimits): Promise<'now' | 'next_start'> {
+    this.calls.push(`resize ${hostId}`);
+    this.resized.set(hostId, limits);
+    const host = this.hosts.get(hostId);
+    if (host) host.spec = { ...host.spec, limits };
+    return 'now';
+  }
+
+  async homeSizeMb(hostId: string): Promise<number | null> {
+    return this.hosts.get(hostId)?.spec.limits.homeMb ?? null;
+  }
+
+  async usage(hostId: string): Promise<ResourceUsage | null> {
+    return this.hosts.get(hostId)?.state === 'running' ? (this.usages.get(hostId) ?? null) : null;
   }
 
   async state(hostId: string): Promise<WorkspaceState> {

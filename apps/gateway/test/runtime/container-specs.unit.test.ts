@@ -19,7 +19,7 @@ const spec: WorkspaceSpec = {
   linuxUser: 'alice',
   authorizedKey: 'ssh-ed25519 AAAA gateway',
   desktopPassword: 'desk-pw1',
-  limits: { memoryMb: 512, cpus: 1.5, pids: 256 },
+  limits: { memoryMb: 512, cpus: 1.5, pids: 256, homeMb: 1024 },
 };
 
 describe('workspace container', () => {
@@ -66,10 +66,12 @@ describe('workspace container', () => {
     assert.equal(options.Hostname, 'ccp-ab3-x');
   });
 
-  it('is made again when what it was made from changes, not for a new image alone', () => {
+  it('is made again when what it was made from changes, not for a new image or new limits alone', () => {
     const hash = workspaceSpecHash(spec, null);
     assert.equal(workspaceSpecHash({ ...spec }, null), hash);
-    assert.notEqual(workspaceSpecHash({ ...spec, limits: { ...spec.limits, pids: 512 } }, null), hash);
+    // Limits are applied in place (docker update), keeping what the user installed in the container.
+    assert.equal(workspaceSpecHash({ ...spec, limits: { ...spec.limits, pids: 512 } }, null), hash);
+    assert.notEqual(workspaceSpecHash({ ...spec, linuxUser: 'other' }, null), hash);
     assert.notEqual(workspaceSpecHash(spec, '/run/ccp/mounts/h-1'), hash);
   });
 });

@@ -155,7 +155,7 @@ describe('DockerWorkspaceRuntime (real Docker, egress lab)', { skip, timeout: 60
     linuxUser: 'alice',
     authorizedKey: key.publicKey,
     desktopPassword: 'desk-pw1',
-    limits: { memoryMb: 512, cpus: 1, pids: 256 },
+    limits: { memoryMb: 512, cpus: 1, pids: 256, homeMb: 1024 },
   });
   const upstream = (name: VariantName, exitIndex = 0, exitIp?: string): UpstreamSpec => {
     const chosen = variant(lab, name, exitIndex);

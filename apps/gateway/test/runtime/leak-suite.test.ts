@@ -237,7 +237,7 @@ describe('leak suite: nothing leaves a workspace except through its upstream', {
           linuxUser: LINUX_USER,
           authorizedKey: keys.generate('ed25519').publicKey,
           desktopPassword: 'desk-pw1',
-          limits: { memoryMb: 512, cpus: 1, pids: 256 },
+          limits: { memoryMb: 512, cpus: 1, pids: 256, homeMb: 1024 },
         },
         {
           egressIpId: `egress-${name}`,

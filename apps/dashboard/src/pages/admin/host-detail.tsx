@@ -6,8 +6,10 @@ import { api } from '../../api';
 import { Field } from '../../components/field';
 import { HostAccess } from '../../components/host-access';
 import { HostDesktop } from '../../components/host-desktop';
+import { HostResources } from '../../components/host-resources';
 import { HostTask } from '../../components/host-task';
 import { NodeUnavailableNotice } from '../../components/node-unavailable';
+import { HostResizeForm } from '../../components/resources-panel';
 import {
   ActionButton,
   ConfirmButton,
@@ -75,6 +77,7 @@ export function HostDetail() {
         {when(h.started_at)}
       </p>
       {nodeLost(h) ? <NodeUnavailableNotice host={h} scope="admin" /> : null}
+      <HostResources host={h} />
       {h.last_error ? (
         <p className="error" role="alert">
           {h.last_error}
@@ -155,6 +158,7 @@ export function HostDetail() {
           <ErrorText error={bind.error} />
         </Section>
       </div>
+      <HostResizeForm host={h} />
       <Section title="Delete">
         <ConfirmButton
           label="Delete host"

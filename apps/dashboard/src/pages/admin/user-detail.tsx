@@ -5,6 +5,7 @@ import { Link, useNavigate, useParams } from 'react-router';
 import { api } from '../../api';
 import { InputField } from '../../components/field';
 import { KeysPanel } from '../../components/keys-panel';
+import { UserResourcesPanel } from '../../components/resources-panel';
 import {
   ActionButton,
   ConfirmButton,
@@ -168,6 +169,7 @@ export function UserDetail() {
           remove: (keyId) => api.admin.users.keys.remove(u.id, keyId),
         }}
       />
+      <UserResourcesPanel userId={u.id} />
       <Section title="Delete">
         <ConfirmButton
           label="Delete user"

@@ -7,9 +7,11 @@ import { api } from '../../api';
 import { InputField } from '../../components/field';
 import { HostAccess } from '../../components/host-access';
 import { HostDesktop, OpenDesktopButton } from '../../components/host-desktop';
+import { HostResources } from '../../components/host-resources';
 import { HostTask } from '../../components/host-task';
 import { KeysPanel } from '../../components/keys-panel';
 import { NodeUnavailableNotice } from '../../components/node-unavailable';
+import { OwnQuotas } from '../../components/resources-panel';
 import { ActionButton, ErrorText, HostStatusBadge, Loading, Section } from '../../components/ui';
 import { when } from '../../format';
 import { canStart, failedHostNextStep, NO_EGRESS_HINT, nodeLost } from '../../host-state';
@@ -38,6 +40,7 @@ export function PortalHosts() {
           >
             {h.status === 'failed' ? <HostFailure host={h} onList /> : null}
             {nodeLost(h) ? <NodeUnavailableNotice host={h} scope="user" /> : null}
+            <HostResources host={h} />
             <HostAccess host={h} scope="user" />
             <OpenDesktopButton host={h} scope="user" />
           </Section>
@@ -161,7 +164,8 @@ export function PortalAccount() {
   };
   return (
     <>
-      <h1>Change password</h1>
+      <h1>Account</h1>
+      <OwnQuotas />
       <Section title="Password">
         <form className="narrow" onSubmit={submit} noValidate aria-label="Change password">
           <InputField

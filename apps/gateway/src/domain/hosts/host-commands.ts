@@ -7,6 +7,7 @@ import { errors } from '../errors.js';
 import type { TaskRunner } from '../tasks/task-runner.js';
 import type { HostReconciler } from './host-reconciler.js';
 import type { HostRecords } from './host-records.js';
+import type { HostResourcePolicy } from './host-tasks.js';
 import { nodeUnavailable, noEgressBound } from './lifecycle-errors.js';
 import type { UpstreamRounds } from './upstream-rounds.js';
 
@@ -22,6 +23,7 @@ export class HostCommands {
     private readonly tasks: TaskRunner,
     private readonly reconciler: HostReconciler,
     private readonly upstreamRounds: UpstreamRounds,
+    private readonly resources: HostResourcePolicy,
     private readonly log: Logger,
   ) {}
 
@@ -29,6 +31,7 @@ export class HostCommands {
   async start(grant: HostGrant, kind: 'start' | 'bootstrap' = 'start'): Promise<TaskAccepted> {
     const host = await this.requireReachable(hostOf(grant, 'operate').id);
     if (!(await this.records.activeUpstream(host.id))) throw noEgressBound(grant.actor);
+    await this.resources.admitStart(host, grant.actor);
     return this.queue(kind, host, grant.actor);
   }
 

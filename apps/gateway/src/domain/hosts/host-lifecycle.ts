@@ -12,7 +12,7 @@ import { EngineRounds } from './engine-rounds.js';
 import { HostCommands } from './host-commands.js';
 import { HostReconciler } from './host-reconciler.js';
 import { HostRecords } from './host-records.js';
-import { HostTasks, type WorkspaceLimits } from './host-tasks.js';
+import { type HostResourcePolicy, HostTasks } from './host-tasks.js';
 import type { AccessSettings } from './host-view.js';
 import { UpstreamRounds } from './upstream-rounds.js';
 import { UpstreamSwitch } from './upstream-switch.js';
@@ -34,7 +34,7 @@ export class HostLifecycle {
     tasks: TaskRunner,
     bus: EventBus,
     access: AccessSettings,
-    limits: WorkspaceLimits,
+    resources: HostResourcePolicy,
     log: Logger,
     /** The VNC password of a host's desktop (Access.desktopPassword). */
     desktopPassword: (hostId: string) => string,
@@ -42,11 +42,20 @@ export class HostLifecycle {
   ) {
     const records = new HostRecords(hosts, egressIps, bus, access);
     const upstreams = new UpstreamSwitch(hosts, records, runtime, bus);
-    new HostTasks(records, runtime, tasks, upstreams, limits, desktopPassword).register();
+    new HostTasks(records, runtime, tasks, upstreams, resources, desktopPassword).register();
     const reconciler = new HostReconciler(records, runtime, bus, cluster, upstreams);
     this.engineRounds = new EngineRounds(hosts, reconciler, runtime, tasks, bus, log);
     this.upstreamRounds = new UpstreamRounds(hosts, reconciler, upstreams, egressIps, tasks, cluster, log);
-    this.commands = new HostCommands(hosts, records, runtime, tasks, reconciler, this.upstreamRounds, log);
+    this.commands = new HostCommands(
+      hosts,
+      records,
+      runtime,
+      tasks,
+      reconciler,
+      this.upstreamRounds,
+      resources,
+      log,
+    );
   }
 
   start(grant: HostGrant, kind: 'start' | 'bootstrap' = 'start'): Promise<TaskAccepted> {

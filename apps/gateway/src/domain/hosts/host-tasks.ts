@@ -1,5 +1,10 @@
 import { type Actor, ALREADY_RUNNING } from '@ccp/api';
-import type { UpstreamSpec, WorkspaceRuntime, WorkspaceSpec } from '../../runtime/workspace-runtime.js';
+import type {
+  UpstreamSpec,
+  WorkspaceLimits,
+  WorkspaceRuntime,
+  WorkspaceSpec,
+} from '../../runtime/workspace-runtime.js';
 import { nowIso } from '../../shared/clock.js';
 import type { HostPatch, HostWithOwner } from '../../store/hosts-repository.js';
 import { errors } from '../errors.js';
@@ -9,10 +14,11 @@ import { linuxUserFor } from './host-view.js';
 import { noEgressBound } from './lifecycle-errors.js';
 import type { UpstreamSwitch } from './upstream-switch.js';
 
-export interface WorkspaceLimits {
-  memoryMb: number;
-  cpus: number;
-  pids: number;
+/** A host's limits and the quotas its start must fit (ResourcesService). */
+export interface HostResourcePolicy {
+  limitsOf(host: HostWithOwner): WorkspaceLimits;
+  /** Fails with 409 `quota_exceeded` when starting the host would pass one of its owner's quotas. */
+  admitStart(host: HostWithOwner, actor: Actor): Promise<void>;
 }
 
 /** The work of each lifecycle task (start, stop, rebuild, remove), run by the host's node whichever gateway queued it. */
@@ -25,7 +31,7 @@ export class HostTasks {
     private readonly runtime: WorkspaceRuntime,
     private readonly tasks: TaskRunner,
     upstreams: UpstreamSwitch,
-    private readonly limits: WorkspaceLimits,
+    private readonly resources: HostResourcePolicy,
     /** The VNC password of a host's desktop (Access.desktopPassword). */
     private readonly desktopPassword: (hostId: string) => string,
   ) {
@@ -44,6 +50,8 @@ export class HostTasks {
         return ALREADY_RUNNING;
       const upstream = await this.activeUpstream(current.id);
       if (!upstream) throw noEgressBound(actor);
+      // Again when it runs: other hosts of the owner may have started since it was queued.
+      await this.resources.admitStart(current, actor);
       await this.setStatus(current, { status: 'starting', last_error: null }, actor);
       const { echoesOut } = await this.runtime.start(this.spec(current), upstream, progress, signal);
       this.current.set(current.id, upstream);
@@ -120,7 +128,7 @@ export class HostTasks {
       linuxUser: linuxUserFor(host.username),
       authorizedKey: host.gateway_public_key ?? '',
       desktopPassword: this.desktopPassword(host.id),
-      limits: this.limits,
+      limits: this.resources.limitsOf(host),
     };
   }
 

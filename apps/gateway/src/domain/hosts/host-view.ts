@@ -1,7 +1,8 @@
-import type { Host, HostStatus, SseMessage } from '@ccp/api';
+import type { Host, HostResources, HostStatus, SseMessage } from '@ccp/api';
 import { isoOut } from '../../shared/clock.js';
 import type { BindingDetail, HostsRepository, HostWithOwner } from '../../store/hosts-repository.js';
 import { passwordInTheClearWarning } from '../entry/download-transport.js';
+import { alertsOf, resourcesOf } from '../quotas/host-resources.js';
 
 export interface AccessSettings {
   publicHost: string;
@@ -10,6 +11,8 @@ export interface AccessSettings {
   sshProxyPort: number;
   /** The address of a host's desktop page in a portal: vnc/ builds it, the rules only place it in the view. */
   desktopUrl: (portal: 'admin' | 'user', hostId: string) => string;
+  /** The gateway's resources of a host with none of its own or its owner's (WORKSPACE_CPUS, ...). */
+  resourceDefaults: HostResources;
 }
 
 /** Which binding carries the traffic: the oldest healthy one (the oldest when none is), the others standby. */
@@ -93,6 +96,8 @@ export function hostView(
     created_at: isoOut(row.created_at),
     updated_at: isoOut(row.updated_at),
     started_at: isoOut(row.started_at),
+    resources: resourcesOf(row, access.resourceDefaults),
+    resource_alerts: alertsOf(row),
   };
 }
 

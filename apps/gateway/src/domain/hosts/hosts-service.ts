@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Actor, Binding, CreatedHost, Host } from '@ccp/api';
+import type { Actor, Binding, CreatedHost, Host, HostResourcesRequest } from '@ccp/api';
 import type { EventBus } from '../../events/event-bus.js';
 import { isoOut, nowIso } from '../../shared/clock.js';
 import type { EgressIpsRepository } from '../../store/egress-ips-repository.js';
@@ -12,6 +12,7 @@ import type { Principal } from '../access/principal.js';
 import type { SecretBox } from '../access/secret-box.js';
 import { generateShortId } from '../access/secrets.js';
 import { errors } from '../errors.js';
+import type { ResourcesService } from '../quotas/resources-service.js';
 import { generateEd25519 } from '../users/ssh-public-key.js';
 import type { UsersService } from '../users/users-service.js';
 import type { HostLifecycle } from './host-lifecycle.js';
@@ -31,16 +32,19 @@ export class HostsService {
     private readonly gate: Access,
     /** Picks the node a new host goes to (NodeRegistry). */
     private readonly placement: { place(pinned?: string): Promise<string> },
+    private readonly resources: ResourcesService,
   ) {}
 
   async create(
-    input: { user_id: string; egress_ip_id?: string; node?: string },
+    input: { user_id: string; egress_ip_id?: string; node?: string; resources?: HostResourcesRequest },
     actor: Actor,
   ): Promise<CreatedHost> {
     const user = await this.users.findById(input.user_id);
     if (!user) throw errors.notFound('User');
     if (input.egress_ip_id && !(await this.egressIps.findById(input.egress_ip_id)))
       throw errors.notFound('Egress IP');
+    const own = input.resources ?? {};
+    await this.resources.admitNewHost(user.id, await this.resources.resourcesForNewHost(user.id, own), actor);
     const node = await this.placement.place(input.node);
     const id = randomUUID();
     const key = generateEd25519(`cloud-cli-proxy@${id}`);
@@ -60,6 +64,10 @@ export class HostsService {
           gateway_key_sealed: this.box.seal(key.privateKey),
           gateway_public_key: key.publicKey,
           node,
+          cpus: own.cpus ?? null,
+          memory_mb: own.memory_mb ?? null,
+          pids: own.pids ?? null,
+          home_mb: own.home_mb ?? null,
         });
         break;
       } catch (error) {

@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:http';
-import type { EgressTestResult, HostStatus } from '@ccp/api';
+import type { EgressTestResult, HostStatus, QuotaName, UserResources } from '@ccp/api';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { AuthService } from '../../domain/access/auth-service.js';
 import type { Api } from '../api.js';
@@ -16,6 +16,8 @@ export interface MetricsSource {
     /** `lastTest` is the stored EgressTestResult JSON. */
     egressTests: Array<{ id: string; label: string; lastTest: string }>;
   }>;
+  /** Every user's quotas and use, and how many hosts have each resource alert. */
+  resources(): Promise<{ users: UserResources[]; alerts: Record<string, number> }>;
 }
 
 type Counts = Awaited<ReturnType<MetricsSource['counts']>>;
@@ -100,6 +102,45 @@ export class GatewayMetrics {
         const read = await counts();
         this.reset();
         for (const row of read?.tasks ?? []) this.set({ kind: row.kind, status: row.status }, row.count);
+      },
+    });
+    const resources = () => source.resources().catch(() => null);
+    const quota = (
+      name: string,
+      help: string,
+      value: (user: UserResources, quota: QuotaName) => number | null,
+    ) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['username', 'quota'],
+        registers,
+        async collect() {
+          const read = await resources();
+          this.reset();
+          for (const user of read?.users ?? [])
+            for (const key of Object.keys(user.usage) as QuotaName[]) {
+              const measured = value(user, key);
+              if (measured !== null) this.set({ username: user.username, quota: key }, measured);
+            }
+        },
+      });
+    quota(
+      'ccp_user_quota_used',
+      "What each user's hosts take of each quota (hosts, running_hosts, cpus, memory_mb, home_mb)",
+      (user, key) => user.usage[key],
+    );
+    quota('ccp_user_quota_limit', "Each user's quota where one is set", (user, key) => user.quotas[key]);
+    new Gauge({
+      name: 'ccp_host_resource_alerts',
+      help: 'Running hosts short of a resource now, by kind (memory_pressure, memory_oom_kill, home_nearly_full)',
+      labelNames: ['kind'],
+      registers,
+      async collect() {
+        const read = await resources();
+        this.reset();
+        for (const kind of ['memory_pressure', 'memory_oom_kill', 'home_nearly_full'])
+          this.set({ kind }, read?.alerts[kind] ?? 0);
       },
     });
     const egress = (name: string, help: string, value: (result: EgressTestResult) => number | null) =>

@@ -6,6 +6,7 @@ import {
   CreateHostRequest,
   Host,
   HostList,
+  HostResourcesRequest,
   ImageList,
   Task,
   TaskAccepted,
@@ -27,7 +28,7 @@ const TaskParams = Type.Object({ taskID: Type.String({ format: 'uuid' }) });
 
 export function registerAdminHostRoutes(
   app: Api,
-  { access, hosts, lifecycle, tasks, images }: HttpServices,
+  { access, hosts, lifecycle, resources, tasks, images }: HttpServices,
 ): void {
   const tags: ApiTag[] = ['admin: hosts'];
   app.post(
@@ -39,7 +40,8 @@ export function registerAdminHostRoutes(
         summary:
           "Create a host for a user (optionally bound to an egress IP, optionally pinned to a node); returns the owner's SSH details",
         body: CreateHostRequest,
-        // 409: node_unavailable (the pinned node is not heartbeating), no_node_available (no live node has room).
+        // 409: node_unavailable (the pinned node is not heartbeating), no_node_available (no live node has room),
+        // quota_exceeded (the user's quota of hosts or home would be passed).
         response: { 201: CreatedHost, ...errorResponses(400, 404, 409) },
       },
     },
@@ -70,13 +72,36 @@ export function registerAdminHostRoutes(
       hosts.get(await access.requireHost(principalOf(request), request.params.hostID, 'view')),
   );
 
+  app.put(
+    '/hosts/:hostID/resources',
+    {
+      schema: {
+        tags,
+        operationId: 'resizeHost',
+        summary:
+          "Change the host's CPUs, memory, processes or home size (null: back to the default); a running host " +
+          'gets memory, CPUs and processes at once, the home grows in place and never shrinks (409 home_shrink); ' +
+          '409 quota_exceeded past a quota of its owner, 409 resize_refused when the engine refuses (memory in use)',
+        params: HostParams,
+        body: HostResourcesRequest,
+        response: { 200: Host, ...errorResponses(400, 404, 409) },
+      },
+    },
+    async (request) =>
+      resources.resizeHost(
+        await access.requireHost(principalOf(request), request.params.hostID, 'manage'),
+        request.body,
+      ),
+  );
+
   registerHostActions(
     app,
     tags,
     {
       start: {
         operationId: 'startHost',
-        summary: 'Start the host (409 no_egress_bound without a binding, 409 host_busy while a task runs)',
+        summary:
+          'Start the host (409 no_egress_bound without a binding, 409 host_busy while a task runs, 409 quota_exceeded past a quota of running hosts, CPUs or memory)',
       },
       stop: {
         operationId: 'stopHost',

@@ -12,6 +12,9 @@ import {
   SshKeyList,
   User,
   UserList,
+  UserResources,
+  UserResourcesList,
+  UserResourcesRequest,
 } from '@ccp/api';
 import { actorOf } from '../../../domain/access/principal.js';
 import type { Api } from '../../api.js';
@@ -22,7 +25,54 @@ import type { HttpServices } from '../../services.js';
 
 const tags: ApiTag[] = ['admin: users'];
 
-export function registerAdminUserRoutes(app: Api, { users, sshKeys }: HttpServices): void {
+export function registerAdminUserRoutes(app: Api, { users, sshKeys, resources }: HttpServices): void {
+  app.get(
+    '/quotas',
+    {
+      schema: {
+        tags,
+        operationId: 'listQuotas',
+        summary: "Every user's resource defaults, quotas and what their hosts take of each",
+        response: { 200: UserResourcesList },
+      },
+    },
+    async () => ({ users: await resources.listUserResources() }),
+  );
+
+  app.get(
+    '/users/:userID/resources',
+    {
+      schema: {
+        tags,
+        operationId: 'getUserResources',
+        summary:
+          "A user's resource defaults for hosts, quotas (null: unlimited) and what the hosts use of them",
+        params: UserIdParams,
+        response: { 200: UserResources, ...errorResponses(404) },
+      },
+    },
+    async (request) => resources.userResources(request.params.userID),
+  );
+
+  app.put(
+    '/users/:userID/resources',
+    {
+      schema: {
+        tags,
+        operationId: 'setUserResources',
+        summary:
+          "Change a user's defaults for hosts without their own values and the user's quotas; each field given " +
+          "replaces the stored one, null clears it (default: the gateway's; quota: unlimited). Lowering a quota " +
+          'below its use stops nothing: it refuses what would add to it',
+        params: UserIdParams,
+        body: UserResourcesRequest,
+        response: { 200: UserResources, ...errorResponses(400, 404) },
+      },
+    },
+    async (request) =>
+      resources.setUserResources(request.params.userID, request.body, actorOf(principalOf(request))),
+  );
+
   app.post(
     '/users',
     {

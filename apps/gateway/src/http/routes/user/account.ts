@@ -6,6 +6,7 @@ import {
   GenerateSshKeyRequest,
   SshKey,
   SshKeyList,
+  UserResources,
 } from '@ccp/api';
 import { actorOf } from '../../../domain/access/principal.js';
 import type { Api } from '../../api.js';
@@ -16,7 +17,21 @@ import type { HttpServices } from '../../services.js';
 
 const tags: ApiTag[] = ['user portal'];
 
-export function registerUserAccountRoutes(app: Api, { users, sshKeys }: HttpServices): void {
+export function registerUserAccountRoutes(app: Api, { users, sshKeys, resources }: HttpServices): void {
+  app.get(
+    '/resources',
+    {
+      schema: {
+        tags,
+        operationId: 'getOwnResources',
+        summary:
+          'Own quotas (null: unlimited), what the own hosts take of them, and the defaults new hosts get',
+        response: { 200: UserResources },
+      },
+    },
+    async (request) => resources.userResources(principalOf(request).id),
+  );
+
   app.post(
     '/change-password',
     {
