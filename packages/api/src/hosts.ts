@@ -1,5 +1,6 @@
 import Type from 'typebox';
 import { NullableTimestamp, ShortId, Timestamp, Uuid } from './common.js';
+import { HostLifecycleState } from './lifecycle-policy.js';
 import { NodeName } from './nodes.js';
 
 export const HostStatus = Type.Union([
@@ -51,6 +52,7 @@ export const Host = Type.Object({
   created_at: Timestamp,
   updated_at: Timestamp,
   started_at: NullableTimestamp,
+  lifecycle: HostLifecycleState,
 });
 
 export const HostSshDetails = Type.Object({

@@ -2,6 +2,7 @@ import type { Host, HostStatus, SseMessage } from '@ccp/api';
 import { isoOut } from '../../shared/clock.js';
 import type { BindingDetail, HostsRepository, HostWithOwner } from '../../store/hosts-repository.js';
 import { passwordInTheClearWarning } from '../entry/download-transport.js';
+import { lifecycleState } from './lifecycle-state.js';
 
 export interface AccessSettings {
   publicHost: string;
@@ -93,6 +94,7 @@ export function hostView(
     created_at: isoOut(row.created_at),
     updated_at: isoOut(row.updated_at),
     started_at: isoOut(row.started_at),
+    lifecycle: lifecycleState(row),
   };
 }
 
