@@ -2,7 +2,11 @@ import { existsSync, readFileSync } from 'node:fs';
 import { isIP, isIPv4 } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { type LifecyclePolicy, WeeklySchedule } from '@ccp/api';
 import { parse as parseDotenv } from 'dotenv';
+import Value from 'typebox/value';
+import { isTimeZone } from './domain/hosts/lifecycle-policy.js';
+import type { HostLifecycleSettings } from './domain/hosts/lifecycle-scheduler.js';
 import type { EgressProbe, EgressSettings } from './egress/settings.js';
 import type { HttpSettings } from './http/settings.js';
 import type { DatabaseConfig } from './store/settings.js';
@@ -47,6 +51,8 @@ export interface Config extends HttpSettings {
   egressHealthSeconds: number;
   /** How often this node's running hosts are compared with its engine (HOST_CHECK_SECONDS); 0 turns it off. */
   hostCheckSeconds: number;
+  /** Idle stop, maximum lifetime and weekly schedule: the global defaults and how the rounds run. */
+  hostLifecycle: HostLifecycleSettings;
   /**
    * How much of an IPv6 address names one caller for the failure limits (RATE_LIMIT_IPV6_PREFIX, bits): a /64 is
    * one subscriber's, so per full address an attacker would have 2^64 of them. IPv4 counts per address.
@@ -299,6 +305,20 @@ export function loadConfig(env: Env): Config {
     workspaceImageVariant: imageVariant,
     egressHealthSeconds: wholeNumber('EGRESS_HEALTH_SECONDS', 60),
     hostCheckSeconds: wholeNumber('HOST_CHECK_SECONDS', 30),
+    hostLifecycle: {
+      defaults: {
+        idle_timeout_seconds: wholeNumber('HOST_IDLE_TIMEOUT_SECONDS', 0),
+        max_lifetime_seconds: wholeNumber('HOST_MAX_LIFETIME_SECONDS', 0),
+        schedule: parseSchedule(env.HOST_SCHEDULE, problems),
+      } satisfies LifecyclePolicy,
+      warningSeconds: wholeNumber('HOST_STOP_WARNING_SECONDS', 600),
+      extendSeconds: positive('HOST_EXTEND_SECONDS', 3600),
+      roundSeconds: wholeNumber('HOST_ACTIVITY_SECONDS', 60),
+      thresholds: {
+        cpuPercent: positiveNumber('HOST_ACTIVE_CPU_PERCENT', 5),
+        networkBytes: positive('HOST_ACTIVE_NETWORK_BYTES', 4096),
+      },
+    },
     rateLimitIpv6Prefix: ipv6Prefix(),
     metricsBind: parseAddress('METRICS_BIND', env.METRICS_BIND, problems),
     trustProxy: parseTrustProxy(env.TRUST_PROXY, problems),
@@ -324,6 +344,34 @@ export function loadConfig(env: Env): Config {
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
+}
+
+/** HOST_SCHEDULE: a WeeklySchedule as JSON, such as
+ * {"time_zone":"Europe/Berlin","days":["mon","tue","wed","thu","fri"],"start":"08:00","stop":"20:00"}. */
+function parseSchedule(raw: string | undefined, problems: string[]): WeeklySchedule | null {
+  if (!raw?.trim()) return null;
+  const example =
+    '{"time_zone":"Europe/Berlin","days":["mon","tue","wed","thu","fri"],"start":"08:00","stop":"20:00"}';
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    problems.push(`HOST_SCHEDULE must be JSON such as ${example} (got "${raw}")`);
+    return null;
+  }
+  if (!Value.Check(WeeklySchedule, value)) {
+    problems.push(
+      `HOST_SCHEDULE must have time_zone, days (mon…sun), start and stop (HH:MM or null), such as ${example}`,
+    );
+    return null;
+  }
+  if (!isTimeZone(value.time_zone)) {
+    problems.push(
+      `HOST_SCHEDULE's time_zone "${value.time_zone}" is not a time zone; use an IANA name such as Europe/Berlin or UTC`,
+    );
+    return null;
+  }
+  return value;
 }
 
 function parseNodeSettings(

@@ -10,6 +10,7 @@ import type { EntryService } from '../domain/entry/entry-service.js';
 import type { HostLifecycle } from '../domain/hosts/host-lifecycle.js';
 import type { HostsService } from '../domain/hosts/hosts-service.js';
 import type { ImagesService } from '../domain/hosts/images-service.js';
+import type { HostPolicies } from '../domain/hosts/lifecycle-policies.js';
 import type { NodeRemoval } from '../domain/nodes/node-removal.js';
 import type { TasksService } from '../domain/tasks/tasks-service.js';
 import type { SshKeysService } from '../domain/users/ssh-keys-service.js';
@@ -29,6 +30,7 @@ export interface HttpServices {
   egressIps: EgressIpsService;
   hosts: HostsService;
   lifecycle: HostLifecycle;
+  hostPolicies: HostPolicies;
   tasks: TasksService;
   images: ImagesService;
   events: EventsService;
