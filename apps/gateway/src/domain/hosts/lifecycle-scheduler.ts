@@ -183,8 +183,11 @@ export class LifecycleScheduler {
     };
     if (decision.action === 'stop') patch.policy_stop_reason = decision.reason;
     const changed = await this.write(host, patch);
-    if (decision.action === 'warn') await this.warn(host, plan!.reason, decision.stopAt);
-    else if (decision.action === 'stop') await this.stop(host, decision.reason, lastActivityAt);
+    if (decision.action === 'warn') {
+      await this.warn(host, plan!.reason, decision.stopAt);
+      // The warning time counts from when the last user was told, not from when the round began.
+      await this.options.hosts.update(host.id, { stop_warned_at: iso(this.now()) });
+    } else if (decision.action === 'stop') await this.stop(host, decision.reason, lastActivityAt);
     else if (changed) await this.notify(host.id);
   }
 
