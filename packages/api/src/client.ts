@@ -24,6 +24,7 @@ import type {
   TaskList,
   TaskQuery,
 } from './hosts.js';
+import type { ExtendRequest } from './lifecycle-policy.js';
 import type { NodeList } from './nodes.js';
 import type {
   AddSshKeyRequest,
@@ -249,6 +250,8 @@ export function createApiClient(options: ApiClientOptions = {}) {
         start: (hostId: string) => post<S<typeof TaskAccepted>>(`/v1/admin/hosts/${id(hostId)}/start`),
         stop: (hostId: string) => post<S<typeof TaskAccepted>>(`/v1/admin/hosts/${id(hostId)}/stop`),
         rebuild: (hostId: string) => post<S<typeof TaskAccepted>>(`/v1/admin/hosts/${id(hostId)}/rebuild`),
+        extend: (hostId: string, body: S<typeof ExtendRequest> = {}) =>
+          post<S<typeof Host>>(`/v1/admin/hosts/${id(hostId)}/extend`, body),
         vnc: vncOf('admin'),
       },
       bindings: {
@@ -286,6 +289,8 @@ export function createApiClient(options: ApiClientOptions = {}) {
         start: (hostId: string) => post<S<typeof TaskAccepted>>(`/v1/user/hosts/${id(hostId)}/start`),
         stop: (hostId: string) => post<S<typeof TaskAccepted>>(`/v1/user/hosts/${id(hostId)}/stop`),
         rebuild: (hostId: string) => post<S<typeof TaskAccepted>>(`/v1/user/hosts/${id(hostId)}/rebuild`),
+        extend: (hostId: string, body: S<typeof ExtendRequest> = {}) =>
+          post<S<typeof Host>>(`/v1/user/hosts/${id(hostId)}/extend`, body),
         vnc: vncOf('user'),
       },
       tasks: {
