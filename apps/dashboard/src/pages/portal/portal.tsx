@@ -7,6 +7,7 @@ import { api } from '../../api';
 import { InputField } from '../../components/field';
 import { HostAccess } from '../../components/host-access';
 import { HostDesktop, OpenDesktopButton } from '../../components/host-desktop';
+import { HostLifecycle } from '../../components/host-lifecycle';
 import { HostTask } from '../../components/host-task';
 import { KeysPanel } from '../../components/keys-panel';
 import { NodeUnavailableNotice } from '../../components/node-unavailable';
@@ -74,6 +75,7 @@ export function PortalHost() {
       </p>
       {h.status === 'failed' ? <HostFailure host={h} /> : null}
       {nodeLost(h) ? <NodeUnavailableNotice host={h} scope="user" /> : null}
+      <HostLifecycle host={h} scope="user" />
       <Section title="Access">
         <HostAccess host={h} scope="user" />
         <HostDesktop host={h} scope="user" />
