@@ -110,6 +110,37 @@ for (const kind of DATABASES) {
       );
     });
 
+    it("a user's defaults apply to their hosts field by field, under the host's own and over the gateway's", async () => {
+      const user = await t.createUser('defaults');
+      const created = await t.createHost(user.id, await t.createEgressIp('198.51.100.92'), { start: false });
+      const set = await t.request('PUT', `/v1/admin/users/${user.id}/host-policy`, {
+        body: { idle_timeout_seconds: 1800, max_lifetime_seconds: 28_800, schedule: null },
+      });
+      assert.equal(set.status, 200, JSON.stringify(set.body));
+      await t.request('PUT', `/v1/admin/hosts/${created.id}/lifecycle-policy`, {
+        body: { idle_timeout_seconds: 600, max_lifetime_seconds: null, schedule: null },
+      });
+      const policies = (await t.request('GET', `/v1/admin/hosts/${created.id}/lifecycle-policy`)).body;
+      assert.deepEqual(policies.effective, {
+        idle_timeout_seconds: 600,
+        max_lifetime_seconds: 28_800,
+        schedule: null,
+      });
+      assert.deepEqual(policies.global, { idle_timeout_seconds: 0, max_lifetime_seconds: 0, schedule: null });
+      assert.deepEqual((await t.request('GET', `/v1/admin/users/${user.id}/host-policy`)).body, set.body);
+      // Only admins set policies; the owner may extend, never change them.
+      const own = await t.request('PUT', `/v1/admin/hosts/${created.id}/lifecycle-policy`, {
+        token: user.token,
+        body: { idle_timeout_seconds: 0, max_lifetime_seconds: 0, schedule: null },
+      });
+      assert.equal(own.status, 403);
+      const notRunning = await t.request('POST', `/v1/user/hosts/${created.id}/extend`, {
+        token: user.token,
+      });
+      assert.equal(notRunning.status, 409);
+      assert.equal(notRunning.body.code, 'host_not_running');
+    });
+
     it('refuses a schedule in a time zone that does not exist, saying what to use', async () => {
       const user = await t.createUser('typo');
       const created = await t.createHost(user.id, await t.createEgressIp('198.51.100.91'), { start: false });
