@@ -8,9 +8,7 @@ import { errors } from '../errors.js';
 import { type AccessSettings, adminHostView } from './host-view.js';
 import { effectivePolicy, extendedUntil, isTimeZone, plannedStop } from './lifecycle-policy.js';
 import type { HostLifecycleSettings } from './lifecycle-scheduler.js';
-import { policyColumns, policyOf } from './lifecycle-state.js';
-
-const ms = (iso: string | null): number | null => (iso === null ? null : Date.parse(iso));
+import { msOf, policyColumns, policyOf } from './lifecycle-state.js';
 
 /** Setting hosts' and users' lifecycle policies, and extending a host's run before a policy stop. */
 export class HostPolicies {
@@ -97,14 +95,14 @@ export class HostPolicies {
       this.settings.defaults,
     );
     const now = this.now();
-    const shown = ms(host.planned_stop_at);
+    const shown = msOf(host.planned_stop_at);
     const plan =
       shown !== null && host.planned_stop_reason
         ? { at: shown, reason: host.planned_stop_reason as StopReason }
         : plannedStop(policy, {
-            startedAt: ms(host.started_at) ?? now,
-            lastActivityAt: ms(host.last_activity_at),
-            extendedUntil: ms(host.stop_extended_until),
+            startedAt: msOf(host.started_at) ?? now,
+            lastActivityAt: msOf(host.last_activity_at),
+            extendedUntil: msOf(host.stop_extended_until),
           });
     const until = new Date(extendedUntil(plan, now, seconds ?? this.settings.extendSeconds)).toISOString();
     await this.hosts.update(host.id, {

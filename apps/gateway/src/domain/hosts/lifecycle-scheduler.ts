@@ -20,7 +20,7 @@ import {
   scheduledStartDue,
   stopDecision,
 } from './lifecycle-policy.js';
-import { policyOf } from './lifecycle-state.js';
+import { isoOf, msOf, policyOf } from './lifecycle-state.js';
 
 /** The gateway's settings of hosts' lifecycle policy. */
 export interface HostLifecycleSettings {
@@ -59,9 +59,6 @@ const REASON_TEXT: Record<StopReason, string> = {
   lifetime: 'lifetime: it ran for its maximum lifetime',
   schedule: 'schedule: its weekly schedule stops it',
 };
-
-const ms = (iso: string | null): number | null => (iso === null ? null : Date.parse(iso));
-const iso = (at: number | null): string | null => (at === null ? null : new Date(at).toISOString());
 
 /** What a refused SSH login or a stopped session is told of a policy stop (ccp repeats it). */
 export function policyStopText(reason: StopReason): string {
@@ -143,7 +140,7 @@ export class LifecycleScheduler {
     this.samples.set(host.id, { ...sample, at: now });
     const comparable = previous && previous.pid === sample.pid;
     const elapsedSeconds = comparable ? (now - previous.at) / 1000 : 0;
-    const known = ms(host.last_activity_at);
+    const known = msOf(host.last_activity_at);
     const activity = activityOf(
       {
         sessions: this.options.sessions(host.id),
@@ -164,21 +161,21 @@ export class LifecycleScheduler {
     const newer = activity && (known === null || activity.at > known) ? activity : null;
     const lastActivityAt = newer?.at ?? known;
     const plan = plannedStop(policy, {
-      startedAt: ms(host.started_at) ?? now,
+      startedAt: msOf(host.started_at) ?? now,
       lastActivityAt,
-      extendedUntil: ms(host.stop_extended_until),
+      extendedUntil: msOf(host.stop_extended_until),
     });
-    let warnedAt = ms(host.stop_warned_at);
+    let warnedAt = msOf(host.stop_warned_at);
     // The plan moved out of the warning time (activity came back, an extend): the next approach warns again.
     if (warnedAt !== null && (!plan || now < plan.at - settings.warningSeconds * 1000)) warnedAt = null;
     const decision = stopDecision(plan, warnedAt, now, settings.warningSeconds);
     const stopAt = (p: PlannedStop | null, warned: number | null) =>
       p && warned !== null ? Math.max(p.at, warned + settings.warningSeconds * 1000) : (p?.at ?? null);
     const patch: HostPatch = {
-      ...(newer ? { last_activity_at: iso(newer.at), last_activity_signal: newer.signal } : {}),
-      planned_stop_at: iso(decision.action === 'warn' ? decision.stopAt : stopAt(plan, warnedAt)),
+      ...(newer ? { last_activity_at: isoOf(newer.at), last_activity_signal: newer.signal } : {}),
+      planned_stop_at: isoOf(decision.action === 'warn' ? decision.stopAt : stopAt(plan, warnedAt)),
       planned_stop_reason: plan?.reason ?? null,
-      stop_warned_at: iso(decision.action === 'warn' ? now : warnedAt),
+      stop_warned_at: isoOf(decision.action === 'warn' ? now : warnedAt),
       planned_start_at: null,
     };
     if (decision.action === 'stop') patch.policy_stop_reason = decision.reason;
@@ -186,7 +183,7 @@ export class LifecycleScheduler {
     if (decision.action === 'warn') {
       await this.warn(host, plan!.reason, decision.stopAt);
       // The warning time counts from when the last user was told, not from when the round began.
-      await this.options.hosts.update(host.id, { stop_warned_at: iso(this.now()) });
+      await this.options.hosts.update(host.id, { stop_warned_at: isoOf(this.now()) });
     } else if (decision.action === 'stop') await this.stop(host, decision.reason, lastActivityAt);
     else if (changed) await this.notify(host.id);
   }
@@ -199,7 +196,7 @@ export class LifecycleScheduler {
   ) {
     const next = policy.schedule ? nextScheduled(policy.schedule, 'start', now) : null;
     const changed = await this.write(host, {
-      planned_start_at: iso(next),
+      planned_start_at: isoOf(next),
       planned_stop_at: null,
       planned_stop_reason: null,
       stop_warned_at: null,
@@ -239,7 +236,7 @@ export class LifecycleScheduler {
     const { bus, probe, accessSettings, log } = this.options;
     const minutes = Math.max(1, Math.round((stopAt - this.now()) / 60_000));
     const text =
-      `host ${host.short_id} stops in about ${minutes} min at ${iso(stopAt)} (${REASON_TEXT[reason]}); ` +
+      `host ${host.short_id} stops in about ${minutes} min at ${isoOf(stopAt)} (${REASON_TEXT[reason]}); ` +
       `to keep it running: \`ccp extend\`, or Extend at ${portalHostUrl(accessSettings, host.id)}`;
     const told = this.options.tellSessions(host.id, text);
     await probe
@@ -252,7 +249,7 @@ export class LifecycleScheduler {
       actor: systemActor,
       userId: host.user_id,
       hostId: host.id,
-      data: { reason, stop_at: iso(stopAt)!, terminals_told: told },
+      data: { reason, stop_at: isoOf(stopAt)!, terminals_told: told },
       host: await this.view(host.id),
     });
   }
@@ -267,7 +264,7 @@ export class LifecycleScheduler {
       actor: systemActor,
       userId: host.user_id,
       hostId: host.id,
-      data: { reason, task_id, last_activity_at: iso(lastActivityAt) },
+      data: { reason, task_id, last_activity_at: isoOf(lastActivityAt) },
     });
   }
 

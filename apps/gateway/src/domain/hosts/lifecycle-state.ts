@@ -7,6 +7,10 @@ import type {
 } from '@ccp/api';
 import { isoOut } from '../../shared/clock.js';
 
+/** A stored timestamp as milliseconds, and back. */
+export const msOf = (iso: string | null): number | null => (iso === null ? null : Date.parse(iso));
+export const isoOf = (at: number | null): string | null => (at === null ? null : new Date(at).toISOString());
+
 /** The policy columns a host and a user both have. */
 export interface PolicyColumns {
   idle_timeout_seconds: number | null;
