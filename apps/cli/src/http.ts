@@ -9,23 +9,35 @@ export interface JsonAnswer {
   body: unknown;
 }
 
-/** One JSON request to the gateway; a transport failure or time-out is a NetworkError. */
-export function postJson(url: string, body: unknown, timeoutMs = 30_000): Promise<JsonAnswer> {
-  return requestJson(url, body, timeoutMs);
+/** One JSON request to the gateway (with a bearer token when given); a transport failure or time-out is a
+ * NetworkError. */
+export function postJson(
+  url: string,
+  body: unknown,
+  timeoutMs = 30_000,
+  token?: string,
+): Promise<JsonAnswer> {
+  return requestJson(url, body, timeoutMs, token);
 }
 
 /** A GET of a JSON document from the gateway; `body` is null when the answer is not JSON. */
-export function getJson(url: string, timeoutMs = 30_000): Promise<JsonAnswer> {
-  return requestJson(url, undefined, timeoutMs);
+export function getJson(url: string, timeoutMs = 30_000, token?: string): Promise<JsonAnswer> {
+  return requestJson(url, undefined, timeoutMs, token);
 }
 
-async function requestJson(url: string, body: unknown, timeoutMs: number): Promise<JsonAnswer> {
+async function requestJson(
+  url: string,
+  body: unknown,
+  timeoutMs: number,
+  token?: string,
+): Promise<JsonAnswer> {
   let response: Awaited<ReturnType<typeof fetch>>;
   try {
     response = await fetch(url, {
       method: body === undefined ? 'GET' : 'POST',
       headers: {
         'user-agent': 'ccp-cli',
+        ...(token ? { authorization: `Bearer ${token}` } : {}),
         ...(body === undefined ? {} : { 'content-type': 'application/json' }),
       },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),

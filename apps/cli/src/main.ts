@@ -4,6 +4,7 @@ import { runAttach, runConfigShow, runInit, runSessions } from './commands.js';
 import { MOUNT_MODES } from './config.js';
 import { runDoctor } from './doctor.js';
 import { ConfigError, exitCodeOf } from './errors.js';
+import { runExtend } from './extend.js';
 import { red } from './terminal.js';
 import { VERSION } from './version.js';
 
@@ -60,6 +61,16 @@ program
   .option('--wait <seconds>', 'how long to wait for a stopped host to start', '600')
   .action(async (options) => {
     await runSessions(options);
+  });
+
+program
+  .command('extend')
+  .description(
+    "keep the host running past its lifecycle policy's next stop (idle, maximum lifetime, schedule), which the gateway warns of",
+  )
+  .option('--seconds <n>', "how long past the planned stop (default: the gateway's HOST_EXTEND_SECONDS)")
+  .action(async (options) => {
+    await runExtend(options);
   });
 
 program

@@ -113,7 +113,13 @@ describe('everyday use of the dashboard in Chromium', { skip, timeout: 300_000 }
 
   before(async () => {
     mkdirSync(SHOTS, { recursive: true });
-    t = await startTestGateway('sqlite', NODE_TIMING, runtime);
+    // Workspaces that show no activity: the lifecycle policy's rounds, run by hand, decide by the policy alone.
+    t = await startTestGateway('sqlite', NODE_TIMING, runtime, {
+      activityProbe: {
+        sample: async () => ({ cpuSeconds: 0, networkBytes: 0, terminalOutputAt: null, pid: 1 }),
+        tellTerminals: async () => {},
+      },
+    });
     await t.listen();
     vite = await startVite(t.url);
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
@@ -196,6 +202,38 @@ describe('everyday use of the dashboard in Chromium', { skip, timeout: 300_000 }
     await stop.click();
     await page.getByRole('heading', { name: /stopped/ }).waitFor();
     assert.equal(await hostStatus(host.id), 'stopped');
+    await page.context().close();
+  });
+
+  it('warns of a coming policy stop with a banner, and Extend moves the stop', async () => {
+    const host = await createHost(true);
+    assert.equal((await t.request('POST', `/v1/admin/hosts/${host.id}/start`)).status, 202);
+    await t.gateway.tasks.idle();
+    const page = await pageAs('dana', user.password, `/portal/hosts/${host.id}`);
+    await page.getByRole('heading', { name: /running/ }).waitFor();
+    assert.equal(await page.getByTestId('stop-warning').count(), 0);
+    // Its lifetime ends within the warning time (10 minutes): the next round warns.
+    const startedAt = Date.parse((await t.request('GET', `/v1/admin/hosts/${host.id}`)).body.started_at);
+    const lifetime = Math.ceil((Date.now() - startedAt) / 1000) + 300;
+    await t.request('PUT', `/v1/admin/hosts/${host.id}/lifecycle-policy`, {
+      body: { idle_timeout_seconds: null, max_lifetime_seconds: lifetime, schedule: null },
+    });
+    await t.gateway.lifecycleScheduler.round();
+    const banner = page.getByTestId('stop-warning');
+    await banner.waitFor({ timeout: 5000 });
+    assert.match((await banner.textContent()) ?? '', /This host stops at .+ \(its maximum lifetime\)/);
+    await shot(page, 'portal-host-stop-warning');
+    const planned = Date.parse(
+      (await t.request('GET', `/v1/admin/hosts/${host.id}`)).body.lifecycle.planned_stop.at,
+    );
+    await page.getByTestId('host-lifecycle').getByRole('button', { name: 'Extend' }).click();
+    await banner.waitFor({ state: 'detached', timeout: 5000 });
+    const moved = (await t.request('GET', `/v1/admin/hosts/${host.id}`)).body.lifecycle.planned_stop;
+    assert.equal(Date.parse(moved.at), planned + 3_600_000, 'HOST_EXTEND_SECONDS past the planned stop');
+    assert.match(
+      (await page.getByTestId('host-lifecycle').textContent()) ?? '',
+      /stops at .+ \(its maximum lifetime\)/,
+    );
     await page.context().close();
   });
 

@@ -5,7 +5,8 @@ import type { HostResources } from '@ccp/api';
 import { parse as parseDotenv } from 'dotenv';
 import { ClusterVariables, type NodeSettings, nodeSettings } from './cluster/settings.js';
 import { AccessVariables, parseDuration } from './domain/access/settings.js';
-import { HostsVariables } from './domain/hosts/settings.js';
+import type { HostLifecycleSettings } from './domain/hosts/lifecycle-scheduler.js';
+import { HostsVariables, hostLifecycleSettings } from './domain/hosts/settings.js';
 import { type EgressProbe, type EgressSettings, EgressVariables, egressSettings } from './egress/settings.js';
 import { type HttpSettings, HttpVariables } from './http/settings.js';
 import { type LogFormat, LoggingVariables } from './logger.js';
@@ -74,6 +75,8 @@ export interface Config extends HttpSettings {
   egressHealthSeconds: number;
   /** How often this node's running hosts are compared with its engine (HOST_CHECK_SECONDS); 0 turns it off. */
   hostCheckSeconds: number;
+  /** Idle stop, maximum lifetime and weekly schedule: the global defaults and how the rounds run. */
+  hostLifecycle: HostLifecycleSettings;
   /**
    * How much of an IPv6 address names one caller for the failure limits (RATE_LIMIT_IPV6_PREFIX, bits): a /64 is
    * one subscriber's, so per full address an attacker would have 2^64 of them. IPv4 counts per address.
@@ -177,6 +180,7 @@ export function loadConfig(env: Env): Config {
     workspaceImageVariant: runtime.WORKSPACE_IMAGE_VARIANT,
     egressHealthSeconds: hosts.EGRESS_HEALTH_SECONDS,
     hostCheckSeconds: hosts.HOST_CHECK_SECONDS,
+    hostLifecycle: hostLifecycleSettings(hosts, problems),
     rateLimitIpv6Prefix: access.RATE_LIMIT_IPV6_PREFIX,
     metricsBind: parseHostPort(http.METRICS_BIND),
     trustProxy: http.TRUST_PROXY,

@@ -23,6 +23,8 @@ import { HostLifecycle } from './domain/hosts/host-lifecycle.js';
 import { userSseMessage } from './domain/hosts/host-view.js';
 import { HostsService } from './domain/hosts/hosts-service.js';
 import { ImagesService } from './domain/hosts/images-service.js';
+import { HostPolicies } from './domain/hosts/lifecycle-policies.js';
+import { LifecycleScheduler } from './domain/hosts/lifecycle-scheduler.js';
 import { NodeRegistry } from './domain/nodes/node-registry.js';
 import { NodeRemoval } from './domain/nodes/node-removal.js';
 import { ResourceMonitor } from './domain/quotas/resource-monitor.js';
@@ -48,6 +50,7 @@ import { type ContainerEngine, DockerEngine } from './runtime/container-engine.j
 import { WORKSPACE_UID } from './runtime/container-specs.js';
 import { DockerWorkspaceRuntime, gatewayInstanceId } from './runtime/docker-workspace-runtime.js';
 import { expectedImageTag } from './runtime/image-inputs.js';
+import { DockerActivityProbe, type WorkspaceActivityProbe } from './runtime/workspace-activity.js';
 import type { WorkspaceRuntime } from './runtime/workspace-runtime.js';
 import { ClusterBus } from './shared/cluster-messages.js';
 import { FolderMounts } from './ssh/folder-mounts.js';
@@ -69,6 +72,10 @@ export interface GatewayOptions {
   runtime?: WorkspaceRuntime;
   /** Disables per-request logs (benchmarks, tests). */
   httpLogger?: boolean;
+  /** Reads workspaces' activity; the Docker engine's by default. */
+  activityProbe?: WorkspaceActivityProbe;
+  /** The lifecycle policy's clock (tests of schedules move a fake one). */
+  clock?: () => number;
 }
 
 /** The whole gateway wired together: database, services, HTTP app and background jobs. */
@@ -82,6 +89,8 @@ export interface Gateway {
   egressIps: EgressIpsService;
   hosts: HostsService;
   lifecycle: HostLifecycle;
+  /** Idle stop, maximum lifetime and schedule: the rounds (run every HOST_ACTIVITY_SECONDS, or by tests). */
+  lifecycleScheduler: LifecycleScheduler;
   /** Grants: every lifecycle call needs one (the gateway's own work asks `access.system(reason)`). */
   access: Access;
   tasks: TaskRunner;
@@ -316,6 +325,29 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     nodes,
     resources,
   );
+  const hostPolicies = new HostPolicies(
+    repositories.hosts,
+    repositories.users,
+    bus,
+    accessSettings,
+    config.hostLifecycle,
+    options.clock,
+  );
+  const lifecycleScheduler = new LifecycleScheduler({
+    hosts: repositories.hosts,
+    users: repositories.users,
+    lifecycle,
+    access,
+    tasks: taskRunner,
+    bus,
+    probe: options.activityProbe ?? new DockerActivityProbe(docker.docker),
+    sessions: (hostId) => dialer.openStreams(hostId),
+    tellSessions: (hostId, text) => ssh.tellSessions(hostId, text),
+    accessSettings,
+    settings: config.hostLifecycle,
+    log: logger.child({ component: 'host-policy' }),
+    ...(options.clock ? { now: options.clock } : {}),
+  });
   const tasks = new TasksService(repositories.tasks);
   const entry = new EntryService(
     repositories.hosts,
@@ -370,6 +402,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     hosts,
     lifecycle,
     resources,
+    hostPolicies,
     tasks,
     images,
     events,
@@ -413,6 +446,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     egressIps,
     hosts,
     lifecycle,
+    lifecycleScheduler,
     access,
     tasks: taskRunner,
     limiter,
@@ -464,6 +498,9 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       every(config.node.heartbeatSeconds, 'node-heartbeat', () => nodes.heartbeat());
       await lifecycle.reconcile(access.system('start-up reconcile'), nodes.name);
       lifecycle.follow();
+      lifecycleScheduler.follow();
+      if (config.hostLifecycle.roundSeconds > 0)
+        every(config.hostLifecycle.roundSeconds, 'host-lifecycle-policy', () => lifecycleScheduler.round());
       taskRunner.start();
       const checkImages = () =>
         images.check().catch((error: unknown) => logger.warn({ err: error }, 'image check failed'));

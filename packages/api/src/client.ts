@@ -24,6 +24,7 @@ import type {
   TaskList,
   TaskQuery,
 } from './hosts.js';
+import type { ExtendRequest } from './lifecycle-policy.js';
 import type { NodeList } from './nodes.js';
 import type {
   HostResourcesRequest,
@@ -261,6 +262,8 @@ export function createApiClient(options: ApiClientOptions = {}) {
         rebuild: (hostId: string) => post<S<typeof TaskAccepted>>(`/v1/admin/hosts/${id(hostId)}/rebuild`),
         resize: (hostId: string, body: S<typeof HostResourcesRequest>) =>
           call<S<typeof Host>>('PUT', `/v1/admin/hosts/${id(hostId)}/resources`, body),
+        extend: (hostId: string, body: S<typeof ExtendRequest> = {}) =>
+          post<S<typeof Host>>(`/v1/admin/hosts/${id(hostId)}/extend`, body),
         vnc: vncOf('admin'),
       },
       bindings: {
@@ -300,6 +303,8 @@ export function createApiClient(options: ApiClientOptions = {}) {
         start: (hostId: string) => post<S<typeof TaskAccepted>>(`/v1/user/hosts/${id(hostId)}/start`),
         stop: (hostId: string) => post<S<typeof TaskAccepted>>(`/v1/user/hosts/${id(hostId)}/stop`),
         rebuild: (hostId: string) => post<S<typeof TaskAccepted>>(`/v1/user/hosts/${id(hostId)}/rebuild`),
+        extend: (hostId: string, body: S<typeof ExtendRequest> = {}) =>
+          post<S<typeof Host>>(`/v1/user/hosts/${id(hostId)}/extend`, body),
         vnc: vncOf('user'),
       },
       tasks: {

@@ -6,6 +6,7 @@
 import type { EgressTestResult } from './egress.js';
 import type { Actor, EventLevel } from './events.js';
 import type { Host, ImageStatus, Task } from './hosts.js';
+import type { LifecyclePolicy, StopReason } from './lifecycle-policy.js';
 import type { HostResources, Quotas, ResourceDefaults } from './resources.js';
 
 type Access = { username: string; client_address: string };
@@ -99,6 +100,15 @@ export interface RecordedEvents {
   'node.rejoined': { data: { node: string } };
   'host.moved': { data: { from_node: string; to_node: string }; host: Host };
   'host.stale_workspace_stopped': { data: { node: string; placed_on: string } };
+  'host.policy_changed': { data: { policy: LifecyclePolicy }; host: Host };
+  'user.host_policy_changed': { data: Username & { policy: LifecyclePolicy } };
+  /** Users were told the policy stops the host at `stop_at`: `terminals_told` SSH terminals got the line. */
+  'host.stop_warning': { data: { reason: StopReason; stop_at: string; terminals_told: number }; host: Host };
+  'host.stop_extended': { data: { until: string }; host: Host };
+  /** The policy queued an ordinary stop task. */
+  'host.policy_stop': { data: { reason: StopReason; task_id: string; last_activity_at: string | null } };
+  'host.scheduled_start': { data: { task_id: string } };
+  'host.scheduled_start_failed': { data: { code: string; error: string } };
   'binding.created': { data: Binding; host: Host };
   'binding.deleted': { data: Binding; host: Host };
   'task.interrupted': { task: Task };

@@ -1,5 +1,6 @@
 import Type from 'typebox';
 import { NullableTimestamp, ShortId, Timestamp, Uuid } from './common.js';
+import { HostLifecycleState } from './lifecycle-policy.js';
 import { NodeName } from './nodes.js';
 import { HostResources, HostResourcesRequest, ResourceAlert } from './resources.js';
 
@@ -57,6 +58,7 @@ export const Host = Type.Object({
     description:
       'What runs short on the running host now (memory near its limit or OOM kills, a nearly full home)',
   }),
+  lifecycle: HostLifecycleState,
 });
 
 export const HostSshDetails = Type.Object({

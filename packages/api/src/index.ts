@@ -8,6 +8,7 @@ export * from './event-map.js';
 export * from './events.js';
 export * from './health.js';
 export * from './hosts.js';
+export * from './lifecycle-policy.js';
 export * from './nodes.js';
 export * from './resources.js';
 export * from './ssh-keys.js';

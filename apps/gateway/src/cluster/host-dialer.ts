@@ -43,6 +43,8 @@ const SERVICE_NAMES: Record<StreamService, string> = { ssh: 'SSH service', deskt
  */
 export class HostDialer {
   private readonly connectTimeoutMs: number;
+  /** Streams open now to each of this engine's hosts, whichever gateway the session came in at. */
+  private readonly streams = new Map<string, number>();
 
   constructor(private readonly options: HostDialerOptions) {
     this.connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
@@ -127,9 +129,23 @@ export class HostDialer {
         connected = true;
         socket.setTimeout(0);
         socket.setNoDelay(true);
+        this.streams.set(hostId, (this.streams.get(hostId) ?? 0) + 1);
+        socket.once('close', () => {
+          const left = (this.streams.get(hostId) ?? 1) - 1;
+          if (left > 0) this.streams.set(hostId, left);
+          else this.streams.delete(hostId);
+        });
         resolve(socket);
       });
     });
+  }
+
+  /**
+   * SSH, desktop and ccp sessions open now to a host of this engine: each holds a stream to its workspace, those
+   * that came in at another gateway too (through the internal channel).
+   */
+  openStreams(hostId: string): number {
+    return this.streams.get(hostId) ?? 0;
   }
 }
 

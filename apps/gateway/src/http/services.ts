@@ -10,6 +10,7 @@ import type { EntryService } from '../domain/entry/entry-service.js';
 import type { HostLifecycle } from '../domain/hosts/host-lifecycle.js';
 import type { HostsService } from '../domain/hosts/hosts-service.js';
 import type { ImagesService } from '../domain/hosts/images-service.js';
+import type { HostPolicies } from '../domain/hosts/lifecycle-policies.js';
 import type { NodeRemoval } from '../domain/nodes/node-removal.js';
 import type { ResourcesService } from '../domain/quotas/resources-service.js';
 import type { TasksService } from '../domain/tasks/tasks-service.js';
@@ -31,6 +32,7 @@ export interface HttpServices {
   hosts: HostsService;
   lifecycle: HostLifecycle;
   resources: ResourcesService;
+  hostPolicies: HostPolicies;
   tasks: TasksService;
   images: ImagesService;
   events: EventsService;

@@ -41,13 +41,15 @@ type Start = { kind: 'shell' } | { kind: 'exec'; command: string } | { kind: 'su
  * One session channel: the requests that prepare it (pty, env, agent) are collected until the client asks for
  * the shell, command or subsystem, which is then opened on the workspace with the same preparation; after
  * that, window changes and signals are passed on and the exit status comes back before the channel closes.
- * Subsystems in `ownSubsystems` are served by the gateway itself.
+ * Subsystems in `ownSubsystems` are served by the gateway itself. Channels with a terminal (a shell or a
+ * command with a pty) are in `terminals` while open, for the gateway's own notices.
  */
 export function relaySession(
   session: Session,
   upstream: Client,
   traffic: Traffic,
   ownSubsystems: Record<string, (channel: ServerChannel) => void> = {},
+  terminals?: Set<ServerChannel>,
 ): void {
   let pty: PseudoTtyInfo | null = null;
   const env: Record<string, string> = {};
@@ -86,7 +88,9 @@ export function relaySession(
     let clientClosed = false;
     client.once('close', () => {
       clientClosed = true;
+      terminals?.delete(client);
     });
+    if (pty && what.kind !== 'subsystem') terminals?.add(client);
     const opened = (error: Error | undefined, channel: ClientChannel) => {
       if (error) {
         client.stderr.write(`cloud-cli-proxy: the workspace refused the session: ${error.message}\r\n`);

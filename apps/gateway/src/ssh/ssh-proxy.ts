@@ -22,6 +22,7 @@ import {
   linuxUserFor,
   portalHostUrl,
 } from '../domain/hosts/host-view.js';
+import { policyStopText } from '../domain/hosts/lifecycle-scheduler.js';
 import type { StopRequester, TaskRunner } from '../domain/tasks/task-runner.js';
 import { fingerprintOf } from '../domain/users/ssh-public-key.js';
 import { BackgroundEvents } from '../events/background-events.js';
@@ -105,6 +106,8 @@ interface LiveSession extends Admitted {
   openedAt: number;
   traffic: Traffic;
   closeReason: string;
+  /** Its channels with a terminal, where the gateway's notices are written. */
+  terminals: Set<ServerChannel>;
 }
 
 /** Said to the client in a banner, then the connection ends: retrying with another secret cannot help. */
@@ -192,6 +195,22 @@ export class SshProxy {
   /** Live (authenticated) connections, for the dashboard. */
   sessionCount(): number {
     return this.live.size;
+  }
+
+  /**
+   * Writes a notice on its own line to every terminal of this gateway's sessions to a host (on stderr, so a
+   * program reading the session's output is not fed it); answers how many terminals it reached.
+   */
+  tellSessions(hostId: string, text: string): number {
+    let told = 0;
+    for (const session of this.live.values()) {
+      if (session.host.id !== hostId) continue;
+      for (const terminal of session.terminals) {
+        terminal.stderr.write(`\r\n*** cloud-cli-proxy: ${text} ***\r\n`);
+        told += 1;
+      }
+    }
+    return told;
   }
 
   /** Stops listening, ends every connection and waits until their events are written. */
@@ -399,7 +418,7 @@ export class SshProxy {
       return refuse(
         'host_not_running',
         `host ${host.shortId} is ${host.status === 'running' ? 'not reachable' : host.status}` +
-          `${stop ? ` (${stopText(stop, user)})` : ''}; ` +
+          `${stop ? ` (${stopText(stop, user, host)})` : ''}; ` +
           `start it with the Start button at ${portalHostUrl(this.options.accessSettings, host.id)}, or run ` +
           `its access command, which starts it and connects: ${accessCommand(this.options.accessSettings, host.shortId)}`,
         host,
@@ -470,6 +489,7 @@ export class SshProxy {
       openedAt: Date.now(),
       traffic: { toWorkspace: 0, toClient: 0 },
       closeReason: 'client_closed',
+      terminals: new Set(),
     };
     const { user, host, upstream, traffic } = session;
     this.live.set(session.id, session);
@@ -494,7 +514,7 @@ export class SshProxy {
             }),
         }
       : {};
-    connection.on('session', (accept) => relaySession(accept(), upstream, traffic, own));
+    connection.on('session', (accept) => relaySession(accept(), upstream, traffic, own, session.terminals));
     relayLocalForwards(connection, upstream, traffic);
     relayRemoteForwards(connection, upstream, traffic);
     upstream.on('close', () => {
@@ -564,10 +584,13 @@ export class SshProxy {
 }
 
 /** Who stopped the host and when, as the one refused hears it ("stopped by … at …"; ccp reads it). */
-function stopText(stop: { by: StopRequester; at: string }, user: CredentialHolder): string {
+function stopText(stop: { by: StopRequester; at: string }, user: CredentialHolder, host: HostAccess): string {
   const { by, at } = stop;
-  // The gateway stops hosts by itself only when their owner's account is disabled or expires.
-  if (by.kind === 'system') return `stopped by the gateway at ${at}, as the account was disabled or expired`;
+  // The gateway stops hosts by itself for their lifecycle policy, or when their owner's account ends.
+  if (by.kind === 'system')
+    return host.policyStopReason
+      ? `stopped by the gateway at ${at} for its lifecycle policy, ${policyStopText(host.policyStopReason)}`
+      : `stopped by the gateway at ${at}, as the account was disabled or expired`;
   const who =
     by.username === user.username
       ? `you (${user.username})`

@@ -12,6 +12,7 @@ import { listIndexes } from './migrations/0004-list-indexes.js';
 import { accessTickets } from './migrations/0005-access-tickets.js';
 import { authFailures } from './migrations/0006-auth-failures.js';
 import { nodes } from './migrations/0007-nodes.js';
+import { hostLifecyclePolicy } from './migrations/0008-host-lifecycle-policy.js';
 import { resourcesAndQuotas } from './migrations/0009-resources-and-quotas.js';
 import type { DatabaseSchema } from './schema.js';
 import type { DatabaseConfig } from './settings.js';
@@ -100,6 +101,7 @@ function migrations(kind: DialectKind): Record<string, Migration> {
     '0005-access-tickets': accessTickets,
     '0006-auth-failures': authFailures,
     '0007-nodes': nodes(dialect),
+    '0008-host-lifecycle-policy': hostLifecyclePolicy,
     '0009-resources-and-quotas': resourcesAndQuotas(),
   };
 }

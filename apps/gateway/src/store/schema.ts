@@ -14,6 +14,11 @@ export interface UsersTable {
   token_version: number;
   expires_at: IsoTime | null;
   expiry_handled_at: IsoTime | null;
+  /** The defaults of the user's hosts' lifecycle policy (null: the gateway's). */
+  idle_timeout_seconds: number | null;
+  max_lifetime_seconds: number | null;
+  /** JSON of a WeeklySchedule. */
+  schedule: string | null;
   short_id: string;
   ssh_user: string;
   ssh_pass_sealed: string;
@@ -93,6 +98,24 @@ export interface HostsTable {
   home_mb: number | null;
   /** JSON array of ResourceAlert: what the last check of the running host found short; null: none. */
   resource_alerts: string | null;
+  /** The host's own lifecycle policy (null: its owner's defaults). */
+  idle_timeout_seconds: number | null;
+  max_lifetime_seconds: number | null;
+  /** JSON of a WeeklySchedule. */
+  schedule: string | null;
+  last_activity_at: IsoTime | null;
+  /** session, terminal, cpu or network. */
+  last_activity_signal: string | null;
+  /** Until when an extend holds off the policy's stops. */
+  stop_extended_until: IsoTime | null;
+  planned_stop_at: IsoTime | null;
+  /** idle, lifetime or schedule. */
+  planned_stop_reason: string | null;
+  /** When users were told of the planned stop; cleared when the plan moves out of the warning time. */
+  stop_warned_at: IsoTime | null;
+  planned_start_at: IsoTime | null;
+  /** Why the policy stopped the host last; cleared when it starts. */
+  policy_stop_reason: string | null;
 }
 
 export interface BindingsTable {

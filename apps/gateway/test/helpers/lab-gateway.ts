@@ -48,7 +48,7 @@ export interface LabGateway {
 export async function startLabGateway(
   env: Record<string, string> = {},
   kind: DatabaseKind = 'sqlite',
-  options: Pick<GatewayOptions, 'egressTester'> = {},
+  options: Pick<GatewayOptions, 'egressTester' | 'activityProbe' | 'clock'> = {},
 ): Promise<LabGateway> {
   const [, lab] = await Promise.all([buildTestImages(), ensureLab()]);
   const t = await startTestGateway(

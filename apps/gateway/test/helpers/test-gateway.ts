@@ -141,7 +141,7 @@ export async function startTestGateway(
   {
     secretsFrom,
     ...options
-  }: Pick<GatewayOptions, 'egressTester'> & {
+  }: Pick<GatewayOptions, 'egressTester' | 'activityProbe' | 'clock'> & {
     /** Another gateway's DATA_DIR whose secrets.key this one shares, as the nodes of one database do. */
     secretsFrom?: string;
   } = {},
@@ -167,6 +167,8 @@ export async function startTestGateway(
     EGRESS_EXIT_IP_URLS: 'http://203.0.113.59/ip',
     // Tests that write host rows of their own would see them failed against the engine: on where a test asks.
     HOST_CHECK_SECONDS: '0',
+    // The lifecycle policy's rounds likewise (tests of it turn them on, or run them by hand).
+    HOST_ACTIVITY_SECONDS: '0',
     ...env,
   });
   const gateway = await createGateway(config, {

@@ -6,6 +6,7 @@ import { api } from '../../api';
 import { Field } from '../../components/field';
 import { HostAccess } from '../../components/host-access';
 import { HostDesktop } from '../../components/host-desktop';
+import { HostLifecycle } from '../../components/host-lifecycle';
 import { HostResources } from '../../components/host-resources';
 import { HostTask } from '../../components/host-task';
 import { NodeUnavailableNotice } from '../../components/node-unavailable';
@@ -110,6 +111,7 @@ export function HostDetail() {
         </div>
         <ErrorText error={action.error} />
         <HostTask hostId={h.id} taskId={taskId} scope="admin" />
+        <HostLifecycle host={h} scope="admin" />
       </Section>
       <div className="grid-2">
         <Section title="Access">

@@ -7,6 +7,7 @@ import { api } from '../../api';
 import { InputField } from '../../components/field';
 import { HostAccess } from '../../components/host-access';
 import { HostDesktop, OpenDesktopButton } from '../../components/host-desktop';
+import { HostLifecycle } from '../../components/host-lifecycle';
 import { HostResources } from '../../components/host-resources';
 import { HostTask } from '../../components/host-task';
 import { KeysPanel } from '../../components/keys-panel';
@@ -77,6 +78,7 @@ export function PortalHost() {
       </p>
       {h.status === 'failed' ? <HostFailure host={h} /> : null}
       {nodeLost(h) ? <NodeUnavailableNotice host={h} scope="user" /> : null}
+      <HostLifecycle host={h} scope="user" />
       <Section title="Access">
         <HostAccess host={h} scope="user" />
         <HostDesktop host={h} scope="user" />

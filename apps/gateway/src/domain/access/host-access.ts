@@ -1,3 +1,4 @@
+import type { StopReason } from '@ccp/api';
 import type { HostWithOwner } from '../../store/hosts-repository.js';
 import { type HostAction, type HostGrant, hostOf } from './grants.js';
 
@@ -14,6 +15,8 @@ export interface HostAccess {
   status: string;
   /** The node holding its containers; null only for a host made before nodes (this gateway's). */
   node: string | null;
+  /** Why the lifecycle policy stopped it last (idle, lifetime, schedule); null when it did not. */
+  policyStopReason: StopReason | null;
 }
 
 export const hostAccessOf = (host: HostWithOwner): HostAccess => ({
@@ -22,6 +25,7 @@ export const hostAccessOf = (host: HostWithOwner): HostAccess => ({
   ownerId: host.user_id,
   status: host.status,
   node: host.node,
+  policyStopReason: (host.policy_stop_reason as StopReason | null) ?? null,
 });
 
 /** The host of a grant covering `action`, as the SSH proxy and the desktop see it (`hostOf`'s checks). */

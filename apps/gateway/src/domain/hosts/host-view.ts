@@ -3,6 +3,7 @@ import { isoOut } from '../../shared/clock.js';
 import type { BindingDetail, HostsRepository, HostWithOwner } from '../../store/hosts-repository.js';
 import { passwordInTheClearWarning } from '../entry/download-transport.js';
 import { alertsOf, resourcesOf } from '../quotas/host-resources.js';
+import { lifecycleState } from './lifecycle-state.js';
 
 export interface AccessSettings {
   publicHost: string;
@@ -98,6 +99,7 @@ export function hostView(
     started_at: isoOut(row.started_at),
     resources: resourcesOf(row, access.resourceDefaults),
     resource_alerts: alertsOf(row),
+    lifecycle: lifecycleState(row),
   };
 }
 

@@ -4,10 +4,12 @@ import { documentBearerAuth } from '../../plugins/route-documentation.js';
 import type { HttpServices } from '../../services.js';
 import { registerCliReleaseRoute } from '../portal/cli-release.js';
 import { registerHostDesktopRoutes } from '../portal/host-desktop.js';
+import { registerHostExtendRoute } from '../portal/host-extend.js';
 import { registerSseRoute } from '../portal/sse.js';
 import { registerAdminActivityRoutes } from './activity.js';
 import { registerAdminEgressRoutes } from './egress-ips.js';
 import { registerAdminHostRoutes } from './hosts.js';
+import { registerAdminLifecyclePolicyRoutes } from './lifecycle-policies.js';
 import { registerAdminUserRoutes } from './users.js';
 
 /**
@@ -21,6 +23,8 @@ export function adminRoutes(admin: Api, services: HttpServices): void {
   registerAdminEgressRoutes(admin, services);
   registerAdminHostRoutes(admin, services);
   registerHostDesktopRoutes(admin, services, 'admin');
+  registerHostExtendRoute(admin, services, 'admin');
+  registerAdminLifecyclePolicyRoutes(admin, services);
   registerAdminActivityRoutes(admin, services);
   registerCliReleaseRoute(admin, services, 'admin');
   registerSseRoute(admin, services, 'admin');

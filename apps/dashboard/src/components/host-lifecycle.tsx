@@ -1,0 +1,60 @@
+import type { Host } from '@ccp/api';
+import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { api } from '../api';
+import { when } from '../format';
+import { ActionButton, ErrorText } from './ui';
+
+const SIGNALS: Record<string, string> = {
+  session: 'a session was open',
+  terminal: 'a terminal printed',
+  cpu: 'it used CPU',
+  network: 'it used the network',
+};
+
+const REASONS: Record<string, string> = {
+  idle: 'idle: no session, terminal output, CPU or network use',
+  lifetime: 'its maximum lifetime',
+  schedule: 'its weekly schedule',
+};
+
+/**
+ * What keeps the host's cost in check: when it was last active and how, the stop its policy plans (a banner once
+ * users were warned) with Extend, and the scheduled start of a stopped host.
+ */
+export function HostLifecycle({ host, scope }: { host: Host; scope: 'admin' | 'user' }) {
+  const client = useQueryClient();
+  const extend = useMutation({
+    mutationFn: () => api[scope].hosts.extend(host.id),
+    onSuccess: (updated) => client.setQueryData(['host', host.id], updated),
+  });
+  const { last_activity_at, last_activity_signal, planned_stop, planned_start_at } = host.lifecycle;
+  const running = host.status === 'running';
+  return (
+    <div data-testid="host-lifecycle">
+      {running && planned_stop?.warned_at ? (
+        <div className="notice" role="alert" data-testid="stop-warning">
+          <p>
+            <strong>
+              This host stops at {when(planned_stop.at)} ({REASONS[planned_stop.reason]}).
+            </strong>{' '}
+            Extend keeps it running; so does <code>ccp extend</code>.
+          </p>
+        </div>
+      ) : null}
+      <p className="hint">
+        Last active {when(last_activity_at)}
+        {last_activity_signal ? ` (${SIGNALS[last_activity_signal]})` : ''}
+        {running && planned_stop
+          ? ` · stops at ${when(planned_stop.at)} (${REASONS[planned_stop.reason]})`
+          : ''}
+        {!running && planned_start_at ? ` · starts at ${when(planned_start_at)} (its schedule)` : ''}
+      </p>
+      {running && planned_stop ? (
+        <ActionButton pending={extend.isPending} onClick={() => extend.mutate()}>
+          Extend
+        </ActionButton>
+      ) : null}
+      <ErrorText error={extend.error} />
+    </div>
+  );
+}
