@@ -26,6 +26,8 @@ export interface Config extends HttpSettings {
   sshMaxUnauthenticatedPerAddress: number;
   /** Live SSH sessions one user may have through the proxy (SSH_MAX_SESSIONS_PER_USER). */
   sshMaxSessionsPerUser: number;
+  /** Browser terminals one user may have open on one gateway (TERMINALS_PER_USER). */
+  terminalsPerUser: number;
   dataDir: string;
   database: DatabaseConfig;
   adminUsername: string;
@@ -279,6 +281,7 @@ export function loadConfig(env: Env): Config {
     sshProxyHost,
     sshMaxUnauthenticatedPerAddress: positive('SSH_MAX_UNAUTHENTICATED_PER_ADDRESS', 64),
     sshMaxSessionsPerUser: positive('SSH_MAX_SESSIONS_PER_USER', 100),
+    terminalsPerUser: positive('TERMINALS_PER_USER', 10),
     sshProxyPort,
     dataDir,
     database: typeof database === 'string' ? { kind: 'sqlite', file: '' } : database,

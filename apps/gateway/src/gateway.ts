@@ -50,6 +50,7 @@ import type { WorkspaceRuntime } from './runtime/workspace-runtime.js';
 import { ClusterBus } from './shared/cluster-messages.js';
 import { FolderMounts } from './ssh/folder-mounts.js';
 import { SshProxy } from './ssh/ssh-proxy.js';
+import { WebTerminals } from './ssh/web-terminal.js';
 import { type Database, openDatabase } from './store/database.js';
 import { MetricsRepository } from './store/metrics-repository.js';
 import { createRepositories, type Repositories } from './store/repositories.js';
@@ -255,6 +256,14 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     log: logger.child({ component: 'vnc' }),
     publicApiUrl: config.publicApiUrl,
   });
+  const terminals = new WebTerminals({
+    access,
+    dialer,
+    bus,
+    log: logger.child({ component: 'terminal' }),
+    publicApiUrl: config.publicApiUrl,
+    terminalsPerUser: config.terminalsPerUser,
+  });
   const status = new StatusService(
     database,
     engine,
@@ -266,6 +275,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
   const metrics = new GatewayMetrics({
     sshSessions: () => ssh.sessionCount(),
     vncSessions: () => vnc.sessionCount(),
+    terminalSessions: () => terminals.sessionCount(),
     sseClients: () => sse.size,
     counts: () => metricsCounts.counts(),
   });
@@ -360,6 +370,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     cli,
     desktop,
     vnc,
+    terminals,
   };
   const httpLogger = options.httpLogger === false ? false : logger;
   const http = await buildHttpApp(httpServices, httpLogger, metrics);
@@ -454,6 +465,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       sse.closeAll();
       await ssh.close();
       await vnc.close();
+      await terminals.close();
       await channel?.close();
       await entryListener?.close();
       await metrics.close();

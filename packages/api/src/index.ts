@@ -10,6 +10,7 @@ export * from './health.js';
 export * from './hosts.js';
 export * from './nodes.js';
 export * from './ssh-keys.js';
+export * from './terminal.js';
 export * from './transport.js';
 export * from './users.js';
 export * from './vnc.js';

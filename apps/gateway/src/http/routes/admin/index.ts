@@ -4,6 +4,7 @@ import { documentBearerAuth } from '../../plugins/route-documentation.js';
 import type { HttpServices } from '../../services.js';
 import { registerCliReleaseRoute } from '../portal/cli-release.js';
 import { registerHostDesktopRoutes } from '../portal/host-desktop.js';
+import { registerHostTerminalRoutes } from '../portal/host-terminal.js';
 import { registerSseRoute } from '../portal/sse.js';
 import { registerAdminActivityRoutes } from './activity.js';
 import { registerAdminEgressRoutes } from './egress-ips.js';
@@ -21,6 +22,7 @@ export function adminRoutes(admin: Api, services: HttpServices): void {
   registerAdminEgressRoutes(admin, services);
   registerAdminHostRoutes(admin, services);
   registerHostDesktopRoutes(admin, services, 'admin');
+  registerHostTerminalRoutes(admin, services, 'admin');
   registerAdminActivityRoutes(admin, services);
   registerCliReleaseRoute(admin, services, 'admin');
   registerSseRoute(admin, services, 'admin');

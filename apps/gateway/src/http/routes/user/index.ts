@@ -4,6 +4,7 @@ import { documentBearerAuth } from '../../plugins/route-documentation.js';
 import type { HttpServices } from '../../services.js';
 import { registerCliReleaseRoute } from '../portal/cli-release.js';
 import { registerHostDesktopRoutes } from '../portal/host-desktop.js';
+import { registerHostTerminalRoutes } from '../portal/host-terminal.js';
 import { registerSseRoute } from '../portal/sse.js';
 import { registerUserAccountRoutes } from './account.js';
 import { registerUserHostRoutes } from './hosts.js';
@@ -18,6 +19,7 @@ export function userRoutes(user: Api, services: HttpServices): void {
   registerUserAccountRoutes(user, services);
   registerUserHostRoutes(user, services);
   registerHostDesktopRoutes(user, services, 'user');
+  registerHostTerminalRoutes(user, services, 'user');
   registerCliReleaseRoute(user, services, 'user');
   registerSseRoute(user, services, 'user');
 }
