@@ -7,6 +7,7 @@ import { Field } from '../../components/field';
 import { HostAccess } from '../../components/host-access';
 import { HostDesktop } from '../../components/host-desktop';
 import { HostTask } from '../../components/host-task';
+import { HostTerminal } from '../../components/host-terminal';
 import { NodeUnavailableNotice } from '../../components/node-unavailable';
 import {
   ActionButton,
@@ -112,6 +113,7 @@ export function HostDetail() {
         <Section title="Access">
           <HostAccess host={h} scope="admin" />
           <HostDesktop host={h} scope="admin" />
+          <HostTerminal host={h} scope="admin" />
         </Section>
         <Section title="Egress bindings">
           {h.bindings.length === 0 ? (

@@ -8,6 +8,7 @@ import { InputField } from '../../components/field';
 import { HostAccess } from '../../components/host-access';
 import { HostDesktop, OpenDesktopButton } from '../../components/host-desktop';
 import { HostTask } from '../../components/host-task';
+import { HostTerminal } from '../../components/host-terminal';
 import { KeysPanel } from '../../components/keys-panel';
 import { NodeUnavailableNotice } from '../../components/node-unavailable';
 import { ActionButton, ErrorText, HostStatusBadge, Loading, Section } from '../../components/ui';
@@ -77,6 +78,7 @@ export function PortalHost() {
       <Section title="Access">
         <HostAccess host={h} scope="user" />
         <HostDesktop host={h} scope="user" />
+        <HostTerminal host={h} scope="user" />
       </Section>
       <Section title="Start and stop">
         <div className="row wrap">
