@@ -1,0 +1,181 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { type Browser, type BrowserContext, chromium, type Page, type WebSocketRoute } from 'playwright-core';
+import { labUnavailable } from '../../../test/lab/lab.js';
+import { needs } from '../../../test/support/needs.js';
+import { type LabGateway, startLabGateway } from '../../gateway/test/helpers/lab-gateway.js';
+import { sshWithPassword } from '../../gateway/test/helpers/openssh.js';
+
+const exec = promisify(execFile);
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const DASHBOARD = fileURLToPath(new URL('..', import.meta.url));
+const VITE = fileURLToPath(new URL('../../../node_modules/.bin/vite', import.meta.url));
+const SHOTS = fileURLToPath(new URL('../../../test-output/dashboard/', import.meta.url));
+const skip = labUnavailable() || needs('docker', 'browser', 'ssh', 'sshpass');
+
+/**
+ * The host's terminal in the browser, against a real workspace: a command typed in xterm.js runs in the
+ * workspace's tmux session, which real OpenSSH through the SSH proxy shows too; a phone-wide screen gets a
+ * usable terminal; a dropped WebSocket comes back to the same shell.
+ */
+describe('the browser terminal in Chromium', { skip, timeout: 900_000 }, () => {
+  const suffix = randomBytes(3).toString('hex');
+  let lab: LabGateway;
+  let browser: Browser;
+  let user: { id: string; token: string; password: string };
+  let username: string;
+  let host: { id: string; short_id: string };
+  const contexts: BrowserContext[] = [];
+
+  /** What xterm.js shows now (its DOM renderer's rows), trailing blanks dropped. */
+  const screenText = (page: Page) =>
+    page.locator('.xterm-rows').evaluate((rows) => (rows as HTMLElement).innerText.replace(/\s+$/, ''));
+  const waitForText = async (page: Page, text: string | RegExp, ms = 20_000) => {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const shown = await screenText(page);
+      if (typeof text === 'string' ? shown.includes(text) : text.test(shown)) return shown;
+      if (Date.now() > deadline) throw new Error(`the terminal never showed ${text}; it shows:\n${shown}`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  };
+  const openTerminal = async (
+    viewport: { width: number; height: number },
+    phone = false,
+    route?: (ws: WebSocketRoute) => void,
+  ) => {
+    const context = await browser.newContext({
+      baseURL: lab.t.url,
+      viewport,
+      ...(phone ? { isMobile: true, hasTouch: true, deviceScaleFactor: 3 } : {}),
+    });
+    contexts.push(context);
+    const page = await context.newPage();
+    if (route) await page.routeWebSocket(/\/terminal\/ws/, route);
+    const path = `/portal/hosts/${host.id}/terminal`;
+    await page.goto(path);
+    await page.getByLabel('Username').fill(username);
+    await page.getByLabel('Password').fill(user.password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(`**${path}`);
+    await page.getByTestId('terminal-state').filter({ hasText: 'session web' }).waitFor({ timeout: 60_000 });
+    // The shell's prompt (zsh's `user@host ~ % `): the session is ready for keys.
+    await waitForText(page, /[%$#] ?$/m);
+    return page;
+  };
+  const typeLine = async (page: Page, line: string) => {
+    await page.locator('.xterm-helper-textarea').focus();
+    await page.keyboard.type(line);
+    await page.keyboard.press('Enter');
+  };
+  /** What the tmux session `web` shows, read through the SSH proxy with real OpenSSH. */
+  const overSsh = async () => {
+    const result = await sshWithPassword(lab.t.gateway.ssh.port, user.password, [
+      `${username}+${host.short_id}@127.0.0.1`,
+      'tmux capture-pane -p -t web',
+    ]);
+    assert.equal(result.code, 0, result.stderr);
+    return result.stdout;
+  };
+  const events = async (type: string) =>
+    (await lab.t.request('GET', `/v1/admin/events?type=${type}&host_id=${host.id}&limit=100`)).body
+      .events as { data: Record<string, unknown> }[];
+
+  before(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    // The gateway serves whatever is in dist/: build the current source first.
+    await exec(VITE, ['build', '--logLevel', 'warn'], { cwd: DASHBOARD });
+    lab = await startLabGateway();
+    username = `term${suffix}`;
+    user = await lab.t.createUser(username);
+    host = await lab.createHost(user.id);
+    await lab.startHost(host.id);
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  });
+
+  after(async () => {
+    for (const context of contexts) await context.close().catch(() => {});
+    await browser?.close();
+    await lab?.close();
+  });
+
+  it('a command typed in the browser runs in the tmux session that SSH shows too', async () => {
+    const page = await openTerminal({ width: 1280, height: 800 });
+    await typeLine(page, 'echo "browser says $((6 * 7))"');
+    await waitForText(page, 'browser says 42');
+    await page.screenshot({ path: `${SHOTS}terminal-desktop.png` });
+    // The same tmux session, seen over SSH with OpenSSH: the command and its output are there.
+    const seen = await overSsh();
+    assert.match(seen, /echo "browser says \$\(\(6 \* 7\)\)"/);
+    assert.match(seen, /^browser says 42$/m);
+    const opened = await events('terminal.session.opened');
+    assert.equal(opened.length, 1);
+    assert.deepEqual(
+      { session: opened[0]!.data.session, mode: opened[0]!.data.mode, portal: opened[0]!.data.portal },
+      { session: 'web', mode: 'attach', portal: 'user' },
+    );
+    // The gauge counts it.
+    const metrics = await lab.t.request('GET', '/metrics');
+    assert.match(String(metrics.body), /^ccp_terminal_sessions 1$/m);
+    await page.context().close();
+  });
+
+  it('on a 390-pixel-wide phone the terminal fits the screen and takes commands', async () => {
+    const page = await openTerminal({ width: 390, height: 844 }, true);
+    // Nothing wider than the screen: no sideways scrolling, the key bar and the terminal within 390 px.
+    const widths = await page.evaluate(() => ({
+      page: document.documentElement.scrollWidth,
+      screen: document.querySelector('.xterm-screen')?.getBoundingClientRect().right ?? 0,
+      keys: document.querySelector('.terminal-keys')?.getBoundingClientRect().right ?? 0,
+    }));
+    assert.ok(widths.page <= 390 && widths.screen <= 390 && widths.keys <= 390, JSON.stringify(widths));
+    await typeLine(page, 'stty size');
+    const shown = await waitForText(page, /^\d+ \d+$/m);
+    const [rows, cols] = /^(\d+) (\d+)$/m.exec(shown)!.slice(1).map(Number) as [number, number];
+    // A phone's width of columns at the phone's font size; rows fill the height left by the bars.
+    assert.ok(cols >= 35 && cols <= 60, `columns: ${cols}`);
+    assert.ok(rows >= 20, `rows: ${rows}`);
+    // The key bar sends what a phone keyboard lacks: Ctrl-C ends what runs.
+    await typeLine(page, 'sleep 600');
+    await page.getByRole('button', { name: '^C' }).tap();
+    await typeLine(page, 'echo after-ctrl-c');
+    await waitForText(page, /^after-ctrl-c$/m);
+    await page.screenshot({ path: `${SHOTS}terminal-phone.png` });
+    await page.context().close();
+  });
+
+  it('a dropped WebSocket reconnects to the same shell in the same tmux session', async () => {
+    const sockets: WebSocketRoute[] = [];
+    const page = await openTerminal({ width: 1024, height: 700 }, false, (ws) => {
+      sockets.push(ws);
+      ws.connectToServer();
+    });
+    await typeLine(page, 'MARK=kept-$((1000 + 234))');
+    await typeLine(page, 'echo "$MARK"');
+    await waitForText(page, /^kept-1234$/m);
+    const before = (await events('terminal.session.closed')).length;
+    // The browser's side drops (as a network change does); the gateway sees its close.
+    assert.equal(sockets.length, 1);
+    await sockets[0]!.close({ code: 4000, reason: 'network dropped' });
+    await page
+      .getByTestId('terminal-state')
+      .filter({ hasText: /connection lost|reconnecting/ })
+      .waitFor({ timeout: 10_000 });
+    await page.getByTestId('terminal-state').filter({ hasText: 'session web' }).waitFor({ timeout: 30_000 });
+    assert.equal(sockets.length, 2, 'a second WebSocket, with a new ticket');
+    await typeLine(page, 'echo "still $MARK"');
+    // The shell's variable is there: the same shell, not a new session.
+    await waitForText(page, /^still kept-1234$/m);
+    await page.screenshot({ path: `${SHOTS}terminal-reconnected.png` });
+    const closed = await events('terminal.session.closed');
+    assert.equal(closed.length, before + 1);
+    assert.match(String(closed[0]!.data.reason), /client_closed/);
+    assert.match(await overSsh(), /^still kept-1234$/m);
+    await page.context().close();
+  });
+});
