@@ -34,7 +34,11 @@ describe('the browser terminal in Chromium', { skip, timeout: 900_000 }, () => {
 
   /** What xterm.js shows now (its DOM renderer's rows), trailing blanks dropped. */
   const screenText = (page: Page) =>
-    page.locator('.xterm-rows').evaluate((rows) => (rows as HTMLElement).innerText.replace(/\s+$/, ''));
+    page.locator('.xterm-rows').evaluate((rows) =>
+      Array.from(rows.children, (row) => (row.textContent ?? '').replace(/\u00a0/g, ' ').replace(/\s+$/, ''))
+        .join('\n')
+        .replace(/\s+$/, ''),
+    );
   const waitForText = async (page: Page, text: string | RegExp, ms = 20_000) => {
     const deadline = Date.now() + ms;
     for (;;) {

@@ -154,6 +154,7 @@ export function TerminalPage({ scope }: { scope: Role }) {
         </span>
         <span className="spacer" />
         <select
+          className="terminal-sessions"
           aria-label="tmux session"
           value=""
           onChange={(event) => {
