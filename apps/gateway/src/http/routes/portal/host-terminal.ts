@@ -78,9 +78,33 @@ export function registerTerminalSocketRoutes(api: Api, { terminals, config }: Ht
     api.route({
       method: 'GET',
       url: `/v1/${portal}/hosts/:hostID/terminal/ws`,
-      schema: { hide: true, params: HostParams },
+      schema: {
+        tags: [portal === 'admin' ? 'admin: hosts' : 'user portal'],
+        operationId: portal === 'admin' ? 'openHostTerminal' : 'openOwnHostTerminal',
+        summary:
+          'The browser terminal: a WebSocket to a tmux session in the workspace, opened with a one-time ticket',
+        description:
+          'Upgrade to a WebSocket at the address a terminal ticket names (POST …/terminal/ticket); the ticket is ' +
+          'the credential (a browser cannot send a header here) and is used up by the attempt. Binary frames ' +
+          'carry the terminal both ways; text frames from the client are JSON controls: ' +
+          '`{"type":"resize","cols":80,"rows":24}` and `{"type":"scroll","lines":-5}` (tmux\'s history). The ' +
+          'close frame says why it ended: 1000 `session_ended` (the tmux client left: detached, taken over, the ' +
+          'last shell ended), 1001 `host_stopped` or `gateway_stopped`, 1008 `user_disabled`, `user_expired`, ' +
+          '`user_deleted`, `user_credentials_changed`, `user_revoked` or `too_many_terminals`, 1011 when the ' +
+          'workspace could not be reached. A plain GET answers 400.',
+        params: HostParams,
+        querystring: Type.Object({
+          ticket: Type.Optional(Type.String({ description: 'The one-time terminal ticket' })),
+        }),
+        security: [],
+        response: errorResponses(400, 401, 403, 404, 409),
+      },
       preHandler: async (request) => {
-        if (!request.ws) throw errors.badRequest('websocket_required', 'This address takes a WebSocket only');
+        if (!request.ws)
+          throw errors.badRequest(
+            'websocket_required',
+            'This address takes a WebSocket only (with a terminal ticket)',
+          );
         // A ticket is no ambient credential, but a page of another site has no business here either.
         if (!originAllowed(request.headers, config.publicApiUrl, 'ticket'))
           throw errors.forbidden('The WebSocket origin is not allowed');
@@ -89,7 +113,10 @@ export function registerTerminalSocketRoutes(api: Api, { terminals, config }: Ht
         request.terminalAccess = await terminals.authorize(portal, hostID, query);
       },
       handler: async () => {
-        throw errors.badRequest('websocket_required', 'This address takes a WebSocket only');
+        throw errors.badRequest(
+          'websocket_required',
+          'This address takes a WebSocket only (with a terminal ticket)',
+        );
       },
       wsHandler: (socket, request) => {
         terminals.open(socket, accessOf(request), request.ip);
