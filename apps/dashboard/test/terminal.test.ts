@@ -10,6 +10,7 @@ import { labUnavailable } from '../../../test/lab/lab.js';
 import { needs } from '../../../test/support/needs.js';
 import { type LabGateway, startLabGateway } from '../../gateway/test/helpers/lab-gateway.js';
 import { sshWithPassword } from '../../gateway/test/helpers/openssh.js';
+import { ADMIN_PASSWORD } from '../../gateway/test/helpers/test-gateway.js';
 
 const exec = promisify(execFile);
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -39,7 +40,8 @@ describe('the browser terminal in Chromium', { skip, timeout: 900_000 }, () => {
         .join('\n')
         .replace(/\s+$/, ''),
     );
-  const waitForText = async (page: Page, text: string | RegExp, ms = 20_000) => {
+  // Generous: a shared, loaded machine can take many seconds to start a shell.
+  const waitForText = async (page: Page, text: string | RegExp, ms = 60_000) => {
     const deadline = Date.now() + ms;
     for (;;) {
       const shown = await screenText(page);
@@ -52,6 +54,11 @@ describe('the browser terminal in Chromium', { skip, timeout: 900_000 }, () => {
     viewport: { width: number; height: number },
     phone = false,
     route?: (ws: WebSocketRoute) => void,
+    as: { portal: 'portal' | 'admin'; username: string; password: string } = {
+      portal: 'portal',
+      username,
+      password: user.password,
+    },
   ) => {
     const context = await browser.newContext({
       baseURL: lab.t.url,
@@ -61,10 +68,10 @@ describe('the browser terminal in Chromium', { skip, timeout: 900_000 }, () => {
     contexts.push(context);
     const page = await context.newPage();
     if (route) await page.routeWebSocket(/\/terminal\/ws/, route);
-    const path = `/portal/hosts/${host.id}/terminal`;
+    const path = `/${as.portal}/hosts/${host.id}/terminal`;
     await page.goto(path);
-    await page.getByLabel('Username').fill(username);
-    await page.getByLabel('Password').fill(user.password);
+    await page.getByLabel('Username').fill(as.username);
+    await page.getByLabel('Password').fill(as.password);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.waitForURL(`**${path}`);
     await page.getByTestId('terminal-state').filter({ hasText: 'session web' }).waitFor({ timeout: 60_000 });
@@ -77,11 +84,11 @@ describe('the browser terminal in Chromium', { skip, timeout: 900_000 }, () => {
     await page.keyboard.type(line);
     await page.keyboard.press('Enter');
   };
-  /** What the tmux session `web` shows, read through the SSH proxy with real OpenSSH. */
-  const overSsh = async () => {
+  /** Runs a command in the workspace through the SSH proxy with real OpenSSH. */
+  const overSsh = async (command = 'tmux capture-pane -p -t web') => {
     const result = await sshWithPassword(lab.t.gateway.ssh.port, user.password, [
       `${username}+${host.short_id}@127.0.0.1`,
-      'tmux capture-pane -p -t web',
+      command,
     ]);
     assert.equal(result.code, 0, result.stderr);
     return result.stdout;
@@ -169,9 +176,9 @@ describe('the browser terminal in Chromium', { skip, timeout: 900_000 }, () => {
     await page
       .getByTestId('terminal-state')
       .filter({ hasText: /connection lost|reconnecting/ })
-      .waitFor({ timeout: 10_000 });
-    await page.getByTestId('terminal-state').filter({ hasText: 'session web' }).waitFor({ timeout: 30_000 });
-    assert.equal(sockets.length, 2, 'a second WebSocket, with a new ticket');
+      .waitFor({ timeout: 30_000 });
+    await page.getByTestId('terminal-state').filter({ hasText: 'session web' }).waitFor({ timeout: 60_000 });
+    assert.ok(sockets.length >= 2, 'a second WebSocket, with a new ticket');
     await typeLine(page, 'echo "still $MARK"');
     // The shell's variable is there: the same shell, not a new session.
     await waitForText(page, /^still kept-1234$/m);
@@ -180,6 +187,59 @@ describe('the browser terminal in Chromium', { skip, timeout: 900_000 }, () => {
     assert.equal(closed.length, before + 1);
     assert.match(String(closed[0]!.data.reason), /client_closed/);
     assert.match(await overSsh(), /^still kept-1234$/m);
+    await page.context().close();
+  });
+
+  it('the session menu attaches to a session ccp or SSH made, takes one over, or starts a new one', async () => {
+    // A session made over SSH, as ccp makes them, with something on its screen.
+    await overSsh("tmux new-session -d -s from-ssh 'echo made over ssh; exec zsh'");
+    const page = await openTerminal({ width: 1280, height: 800 });
+    const menu = page.getByLabel('tmux session');
+    await menu
+      .locator('option', { hasText: 'Attach from-ssh' })
+      .waitFor({ state: 'attached', timeout: 60_000 });
+    await menu.selectOption('attach:from-ssh');
+    await page
+      .getByTestId('terminal-state')
+      .filter({ hasText: 'session from-ssh' })
+      .waitFor({ timeout: 60_000 });
+    await waitForText(page, 'made over ssh');
+    assert.match(page.url(), /session=from-ssh/);
+    // A new session: its own name, listed for SSH (and so for ccp) too.
+    await menu.selectOption('new:');
+    const state = page.getByTestId('terminal-state').filter({ hasText: /session web-[0-9a-f]{6}/ });
+    await state.waitFor({ timeout: 60_000 });
+    const created = /web-[0-9a-f]{6}/.exec((await state.textContent()) ?? '')![0];
+    await waitForText(page, /[%$#] ?$/m);
+    assert.match(await overSsh('tmux list-sessions -F "#{session_name}"'), new RegExp(`^${created}$`, 'm'));
+    await page.screenshot({ path: `${SHOTS}terminal-new-session.png` });
+
+    // Taking over: the browser's other terminal on `web` (a second page) is detached, with the reason.
+    const other = await openTerminal({ width: 800, height: 600 });
+    await menu
+      .locator('option', { hasText: 'Take over web' })
+      .waitFor({ state: 'attached', timeout: 60_000 });
+    await menu.selectOption('take:web');
+    await page.getByTestId('terminal-state').filter({ hasText: 'session web' }).waitFor({ timeout: 60_000 });
+    await other
+      .getByTestId('terminal-state')
+      .filter({ hasText: 'another client took it over' })
+      .waitFor({ timeout: 60_000 });
+    await other.screenshot({ path: `${SHOTS}terminal-taken-over.png` });
+    await other.context().close();
+    await page.context().close();
+  });
+
+  it("an administrator opens the host's terminal from the console, as its owner's Linux user", async () => {
+    const page = await openTerminal({ width: 1280, height: 800 }, false, undefined, {
+      portal: 'admin',
+      username: 'admin',
+      password: ADMIN_PASSWORD,
+    });
+    await typeLine(page, 'echo "I am $(id -un)"');
+    await waitForText(page, new RegExp(`^I am ${username}$`, 'm'));
+    const opened = await events('terminal.session.opened');
+    assert.equal(opened[0]!.data.portal, 'admin');
     await page.context().close();
   });
 });
