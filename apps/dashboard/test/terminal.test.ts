@@ -242,4 +242,18 @@ describe('the browser terminal in Chromium', { skip, timeout: 900_000 }, () => {
     assert.equal(opened[0]!.data.portal, 'admin');
     await page.context().close();
   });
+
+  it('stopping the host ends the terminal and the page says so, without retrying', async () => {
+    const page = await openTerminal({ width: 1280, height: 800 });
+    const stop = await lab.t.request('POST', `/v1/admin/hosts/${host.id}/stop`);
+    assert.equal(stop.status, 202, JSON.stringify(stop.body));
+    await page
+      .getByTestId('terminal-state')
+      .filter({ hasText: 'The host stopped.' })
+      .waitFor({ timeout: 60_000 });
+    await page.screenshot({ path: `${SHOTS}terminal-host-stopped.png` });
+    const closed = await events('terminal.session.closed');
+    assert.equal(closed[0]!.data.reason, 'host_stopped');
+    await page.context().close();
+  });
 });

@@ -58,7 +58,7 @@ export function TerminalPage({ scope }: { scope: Role }) {
   const sessions = useQuery({
     queryKey: ['terminal-sessions', hostId],
     queryFn: () => api[scope].hosts.terminal.sessions(hostId),
-    refetchInterval: 10_000,
+    refetchInterval: 15_000,
   });
 
   useEffect(() => {
@@ -82,7 +82,17 @@ export function TerminalPage({ scope }: { scope: Role }) {
       {
         write: (data) => term.write(data),
         size: () => ({ cols: term.cols, rows: term.rows }),
-        state: setState,
+        state: (next) => {
+          setState(next);
+          // A new session's name goes into the address (without a re-render), so a reload attaches to it
+          // instead of starting yet another.
+          if (next.kind === 'open' && mode === 'new') {
+            const address = new URL(window.location.href);
+            address.searchParams.set('session', next.session);
+            address.searchParams.delete('mode');
+            window.history.replaceState(window.history.state, '', address);
+          }
+        },
       },
       { ...(session ? { session } : {}), mode },
     );
@@ -156,6 +166,8 @@ export function TerminalPage({ scope }: { scope: Role }) {
         <select
           className="terminal-sessions"
           aria-label="tmux session"
+          // The list is read again when it is about to be used: sessions come and go from other clients.
+          onFocus={() => void sessions.refetch()}
           value=""
           onChange={(event) => {
             const [action, name] = event.target.value.split(':');

@@ -235,9 +235,24 @@ export class WebTerminals {
     });
     channel.on('error', () => {});
     channel.on('close', () => {
-      if (terminal.closeReason === 'client_closed') terminal.closeReason = 'session_ended';
-      if (client.readyState === WebSocket.OPEN)
-        client.close(closeCode(terminal.closeReason), terminal.closeReason);
+      const close = () => {
+        if (client.readyState === WebSocket.OPEN)
+          client.close(closeCode(terminal.closeReason), terminal.closeReason);
+      };
+      if (terminal.closeReason !== 'client_closed') {
+        close();
+        return;
+      }
+      // The tmux client left by itself, or the workspace went away with its host: the page is told which, as
+      // only the first may be worth a new session.
+      const { principal, host } = access;
+      this.options.access
+        .liveSessionEnd(principal.id, host.id, principal.tokenVersion)
+        .catch(() => null)
+        .then((reason) => {
+          if (terminal.closeReason === 'client_closed') terminal.closeReason = reason ?? 'session_ended';
+          close();
+        });
     });
     client.on('message', (data: Buffer, isBinary: boolean) => {
       if (isBinary) {
