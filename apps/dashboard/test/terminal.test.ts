@@ -120,6 +120,22 @@ describe('the browser terminal in Chromium', { skip, timeout: 900_000 }, () => {
     await typeLine(page, 'echo "browser says $((6 * 7))"');
     await waitForText(page, 'browser says 42');
     await page.screenshot({ path: `${SHOTS}terminal-desktop.png` });
+    // xterm.js's own styles apply under the dashboard's CSP: tmux's status line keeps its colour and its blanks,
+    // so it spans the row (collapsed blanks would put its right-hand side next to its left).
+    const status = await page
+      .locator('.xterm-rows > div')
+      .last()
+      .locator('span')
+      .first()
+      .evaluate((span) => ({
+        whiteSpace: getComputedStyle(span).whiteSpace,
+        background: getComputedStyle(span).backgroundColor,
+        width: span.getBoundingClientRect().width,
+        row: (span.parentElement as HTMLElement).getBoundingClientRect().width,
+      }));
+    assert.equal(status.whiteSpace, 'pre', JSON.stringify(status));
+    assert.notEqual(status.background, 'rgba(0, 0, 0, 0)', JSON.stringify(status));
+    assert.ok(status.width > status.row * 0.9, JSON.stringify(status));
     // The same tmux session, seen over SSH with OpenSSH: the command and its output are there.
     const seen = await overSsh();
     assert.match(seen, /echo "browser says \$\(\(6 \* 7\)\)"/);
@@ -157,6 +173,44 @@ describe('the browser terminal in Chromium', { skip, timeout: 900_000 }, () => {
     await typeLine(page, 'echo after-ctrl-c');
     await waitForText(page, /^after-ctrl-c$/m);
     await page.screenshot({ path: `${SHOTS}terminal-phone.png` });
+    await page.context().close();
+  });
+
+  it("scrolls back through tmux's history with the wheel, and copies and pastes with the buttons", async () => {
+    const page = await openTerminal({ width: 1280, height: 800 });
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write']);
+    await typeLine(page, 'clear; seq -f "line-%g" 1 300');
+    await waitForText(page, /^line-300$/m);
+    assert.doesNotMatch(await screenText(page), /^line-100$/m);
+    // The wheel over the terminal: tmux's copy mode, back in the session's history.
+    const screen = page.getByTestId('terminal-screen');
+    await screen.hover();
+    for (let i = 0; i < 40 && !/^line-1\d\d$/m.test(await screenText(page)); i++) {
+      await page.mouse.wheel(0, -400);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const back = await screenText(page);
+    assert.match(back, /^line-1\d\d$/m, back);
+    assert.match(back, /\[\d+\/\d+\]/, "tmux's copy-mode position");
+    await page.screenshot({ path: `${SHOTS}terminal-scrollback.png` });
+    // Typing leaves copy mode: q, then a line.
+    await page.keyboard.press('q');
+    await typeLine(page, 'clear; echo copy-me-please');
+    await waitForText(page, /^copy-me-please$/m);
+    // A double-click selects the word; Copy puts it on the clipboard, Paste types it back.
+    const row = page.locator('.xterm-rows > div', { hasText: /^copy-me-please\s*$/ });
+    // The rows take no pointer events (xterm's screen above them does): the click goes where the row is drawn.
+    const box = (await row.boundingBox())!;
+    await page.mouse.dblclick(box.x + 20, box.y + box.height / 2);
+    await page.getByRole('button', { name: 'Copy' }).click();
+    const copied = await page.evaluate(() => navigator.clipboard.readText());
+    assert.match(copied, /copy|me|please/, copied);
+    await page.evaluate(() => navigator.clipboard.writeText('echo pasted-$((2 + 3))'));
+    await page.getByRole('button', { name: 'Paste' }).click();
+    await waitForText(page, /% echo pasted-\$\(\(2 \+ 3\)\)$/m);
+    // The focus stayed in the terminal: Enter runs the line.
+    await page.keyboard.press('Enter');
+    await waitForText(page, /^pasted-5$/m);
     await page.context().close();
   });
 

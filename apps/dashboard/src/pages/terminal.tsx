@@ -7,6 +7,7 @@ import { useEffect, useRef, useState } from 'react';
 import { Link, useParams, useSearchParams } from 'react-router';
 import { api } from '../api';
 import { ErrorText } from '../components/ui';
+import { mirrorInlineStyles } from '../csp-styles';
 import { type ConnectionState, TerminalConnection } from '../terminal-connection';
 
 /** Keys a phone's keyboard lacks, sent as the terminal would send them. */
@@ -73,6 +74,7 @@ export function TerminalPage({ scope }: { scope: Role }) {
     });
     const fit = new FitAddon();
     term.loadAddon(fit);
+    const stopMirroring = mirrorInlineStyles(element);
     term.open(element);
     fit.fit();
     terminal.current = term;
@@ -127,6 +129,7 @@ export function TerminalPage({ scope }: { scope: Role }) {
       observer.disconnect();
       link.close();
       term.dispose();
+      stopMirroring();
       connection.current = null;
       terminal.current = null;
     };
@@ -139,9 +142,14 @@ export function TerminalPage({ scope }: { scope: Role }) {
   const copy = () => {
     const text = terminal.current?.getSelection() ?? '';
     if (text) navigator.clipboard.writeText(text).catch(setCopyError);
+    terminal.current?.focus();
   };
   const paste = () => {
-    navigator.clipboard.readText().then((text) => terminal.current?.paste(text), setCopyError);
+    // The terminal takes the keys again: Enter must not press the button a second time.
+    navigator.clipboard.readText().then((text) => {
+      terminal.current?.paste(text);
+      terminal.current?.focus();
+    }, setCopyError);
   };
   const open = (next: { session?: string; mode: TerminalMode }) => {
     const params = new URLSearchParams();
@@ -192,7 +200,15 @@ export function TerminalPage({ scope }: { scope: Role }) {
         </select>
       </header>
       <div className="terminal-screen" ref={screen} data-testid="terminal-screen" />
-      <div className="terminal-keys" role="toolbar" aria-label="Keys">
+      {/* A press on the bar does not take the focus from the terminal: a phone's keyboard stays up, and Enter
+          goes to the terminal, not to the last button pressed. */}
+      <div
+        className="terminal-keys"
+        role="toolbar"
+        aria-label="Keys"
+        onPointerDown={(event) => event.preventDefault()}
+        onMouseDown={(event) => event.preventDefault()}
+      >
         {KEYS.map((key) => (
           <button
             key={key.label}
