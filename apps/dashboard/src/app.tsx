@@ -1,4 +1,4 @@
-import { useEffect } from 'react';
+import { lazy, Suspense, useEffect } from 'react';
 import { Navigate, Route, Routes, useLocation, useNavigate } from 'react-router';
 import { whenSessionExpires } from './api';
 import { Layout } from './components/layout';
@@ -16,6 +16,9 @@ import { PortalAccount, PortalHost, PortalHosts, PortalKeys } from './pages/port
 import { SignIn } from './pages/sign-in';
 
 /** Sends someone whose token expired to sign-in, remembering the page to come back to. */
+/** xterm.js is loaded with the terminal page only: the other pages do not carry it. */
+const TerminalPage = lazy(() => import('./pages/terminal').then((page) => ({ default: page.TerminalPage })));
+
 function ExpiryRedirect() {
   const navigate = useNavigate();
   const location = useLocation();
@@ -59,6 +62,27 @@ export function App() {
           <Route path="events" element={<Events />} />
           <Route path="quotas" element={<Quotas />} />
         </Route>
+        {/* The terminal takes the whole window (a phone's too): outside the frame of the other pages. */}
+        <Route
+          path="/admin/hosts/:hostId/terminal"
+          element={
+            <RequireRole scope="admin">
+              <Suspense>
+                <TerminalPage scope="admin" />
+              </Suspense>
+            </RequireRole>
+          }
+        />
+        <Route
+          path="/portal/hosts/:hostId/terminal"
+          element={
+            <RequireRole scope="user">
+              <Suspense>
+                <TerminalPage scope="user" />
+              </Suspense>
+            </RequireRole>
+          }
+        />
         <Route
           path="/portal"
           element={

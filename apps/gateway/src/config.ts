@@ -51,6 +51,8 @@ export interface Config extends HttpSettings {
   sshMaxUnauthenticatedPerAddress: number;
   /** Live SSH sessions one user may have through the proxy (SSH_MAX_SESSIONS_PER_USER). */
   sshMaxSessionsPerUser: number;
+  /** Browser terminals one user may have open on one gateway (TERMINALS_PER_USER). */
+  terminalsPerUser: number;
   dataDir: string;
   database: DatabaseConfig;
   adminUsername: string;
@@ -160,6 +162,7 @@ export function loadConfig(env: Env): Config {
     sshProxyHost: ssh.SSH_PROXY_HOST || http.HTTP_HOST,
     sshMaxUnauthenticatedPerAddress: ssh.SSH_MAX_UNAUTHENTICATED_PER_ADDRESS,
     sshMaxSessionsPerUser: ssh.SSH_MAX_SESSIONS_PER_USER,
+    terminalsPerUser: ssh.TERMINALS_PER_USER,
     sshProxyPort: ssh.SSH_PROXY_PORT,
     dataDir,
     database,

@@ -55,6 +55,7 @@ import type { WorkspaceRuntime } from './runtime/workspace-runtime.js';
 import { ClusterBus } from './shared/cluster-messages.js';
 import { FolderMounts } from './ssh/folder-mounts.js';
 import { SshProxy } from './ssh/ssh-proxy.js';
+import { WebTerminals } from './ssh/web-terminal.js';
 import { type Database, openDatabase } from './store/database.js';
 import { MetricsRepository } from './store/metrics-repository.js';
 import { createRepositories, type Repositories } from './store/repositories.js';
@@ -267,6 +268,14 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     log: logger.child({ component: 'vnc' }),
     publicApiUrl: config.publicApiUrl,
   });
+  const terminals = new WebTerminals({
+    access,
+    dialer,
+    bus,
+    log: logger.child({ component: 'terminal' }),
+    publicApiUrl: config.publicApiUrl,
+    terminalsPerUser: config.terminalsPerUser,
+  });
   const status = new StatusService(
     database,
     engine,
@@ -278,6 +287,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
   const metrics = new GatewayMetrics({
     sshSessions: () => ssh.sessionCount(),
     vncSessions: () => vnc.sessionCount(),
+    terminalSessions: () => terminals.sessionCount(),
     sseClients: () => sse.size,
     counts: () => metricsCounts.counts(),
     // Read at scrape time, when the service below exists.
@@ -415,6 +425,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     cli,
     desktop,
     vnc,
+    terminals,
   };
   const httpLogger = options.httpLogger === false ? false : logger;
   const http = await buildHttpApp(httpServices, httpLogger, metrics);
@@ -517,6 +528,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       sse.closeAll();
       await ssh.close();
       await vnc.close();
+      await terminals.close();
       await channel?.close();
       await entryListener?.close();
       await metrics.close();

@@ -39,6 +39,7 @@ import type {
   SshKey,
   SshKeyList,
 } from './ssh-keys.js';
+import type { TerminalSessionList, TerminalTicket, TerminalTicketRequest } from './terminal.js';
 import type {
   ChangePasswordRequest,
   CreatedUser,
@@ -210,6 +211,14 @@ export function createApiClient(options: ApiClientOptions = {}) {
     ticket: (hostId: string) => post<S<typeof VncTicket>>(`/v1/${role}/hosts/${id(hostId)}/vnc/ticket`),
   });
 
+  /** A host's browser terminal: its tmux sessions, and a one-time WebSocket address to open one. */
+  const terminalOf = (role: Role) => ({
+    sessions: (hostId: string) =>
+      get<S<typeof TerminalSessionList>>(`/v1/${role}/hosts/${id(hostId)}/terminal/sessions`),
+    ticket: (hostId: string, body: S<typeof TerminalTicketRequest> = {}) =>
+      post<S<typeof TerminalTicket>>(`/v1/${role}/hosts/${id(hostId)}/terminal/ticket`, body),
+  });
+
   return {
     health: () => get<S<typeof Health>>('/healthz'),
     login: (body: S<typeof LoginRequest>) => post<S<typeof LoginResponse>>('/v1/auth/login', body),
@@ -265,6 +274,7 @@ export function createApiClient(options: ApiClientOptions = {}) {
         extend: (hostId: string, body: S<typeof ExtendRequest> = {}) =>
           post<S<typeof Host>>(`/v1/admin/hosts/${id(hostId)}/extend`, body),
         vnc: vncOf('admin'),
+        terminal: terminalOf('admin'),
       },
       bindings: {
         create: (hostId: string, egressIpId: string) =>
@@ -306,6 +316,7 @@ export function createApiClient(options: ApiClientOptions = {}) {
         extend: (hostId: string, body: S<typeof ExtendRequest> = {}) =>
           post<S<typeof Host>>(`/v1/user/hosts/${id(hostId)}/extend`, body),
         vnc: vncOf('user'),
+        terminal: terminalOf('user'),
       },
       tasks: {
         get: (taskId: string) => get<S<typeof Task>>(`/v1/user/tasks/${id(taskId)}`),

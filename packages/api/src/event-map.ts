@@ -21,6 +21,8 @@ type SshSession = Access & { short_id: string };
 type Traffic = { bytes_in: number; bytes_out: number; duration_ms: number; reason: string };
 type Mount = SshSession & { path: string; layout: 'link' | 'directory' };
 type DesktopSession = { portal: 'admin' | 'user'; short_id: string; client_address: string };
+/** A browser terminal: the tmux session it joined, and how (`attach`, `new`, `take_over`). */
+type TerminalSession = DesktopSession & { session: string; mode: string };
 type Username = { username: string };
 type SshKey = { key_id: string; fingerprint: string; key_type: string };
 type EgressIpFields = { egress_ip_id: string; label: string; ip_address: string; type: string };
@@ -151,6 +153,8 @@ export interface RecordedEvents {
   };
   'vnc.session.opened': { data: DesktopSession & { desktop_locked: boolean } };
   'vnc.session.closed': { data: DesktopSession & Traffic };
+  'terminal.session.opened': { data: TerminalSession };
+  'terminal.session.closed': { data: TerminalSession & Traffic };
   'vnc.started': { data: { short_id: string; duration_ms: number } };
   'vnc.restarted': { data: { short_id: string; duration_ms: number } };
   'vnc.start.failed': { data: { short_id: string; code: string; reason: string } };

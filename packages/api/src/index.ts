@@ -12,6 +12,7 @@ export * from './lifecycle-policy.js';
 export * from './nodes.js';
 export * from './resources.js';
 export * from './ssh-keys.js';
+export * from './terminal.js';
 export * from './transport.js';
 export * from './users.js';
 export * from './vnc.js';

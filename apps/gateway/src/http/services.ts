@@ -17,6 +17,7 @@ import type { TasksService } from '../domain/tasks/tasks-service.js';
 import type { SshKeysService } from '../domain/users/ssh-keys-service.js';
 import type { UsersService } from '../domain/users/users-service.js';
 import type { SseHub } from '../events/sse-hub.js';
+import type { WebTerminals } from '../ssh/web-terminal.js';
 import type { DesktopControl } from '../vnc/desktop-control.js';
 import type { VncProxy } from '../vnc/vnc-proxy.js';
 import type { HttpSettings } from './settings.js';
@@ -42,6 +43,7 @@ export interface HttpServices {
   sse: Pick<SseHub, 'attach'>;
   desktop: DesktopControl;
   vnc: VncProxy;
+  terminals: WebTerminals;
   entry: EntryService;
   bootstrap: BootstrapService;
   scripts: AccessScripts;

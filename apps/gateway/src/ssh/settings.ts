@@ -19,6 +19,10 @@ export const SshVariables = Type.Object({
     100,
     'Live SSH sessions one user may have through the proxy; past it a login is refused, saying to close one',
   ),
+  TERMINALS_PER_USER: positiveWhole(
+    10,
+    'Browser terminals one user may have open on one gateway; past it the ticket is refused (409 `too_many_terminals`), saying to close one',
+  ),
   MOUNTS_DIR: Type.String({
     default: '/run/cloud-cli-proxy/mounts',
     description:

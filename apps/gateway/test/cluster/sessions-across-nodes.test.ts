@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import ssh2 from 'ssh2';
+import WebSocket from 'ws';
 import { needs } from '../../../../test/support/needs.js';
 import { FakeDesktop, openStream } from '../helpers/fake-desktop.js';
 import { freePort } from '../helpers/lab-gateway.js';
@@ -19,12 +20,15 @@ function fakeWorkspaceSshd(): ssh2.Server {
   return new ssh2.Server({ hostKeys: [ssh2.utils.generateKeyPairSync('ed25519').private] }, (connection) => {
     connection.on('authentication', (ctx) => (ctx.method === 'publickey' ? ctx.accept() : ctx.reject()));
     connection.on('session', (accept) =>
-      accept().on('exec', (acceptExec, _reject, info) => {
-        const stream = acceptExec();
-        stream.write(`workspace on node a ran: ${info.command}\n`);
-        stream.exit(0);
-        stream.end();
-      }),
+      accept()
+        // The browser terminal asks for a PTY before its command.
+        .on('pty', (acceptPty) => acceptPty?.())
+        .on('exec', (acceptExec, _reject, info) => {
+          const stream = acceptExec();
+          stream.write(`workspace on node a ran: ${info.command}\n`);
+          stream.exit(0);
+          stream.end();
+        }),
     );
     connection.on('error', () => {});
   });
@@ -172,6 +176,36 @@ describe('sessions to a host of another node', { skip: needs('postgres'), timeou
     assert.equal(restarted.status, 200, JSON.stringify(restarted.body));
     assert.equal(restarted.body.status, 'running');
     assert.ok(runtimeA.calls.includes(`exec ${host.id} /usr/local/sbin/ccp-desktop restart`));
+    bNeverAsked();
+  });
+
+  it('a browser terminal whose ticket a issued opens at b and runs tmux in the workspace on a', async () => {
+    const ticket = await a.request('POST', `/v1/user/hosts/${host.id}/terminal/ticket`, {
+      token: user.token,
+      body: { session: 'roaming' },
+    });
+    assert.equal(ticket.status, 200, JSON.stringify(ticket.body));
+    const path = new URL(ticket.body.url).pathname + new URL(ticket.body.url).search;
+    const socket = new WebSocket(`${b.url.replace('http', 'ws')}${path}`);
+    const output: Buffer[] = [];
+    socket.on('message', (data: Buffer) => output.push(data));
+    const closed = await new Promise<{ code: number; reason: string }>((resolve, reject) => {
+      socket.on('close', (code, reason) => resolve({ code, reason: reason.toString() }));
+      socket.on('error', reject);
+    });
+    // The stand-in sshd on a answers with the command it got, then ends it: the tmux client left.
+    assert.match(Buffer.concat(output).toString(), /^workspace on node a ran: cd 2>\/dev\/null\n/);
+    assert.match(Buffer.concat(output).toString(), /exec tmux new-session -A -s roaming/);
+    assert.deepEqual(closed, { code: 1000, reason: 'session_ended' });
+    // Taken once: the same ticket at a is spent.
+    const again = new WebSocket(`${a.url.replace('http', 'ws')}${path}`);
+    const status = await new Promise<number | undefined>((resolve) => {
+      again.on('unexpected-response', (_request, response) => resolve(response.statusCode));
+      again.on('open', () => resolve(101));
+      again.on('error', () => {});
+    });
+    again.terminate();
+    assert.equal(status, 401);
     bNeverAsked();
   });
 

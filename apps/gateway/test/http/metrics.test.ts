@@ -121,6 +121,7 @@ for (const kind of DATABASES) {
       assert.equal(sample(text, 'ccp_database_up'), 1);
       assert.equal(sample(text, 'ccp_ssh_sessions'), 0);
       assert.equal(sample(text, 'ccp_vnc_sessions'), 0);
+      assert.equal(sample(text, 'ccp_terminal_sessions'), 0);
       assert.ok((sample(text, 'process_resident_memory_bytes') ?? 0) > 0);
     });
 

@@ -97,6 +97,9 @@ describe('OpenAPI document and generated API reference', () => {
         '/v1/cli/ccp.mjs',
         '/v1/cli/ccp.mjs.sha256',
         '/v1/cli/install',
+        // The browser terminal's WebSocket: its credential is a one-time ticket in the address, not a token.
+        '/v1/admin/hosts/{hostID}/terminal/ws',
+        '/v1/user/hosts/{hostID}/terminal/ws',
       ],
     );
   });

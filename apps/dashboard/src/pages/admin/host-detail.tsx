@@ -9,6 +9,7 @@ import { HostDesktop } from '../../components/host-desktop';
 import { HostLifecycle } from '../../components/host-lifecycle';
 import { HostResources } from '../../components/host-resources';
 import { HostTask } from '../../components/host-task';
+import { HostTerminal } from '../../components/host-terminal';
 import { NodeUnavailableNotice } from '../../components/node-unavailable';
 import { HostResizeForm } from '../../components/resources-panel';
 import {
@@ -117,6 +118,7 @@ export function HostDetail() {
         <Section title="Access">
           <HostAccess host={h} scope="admin" />
           <HostDesktop host={h} scope="admin" />
+          <HostTerminal host={h} scope="admin" />
         </Section>
         <Section title="Egress bindings">
           {h.bindings.length === 0 ? (

@@ -10,6 +10,7 @@ import { HostDesktop, OpenDesktopButton } from '../../components/host-desktop';
 import { HostLifecycle } from '../../components/host-lifecycle';
 import { HostResources } from '../../components/host-resources';
 import { HostTask } from '../../components/host-task';
+import { HostTerminal } from '../../components/host-terminal';
 import { KeysPanel } from '../../components/keys-panel';
 import { NodeUnavailableNotice } from '../../components/node-unavailable';
 import { OwnQuotas } from '../../components/resources-panel';
@@ -82,6 +83,7 @@ export function PortalHost() {
       <Section title="Access">
         <HostAccess host={h} scope="user" />
         <HostDesktop host={h} scope="user" />
+        <HostTerminal host={h} scope="user" />
       </Section>
       <Section title="Start and stop">
         <div className="row wrap">

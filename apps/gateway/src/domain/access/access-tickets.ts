@@ -9,7 +9,8 @@ export interface TicketGrant {
 const digest = (secret: string) => createHash('sha256').update(secret, 'utf8').digest('base64url');
 
 /**
- * One-time tickets: each opens one thing (an SSH login from the bootstrap flow, a host's desktop) to one host of
+ * One-time tickets: each opens one thing (an SSH login from the bootstrap flow, a host's desktop, a
+ * browser terminal) to one host of
  * one user, once, within its lifetime. Each kind has its own instance, so a ticket of one kind never opens
  * another. Only digests are kept, in the database: a ticket issued by one gateway is taken at any other sharing
  * it, and only once.
@@ -17,7 +18,7 @@ const digest = (secret: string) => createHash('sha256').update(secret, 'utf8').d
 export class AccessTickets<G extends TicketGrant = TicketGrant> {
   constructor(
     private readonly store: AccessTicketsRepository,
-    private readonly kind: 'ssh' | 'desktop',
+    private readonly kind: 'ssh' | 'desktop' | 'terminal',
     private readonly lifetimeMs = 2 * 60_000,
     private readonly now: () => number = () => Date.now(),
   ) {}

@@ -10,7 +10,7 @@ import { type DomainError, errors } from '../errors.js';
 import { sessionEndReason } from './access-revocation.js';
 import { AccessTickets, type TicketGrant } from './access-tickets.js';
 import { isExpired } from './account-expiry.js';
-import { type HostAction, type HostGrant, mint, type SystemGrant, type TaskGrant } from './grants.js';
+import { type HostAction, type HostGrant, hostOf, mint, type SystemGrant, type TaskGrant } from './grants.js';
 import { type HostAccess, hostAccessOf } from './host-access.js';
 import { type CredentialHolder, type Principal, actorOf as principalActor } from './principal.js';
 import { FailureRateLimiter, limitedSource } from './rate-limiter.js';
@@ -42,12 +42,18 @@ type AccountAdmission =
   | { admitted: true; user: UserRow; ticket: TicketGrant | null }
   | ({ admitted: false } & Refusal);
 
+/** A host as a login to its workspace needs it: the gateway's key for the workspace is null before its first start. */
+export interface WorkspaceLogin {
+  host: HostAccess;
+  workspaceKey: string | null;
+}
+
 /** The host an SSH login reaches, with the gateway's key for the workspace (null before its first start). */
 export type SshHost =
   | { ok: true; host: HostAccess; workspaceKey: string | null }
   | { ok: false; reason: string; message: string; host?: HostAccess };
 
-const USER_HOST_ACTIONS: ReadonlySet<HostAction> = new Set(['view', 'operate', 'desktop', 'ssh']);
+const USER_HOST_ACTIONS: ReadonlySet<HostAction> = new Set(['view', 'operate', 'desktop', 'terminal', 'ssh']);
 
 export interface AccessLimits {
   /** Password checks (scrypt) waiting or running for one client address; past it, 429 at once. */
@@ -69,6 +75,17 @@ interface DesktopGrant extends TicketGrant {
   tokenVersion: number;
 }
 
+/** What a terminal ticket opens: one browser terminal to one host on one portal's path, joining the tmux
+ * session as asked, for the account as it was then. */
+export interface TerminalGrant extends DesktopGrant {
+  session: string;
+  mode: 'attach' | 'new' | 'take_over';
+  cols: number;
+  rows: number;
+}
+
+export type TerminalRequest = Pick<TerminalGrant, 'session' | 'mode' | 'cols' | 'rows'>;
+
 const ANONYMOUS: Actor = { kind: 'anonymous', id: null, username: null };
 const actorOf = (user: UserRow): Actor => ({ kind: user.role, id: user.id, username: user.username });
 const digest = (text: string) => createHash('sha256').update(text, 'utf8').digest();
@@ -84,6 +101,7 @@ export class Access {
   private checkingInAll = 0;
   private readonly limits: AccessLimits;
   private readonly desktopTickets: AccessTickets<DesktopGrant>;
+  private readonly terminalTickets: AccessTickets<TerminalGrant>;
 
   constructor(
     private readonly users: UsersRepository,
@@ -99,6 +117,8 @@ export class Access {
   ) {
     this.limits = { ...DEFAULT_LIMITS, ...limits };
     this.desktopTickets = new AccessTickets<DesktopGrant>(ticketStore, 'desktop', DESKTOP_TICKET_MS);
+    // The page asks for its ticket just before it opens the WebSocket: the desktop's minute is plenty.
+    this.terminalTickets = new AccessTickets<TerminalGrant>(ticketStore, 'terminal', DESKTOP_TICKET_MS);
   }
 
   /** Proves a credential (`admitAccount`), for the SSH proxy: the account as the holder of that credential. */
@@ -355,6 +375,57 @@ export class Access {
         'The desktop ticket is unknown, used, expired or for another desktop: open the desktop again',
       );
     return this.holder(grant.userId, grant.tokenVersion, grant.portal);
+  }
+
+  /**
+   * A one-time ticket to a browser terminal on a running host, on the caller's portal: the WebSocket's address
+   * carries it instead of the API token (a browser cannot set headers on a WebSocket).
+   */
+  async terminalTicket(
+    principal: Principal,
+    hostId: string,
+    request: TerminalRequest,
+  ): Promise<{ ticket: string; expiresAt: Date; host: HostAccess }> {
+    const { host } = await this.requireHost(principal, hostId, 'terminal');
+    if (host.status !== 'running')
+      throw errors.conflict('host_not_running', 'The host is not running; start it before its terminal');
+    const account = await this.users.findTokenState(principal.id);
+    if (!account) throw errors.unauthorized('The token has been revoked');
+    const issued = await this.terminalTickets.issue({
+      ...request,
+      userId: principal.id,
+      hostId: host.id,
+      portal: principal.role,
+      tokenVersion: account.token_version,
+    });
+    return { ...issued, host: hostAccessOf(host) };
+  }
+
+  /** The host of a terminal grant, as the web terminal reaches it, with the gateway's key for its workspace. */
+  terminalLogin(grant: HostGrant): WorkspaceLogin {
+    const host = hostOf(grant, 'terminal');
+    return { host: hostAccessOf(host), workspaceKey: this.workspaceKeyFor(host) };
+  }
+
+  /** Uses up a terminal ticket presented on `portal`'s path to `hostId`'s terminal: whom it was made for (while
+   * their account is as it was then) and the session it asked for. Presented anywhere else, it is used up all
+   * the same, and refused. */
+  async redeemTerminalTicket(
+    ticket: string,
+    portal: Role,
+    hostId: string,
+  ): Promise<{ holder: CredentialHolder; request: TerminalRequest }> {
+    const grant = await this.terminalTickets.redeem(ticket);
+    if (!grant || grant.hostId !== hostId || grant.portal !== portal)
+      throw errors.unauthorized(
+        'The terminal ticket is unknown, used, expired or for another terminal: ask for a new one ' +
+          '(POST …/terminal/ticket)',
+      );
+    const { session, mode, cols, rows } = grant;
+    return {
+      holder: await this.holder(grant.userId, grant.tokenVersion, grant.portal),
+      request: { session, mode, cols, rows },
+    };
   }
 
   /**

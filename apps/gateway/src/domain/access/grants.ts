@@ -11,8 +11,9 @@ import { errors } from '../errors.js';
  */
 
 /** What may be done to a host. A user may do the listed ones to their own hosts; anything else is an admin's,
- * except SSH, which is the owner's only. `manage` is the gateway's own or an admin's: it covers every other. */
-export type HostAction = 'view' | 'operate' | 'desktop' | 'ssh' | 'manage';
+ * except SSH, which is the owner's only. `manage` is the gateway's own or an admin's: it covers every other.
+ * `terminal` (the browser terminal) is like `desktop`: the owner's, and an admin's from the console. */
+export type HostAction = 'view' | 'operate' | 'desktop' | 'terminal' | 'ssh' | 'manage';
 
 declare const granted: unique symbol;
 

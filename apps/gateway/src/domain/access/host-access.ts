@@ -11,6 +11,8 @@ export interface HostAccess {
   shortId: string;
   /** The owner's account: their sessions end when it loses access. */
   ownerId: string;
+  /** The owner's username: the workspace's Linux user is named after it (linuxUserFor). */
+  ownerUsername: string;
   /** The host's state (`running`, `stopped`, `node_unavailable`, …); only a running host is reached. */
   status: string;
   /** The node holding its containers; null only for a host made before nodes (this gateway's). */
@@ -23,6 +25,7 @@ export const hostAccessOf = (host: HostWithOwner): HostAccess => ({
   id: host.id,
   shortId: host.short_id,
   ownerId: host.user_id,
+  ownerUsername: host.username,
   status: host.status,
   node: host.node,
   policyStopReason: (host.policy_stop_reason as StopReason | null) ?? null,

@@ -9,6 +9,7 @@ import { requireRole } from './authentication.js';
 export interface MetricsSource {
   sshSessions(): number;
   vncSessions(): number;
+  terminalSessions(): number;
   sseClients(): number;
   counts(): Promise<{
     hosts: Array<{ status: string; count: number }>;
@@ -69,6 +70,9 @@ export class GatewayMetrics {
       });
     live('ccp_ssh_sessions', 'Open SSH proxy sessions', () => source.sshSessions());
     live('ccp_vnc_sessions', 'Open VNC (remote desktop) sessions', () => source.vncSessions());
+    live('ccp_terminal_sessions', 'Open browser terminals (WebSocket to tmux)', () =>
+      source.terminalSessions(),
+    );
     live('ccp_sse_clients', 'Connected SSE clients', () => source.sseClients());
 
     const counts = () => this.counts();

@@ -10,6 +10,7 @@ import type { ApiTag } from '../../api-tags.js';
 import { principalOf } from '../../plugins/authentication.js';
 import { errorResponses } from '../../schemas.js';
 import type { HttpServices } from '../../services.js';
+import { registerTerminalSocketRoutes } from './host-terminal.js';
 
 type Portal = 'admin' | 'user';
 
@@ -85,7 +86,8 @@ declare module 'fastify' {
  * files and the WebSocket of its stream. Outside the portals' scopes, because a browser's requests carry a
  * ticket (the first) or the desktop cookie, not a header; every request is authenticated here instead.
  */
-export async function registerDesktopProxyRoutes(app: Api, { vnc, config }: HttpServices): Promise<void> {
+export async function registerDesktopProxyRoutes(app: Api, services: HttpServices): Promise<void> {
+  const { vnc, config } = services;
   await app.register(async (scope) => {
     const api = scope as unknown as Api;
     await api.register(websocket, { options: { maxPayload: 16 * 1024 * 1024, perMessageDeflate: false } });
@@ -127,5 +129,7 @@ export async function registerDesktopProxyRoutes(app: Api, { vnc, config }: Http
         },
       });
     }
+    // The browser terminal's WebSocket shares this scope: two WebSocket plugins would both take every upgrade.
+    registerTerminalSocketRoutes(api, services);
   });
 }

@@ -5,6 +5,7 @@ import type { HttpServices } from '../../services.js';
 import { registerCliReleaseRoute } from '../portal/cli-release.js';
 import { registerHostDesktopRoutes } from '../portal/host-desktop.js';
 import { registerHostExtendRoute } from '../portal/host-extend.js';
+import { registerHostTerminalRoutes } from '../portal/host-terminal.js';
 import { registerSseRoute } from '../portal/sse.js';
 import { registerUserAccountRoutes } from './account.js';
 import { registerUserHostRoutes } from './hosts.js';
@@ -20,6 +21,7 @@ export function userRoutes(user: Api, services: HttpServices): void {
   registerUserHostRoutes(user, services);
   registerHostDesktopRoutes(user, services, 'user');
   registerHostExtendRoute(user, services, 'user');
+  registerHostTerminalRoutes(user, services, 'user');
   registerCliReleaseRoute(user, services, 'user');
   registerSseRoute(user, services, 'user');
 }
