@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { parse as parseDotenv } from 'dotenv';
 import type { EgressProbe, EgressSettings } from './egress/settings.js';
 import type { HttpSettings } from './http/settings.js';
+import { RELAY_CONNECTIONS_PER_PORT } from './runtime/egress-gateway-files.js';
 import type { DatabaseConfig } from './store/settings.js';
 
 export type { DatabaseConfig, EgressProbe, EgressSettings };
@@ -26,6 +27,8 @@ export interface Config extends HttpSettings {
   sshMaxUnauthenticatedPerAddress: number;
   /** Live SSH sessions one user may have through the proxy (SSH_MAX_SESSIONS_PER_USER). */
   sshMaxSessionsPerUser: number;
+  /** SSH sessions one host may have through the proxy, at most what its relay takes (SSH_MAX_SESSIONS_PER_HOST). */
+  sshMaxSessionsPerHost: number;
   dataDir: string;
   database: DatabaseConfig;
   adminUsername: string;
@@ -267,6 +270,15 @@ export function loadConfig(env: Env): Config {
     problems.push('WORKSPACE_IMAGE_VARIANT must be full or test');
   }
 
+  // Each session is a connection through the host's relay, which takes RELAY_CONNECTIONS_PER_PORT at once; past
+  // that one would hang in its backlog until the login timed out, so the proxy refuses it first, with a message.
+  const sshMaxSessionsPerHost = positive('SSH_MAX_SESSIONS_PER_HOST', 100);
+  if (sshMaxSessionsPerHost > RELAY_CONNECTIONS_PER_PORT)
+    problems.push(
+      `SSH_MAX_SESSIONS_PER_HOST may be at most ${RELAY_CONNECTIONS_PER_PORT}, the connections the relay in each ` +
+        `host's egress gateway takes at once (got "${env.SSH_MAX_SESSIONS_PER_HOST}")`,
+    );
+
   const mountUser = env.MOUNT_USER || 'ccp-mount';
   if (!/^[a-z_][a-z0-9_-]{0,31}$/.test(mountUser))
     problems.push(`MOUNT_USER must be a Linux user name (got "${mountUser}")`);
@@ -279,6 +291,7 @@ export function loadConfig(env: Env): Config {
     sshProxyHost,
     sshMaxUnauthenticatedPerAddress: positive('SSH_MAX_UNAUTHENTICATED_PER_ADDRESS', 64),
     sshMaxSessionsPerUser: positive('SSH_MAX_SESSIONS_PER_USER', 100),
+    sshMaxSessionsPerHost,
     sshProxyPort,
     dataDir,
     database: typeof database === 'string' ? { kind: 'sqlite', file: '' } : database,
