@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import net, { type AddressInfo, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { setImmediate as yieldToIo } from 'node:timers/promises';
 import type { Actor, RecordedEvent } from '@ccp/api';
 import type { Logger } from 'pino';
 import ssh2, {
@@ -591,9 +592,25 @@ export class SshProxy {
     }
   }
 
-  /** Ends sessions whose host left `running` or whose user lost access without a revocation reaching us. */
+  /**
+   * Ends sessions whose host left `running` or whose user lost access without a revocation reaching us. One check
+   * per user and host, not per session, with a turn of the event loop between them: on SQLite a check runs
+   * synchronously, and a thousand sessions checked in a row held every keystroke relayed meanwhile.
+   */
   private async recheckSessions(): Promise<void> {
-    for (const session of [...this.live.values()]) await this.recheckOne(session);
+    const groups = new Map<string, LiveSession[]>();
+    for (const session of this.live.values()) {
+      const key = `${session.user.id} ${session.host.id} ${session.user.token_version}`;
+      const group = groups.get(key);
+      if (group) group.push(session);
+      else groups.set(key, [session]);
+    }
+    for (const sessions of groups.values()) {
+      const { user, host } = sessions[0]!;
+      const reason = await this.options.access.liveSessionEnd(user.id, host.id, user.token_version);
+      if (reason) this.closeWhere((s) => sessions.includes(s), reason);
+      await yieldToIo();
+    }
   }
 
   private async recheckOne(session: LiveSession): Promise<void> {
