@@ -121,6 +121,8 @@ await runBench('ssh bench', 30 * 60_000, async () => {
     download: { direct: [] as number[], proxy: [] as number[] },
   };
   const gatewayCpu = { upload: [] as number[], download: [] as number[] };
+  /** The gateway's CPU seconds per GiB relayed: its cost per byte, which a busy machine moves far less. */
+  const gatewayCpuPerGiB = { upload: [] as number[], download: [] as number[] };
   const machineBusy = {
     upload: { direct: [] as number[], proxy: [] as number[] },
     download: { direct: [] as number[], proxy: [] as number[] },
@@ -144,7 +146,10 @@ await runBench('ssh bench', 30 * 60_000, async () => {
         const rate = TRANSFER_MIB / (ms / 1000);
         rates[direction][label].push(rate);
         machineBusy[direction][label].push(all.busyPercent);
-        if (label === 'proxy') gatewayCpu[direction].push(used.cpuPercent);
+        if (label === 'proxy') {
+          gatewayCpu[direction].push(used.cpuPercent);
+          gatewayCpuPerGiB[direction].push(((used.cpuPercent / 100) * used.seconds * 1024) / TRANSFER_MIB);
+        }
         console.log(
           `  run ${run} ${direction} ${label}: ${fixed(rate)} MiB/s (gateway CPU ${fixed(used.cpuPercent, 0)} %; ` +
             `machine ${fixed(all.busyPercent, 0)} % busy, ${fixed(all.stealPercent, 1)} % stolen)`,
@@ -170,6 +175,7 @@ await runBench('ssh bench', 30 * 60_000, async () => {
       fixed(p),
       `${fixed((100 * p) / d, 0)} %`,
       fixed(median(gatewayCpu[direction]), 0),
+      fixed(median(gatewayCpuPerGiB[direction]), 2),
       fixed(median(machineBusy[direction].direct), 0),
       fixed(median(machineBusy[direction].proxy), 0),
     ];
@@ -181,6 +187,7 @@ await runBench('ssh bench', 30 * 60_000, async () => {
       'proxy MiB/s',
       'proxy/direct',
       'gateway CPU %',
+      'gateway CPU s/GiB',
       `machine busy % (${availableParallelism()} CPUs) direct`,
       'proxy',
     ],
