@@ -157,7 +157,10 @@ export function startSession(
   const protocol = internals._protocol;
   const chan = channel as unknown as ChannelInternals;
   const id = chan.outgoing.id;
-  if (chan.outgoing.state !== 'open') return done(new Error('Channel is not open'));
+  if (chan.outgoing.state !== 'open') {
+    done(new Error('Channel is not open'));
+    return;
+  }
   // Replies come in the order of the requests: by the start's, every earlier one is known.
   let refused: Error | null = null;
   // One agent forwarding per connection, as ssh2 asks it: the workspace's sshd sets it up once for all sessions.
