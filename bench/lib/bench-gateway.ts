@@ -31,9 +31,10 @@ export interface GatewayOptions {
   lab: LabDescription;
   /**
    * WORKSPACE_MEMORY_MB and WORKSPACE_PIDS, raised so the workspace can hold every session of the bench, and
-   * SSH_MAX_SESSIONS_PER_USER when the bench opens more sessions than one user may have (100).
+   * SSH_MAX_SESSIONS_PER_USER and SSH_MAX_SESSIONS_PER_HOST when the bench opens more sessions per host than
+   * one user or host may have (100).
    */
-  limits: { memoryMb: number; pids: number; sshSessionsPerUser?: number };
+  limits: { memoryMb: number; pids: number; sshSessionsPerUser?: number; sshSessionsPerHost?: number };
   /** Extra node flags for the gateway process (--cpu-prof). */
   nodeFlags: string[];
 }
@@ -90,6 +91,9 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       WORKSPACE_IMAGE_VARIANT: 'test',
       WORKSPACE_MEMORY_MB: String(options.limits.memoryMb),
       WORKSPACE_PIDS: String(options.limits.pids),
+      ...(options.limits.sshSessionsPerHost
+        ? { SSH_MAX_SESSIONS_PER_HOST: String(options.limits.sshSessionsPerHost) }
+        : {}),
       ...(options.limits.sshSessionsPerUser
         ? { SSH_MAX_SESSIONS_PER_USER: String(options.limits.sshSessionsPerUser) }
         : {}),

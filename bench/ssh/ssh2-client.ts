@@ -24,11 +24,17 @@ export function connect(login: Login, timeoutMs = 30_000): Promise<{ client: Cli
     },
   };
   return new Promise((resolve, reject) => {
+    // The gateway says why it refuses a login in a banner: that is the reason the bench counts.
+    let banner = '';
+    client.on('banner', (message: string) => {
+      banner += message.trim();
+    });
+    const refused = (error: Error) => reject(banner ? new Error(banner) : error);
     // A server that closes the connection before the login (the gateway refusing one) may say nothing else.
-    const closedEarly = () => reject(new Error('the connection closed before the login'));
+    const closedEarly = () => refused(new Error('the connection closed before the login'));
     client.once('close', closedEarly);
     client.once('ready', () => {
-      client.off('error', reject);
+      client.off('error', refused);
       client.off('close', closedEarly);
       // ssh2 leaves Nagle's algorithm on; the bench's own small writes must not wait for delayed ACKs.
       client.setNoDelay(true);
@@ -36,7 +42,7 @@ export function connect(login: Login, timeoutMs = 30_000): Promise<{ client: Cli
       client.on('error', () => {});
       resolve({ client, cipher });
     });
-    client.once('error', reject);
+    client.once('error', refused);
     client.connect(config);
   });
 }

@@ -53,6 +53,8 @@ export interface Config extends HttpSettings {
   sshMaxSessionsPerUser: number;
   /** Browser terminals one user may have open on one gateway (TERMINALS_PER_USER). */
   terminalsPerUser: number;
+  /** SSH sessions one host may have through the proxy, at most what its relay takes (SSH_MAX_SESSIONS_PER_HOST). */
+  sshMaxSessionsPerHost: number;
   dataDir: string;
   database: DatabaseConfig;
   adminUsername: string;
@@ -163,6 +165,7 @@ export function loadConfig(env: Env): Config {
     sshMaxUnauthenticatedPerAddress: ssh.SSH_MAX_UNAUTHENTICATED_PER_ADDRESS,
     sshMaxSessionsPerUser: ssh.SSH_MAX_SESSIONS_PER_USER,
     terminalsPerUser: ssh.TERMINALS_PER_USER,
+    sshMaxSessionsPerHost: ssh.SSH_MAX_SESSIONS_PER_HOST,
     sshProxyPort: ssh.SSH_PROXY_PORT,
     dataDir,
     database,

@@ -252,6 +252,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     limits: {
       unauthenticatedPerAddress: config.sshMaxUnauthenticatedPerAddress,
       sessionsPerUser: config.sshMaxSessionsPerUser,
+      sessionsPerHost: config.sshMaxSessionsPerHost,
     },
     log: logger.child({ component: 'ssh' }),
   });

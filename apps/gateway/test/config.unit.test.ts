@@ -35,6 +35,23 @@ describe('configuration', () => {
       );
   });
 
+  it('caps SSH sessions per host at what the relay takes, 100 by default', () => {
+    assert.equal(loadConfig({ ADMIN_JWT_SECRET: secret }).sshMaxSessionsPerHost, 100);
+    assert.equal(
+      loadConfig({ ADMIN_JWT_SECRET: secret, SSH_MAX_SESSIONS_PER_HOST: '128' }).sshMaxSessionsPerHost,
+      128,
+    );
+    assert.throws(
+      () => loadConfig({ ADMIN_JWT_SECRET: secret, SSH_MAX_SESSIONS_PER_HOST: '129' }),
+      (e: ConfigError) =>
+        e.problems.some((p) =>
+          p.includes(
+            "SSH_MAX_SESSIONS_PER_HOST may be at most 128, the connections the relay in each host's",
+          ),
+        ),
+    );
+  });
+
   it('refuses to start without a JWT secret or with a short one', () => {
     assert.throws(
       () => loadConfig({}),

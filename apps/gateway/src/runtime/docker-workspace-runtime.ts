@@ -23,7 +23,7 @@ import {
   workspaceSpecHash,
 } from './container-specs.js';
 import { desktopPasswordArchive } from './desktop-secret.js';
-import { WORKSPACE_PORTS } from './egress-gateway-files.js';
+import { EGRESS_GATEWAY_LIMITS, WORKSPACE_PORTS } from './egress-gateway-files.js';
 import { asRuntimeError, ignoreStatus, lastLogLines, statusCode } from './engine-errors.js';
 import { EngineWatcher, HOST_ID } from './engine-watcher.js';
 import { MOUNTS_IN_WORKSPACE } from './folder-mount-points.js';
@@ -559,7 +559,7 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
         caFile: this.options.egress.caFile
           ? await this.provisioning.ensureCaCopy(this.options.egress.caFile)
           : undefined,
-        limits: this.options.gatewayLimits ?? { memoryMb: 256, pids: 128 },
+        limits: this.options.gatewayLimits ?? EGRESS_GATEWAY_LIMITS,
       }),
     );
     await container.start();

@@ -31,6 +31,23 @@ export const GATEWAY_NETWORK = {
 } as const;
 
 /**
+ * Connections the relay takes at once on each port. Each is one forked process in the egress gateway (about
+ * 0.2 MiB), so the gateway's PID limit grows with it; the SSH proxy refuses a host's sessions past
+ * SSH_MAX_SESSIONS_PER_HOST, which may not exceed this, so a user hears why instead of waiting for a timeout.
+ */
+export const RELAY_CONNECTIONS_PER_PORT = 128;
+
+/** Processes of an egress gateway with no connection relayed (tini, the entrypoint, v2ray's threads, the
+ * listeners: 14 measured), with room to spare. */
+const IDLE_GATEWAY_PIDS = 64;
+
+/** The egress gateway container's limits: every relay port full still fits its PIDs and memory. */
+export const EGRESS_GATEWAY_LIMITS = {
+  memoryMb: 256,
+  pids: IDLE_GATEWAY_PIDS + Object.keys(WORKSPACE_PORTS).length * RELAY_CONNECTIONS_PER_PORT,
+} as const;
+
+/**
  * The relay that carries the control plane's connections to the workspace's sshd and desktop: its own
  * processes in the egress gateway (image/README.md), beside the tunnel and never inside it, so that restarting
  * the tunnel for a new upstream or after a crash leaves open sessions alone. The entrypoint reads these.
@@ -39,6 +56,7 @@ export function relayEnvironment(): string[] {
   return [
     `EGRESS_RELAY_PORTS=${Object.values(WORKSPACE_PORTS).join(' ')}`,
     `EGRESS_RELAY_TARGET=${WORKSPACE_LINK.workspaceAddress}`,
+    `EGRESS_RELAY_MAX_CONNECTIONS=${RELAY_CONNECTIONS_PER_PORT}`,
   ];
 }
 

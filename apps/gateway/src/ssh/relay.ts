@@ -1,13 +1,6 @@
 import type { Duplex } from 'node:stream';
-import type {
-  Client,
-  ClientChannel,
-  Connection,
-  PseudoTtyInfo,
-  ServerChannel,
-  Session,
-  ShellOptions,
-} from 'ssh2';
+import type { Client, ClientChannel, Connection, PseudoTtyInfo, ServerChannel, Session } from 'ssh2';
+import { openSessionChannel, type SessionStart, startSession } from './ssh2-internals.js';
 
 /** Bytes moved through one proxied connection, for the session-closed event. */
 export interface Traffic {
@@ -35,14 +28,13 @@ export function splice(client: Duplex, workspace: Duplex, traffic: Traffic): voi
   workspace.on('close', closeBoth).on('error', ignore);
 }
 
-type Start = { kind: 'shell' } | { kind: 'exec'; command: string } | { kind: 'subsystem'; name: string };
-
 /**
- * One session channel: the requests that prepare it (pty, env, agent) are collected until the client asks for
- * the shell, command or subsystem, which is then opened on the workspace with the same preparation; after
- * that, window changes and signals are passed on and the exit status comes back before the channel closes.
- * Subsystems in `ownSubsystems` are served by the gateway itself. Channels with a terminal (a shell or a
- * command with a pty) are in `terminals` while open, for the gateway's own notices.
+ * One session channel: the workspace's channel is opened at once, beside it (an exec through the proxy then waits
+ * for no round trip more than a direct one); the requests that prepare it (pty, env, agent) are collected until
+ * the client asks for the shell, command or subsystem, which is then sent to the workspace with the same
+ * preparation, all at once; after that, window changes and signals are passed on and the exit status comes back
+ * before the channel closes. Subsystems in `ownSubsystems` are served by the gateway itself. Channels with a
+ * terminal (a shell or a command with a pty) are in `terminals` while open, for the gateway's own notices.
  */
 export function relaySession(
   session: Session,
@@ -55,6 +47,13 @@ export function relaySession(
   const env: Record<string, string> = {};
   let agent = false;
   let workspace: ClientChannel | null = null;
+  let started = false;
+  const early = openSessionChannel(upstream);
+  early.catch(ignore);
+  // A session the client closes before starting anything leaves no channel open on the workspace.
+  session.once('close', () => {
+    if (!started) early.then((channel) => channel.close(), ignore);
+  });
 
   // ssh2 passes no accept/reject when the client wanted no reply; hence the optional calls.
   session.on('pty', (accept, _reject, info) => {
@@ -79,7 +78,8 @@ export function relaySession(
     accept?.();
   });
 
-  const start = (what: Start, accept: () => ServerChannel) => {
+  const start = (what: SessionStart, accept: () => ServerChannel) => {
+    started = true;
     // Accepted before the workspace side exists: ssh2 refuses a late accept once the client has sent EOF,
     // which OpenSSH does straight after the command when its stdin is empty. Input waits in the channel.
     const client = accept();
@@ -91,9 +91,9 @@ export function relaySession(
       terminals?.delete(client);
     });
     if (pty && what.kind !== 'subsystem') terminals?.add(client);
-    const opened = (error: Error | undefined, channel: ClientChannel) => {
-      if (error) {
-        client.stderr.write(`cloud-cli-proxy: the workspace refused the session: ${error.message}\r\n`);
+    const opened = (error: Error | undefined, channel?: ClientChannel) => {
+      if (error || !channel) {
+        client.stderr.write(`cloud-cli-proxy: the workspace refused the session: ${error?.message}\r\n`);
         client.exit(1);
         client.end();
         return;
@@ -102,20 +102,28 @@ export function relaySession(
       workspace = channel;
       joinSession(client, channel, traffic);
     };
-    // agentForward is read by ssh2 from these options although its typings omit it.
-    const options = { env, agentForward: agent } as ShellOptions;
-    if (what.kind === 'shell') upstream.shell(pty ?? false, options, opened);
-    else if (what.kind === 'exec')
-      upstream.exec(what.command, { ...options, ...(pty ? { pty } : {}) }, opened);
-    // The sftp subsystem is passed through as it is: the workspace's sshd serves it.
-    else upstream.subsys(what.name, opened);
+    // The sftp subsystem is passed through as it is, with no preparation: the workspace's sshd serves it.
+    const preparation =
+      what.kind === 'subsystem' ? { pty: null, env: {}, agent: false } : { pty, env, agent };
+    early.then(
+      (channel) =>
+        startSession(upstream, channel, preparation, what, (error) => {
+          if (!error) return opened(undefined, channel);
+          channel.close();
+          opened(error);
+        }),
+      (error: Error) => opened(error),
+    );
   };
   session.on('shell', (accept) => start({ kind: 'shell' }, accept));
   session.on('exec', (accept, _reject, info) => start({ kind: 'exec', command: info.command }, accept));
   session.on('subsystem', (accept, _reject, info) => {
     const own = Object.hasOwn(ownSubsystems, info.name) ? ownSubsystems[info.name] : undefined;
-    if (own) own(accept());
-    else start({ kind: 'subsystem', name: info.name }, accept);
+    if (own) {
+      started = true;
+      early.then((channel) => channel.close(), ignore);
+      own(accept());
+    } else start({ kind: 'subsystem', name: info.name }, accept);
   });
 }
 

@@ -1,4 +1,5 @@
 import Type, { type Static } from 'typebox';
+import { RELAY_CONNECTIONS_PER_PORT } from '../runtime/egress-gateway-files.js';
 import { port, positiveWhole } from '../shared/settings.js';
 
 /** The SSH proxy and the CLI's folder mounts through it (docs/configuration.md is written from these). */
@@ -19,6 +20,15 @@ export const SshVariables = Type.Object({
     100,
     'Live SSH sessions one user may have through the proxy; past it a login is refused, saying to close one',
   ),
+  // Each session is a connection through the host's relay, which takes RELAY_CONNECTIONS_PER_PORT at once; past
+  // that one would hang in its backlog until the login timed out, so the proxy refuses it first, with a message.
+  SSH_MAX_SESSIONS_PER_HOST: Type.Integer({
+    minimum: 1,
+    maximum: RELAY_CONNECTIONS_PER_PORT,
+    default: 100,
+    description: `SSH sessions one host may have through the proxy (open or opening), at most ${RELAY_CONNECTIONS_PER_PORT}, what its relay takes; past it a login is refused at once`,
+    problem: `may be at most ${RELAY_CONNECTIONS_PER_PORT}, the connections the relay in each host's egress gateway takes at once, and at least 1 (got "{got}")`,
+  }),
   TERMINALS_PER_USER: positiveWhole(
     10,
     'Browser terminals one user may have open on one gateway; past it the ticket is refused (409 `too_many_terminals`), saying to close one',

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import net, { type AddressInfo, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { setImmediate as yieldToIo } from 'node:timers/promises';
 import type { RecordedEvent } from '@ccp/api';
 import type { Logger } from 'pino';
 import ssh2, {
@@ -66,6 +67,11 @@ export interface SshProxyLimits {
   unauthenticatedPerAddress: number;
   /** Live sessions of one user; past it a login is refused with a message. */
   sessionsPerUser: number;
+  /**
+   * Sessions of one host, open or logging in to its workspace; past it a login is refused with a message. At most
+   * what the host's relay takes at once (RELAY_CONNECTIONS_PER_PORT), where one past would wait silently.
+   */
+  sessionsPerHost: number;
 }
 
 export interface SshProxyTiming {
@@ -140,6 +146,8 @@ export class SshProxy {
   /** The listener: every socket passes `admit` before ssh2 sees it (which happens only once it sends a line). */
   private readonly tcp = net.createServer((socket) => this.admitSocket(socket));
   private readonly workspaceLogins = new WorkspaceLoginQueue(WORKSPACE_LOGINS_PER_HOST);
+  /** Connections to each host's workspace, from before the dial until they close: what its relay holds. */
+  private readonly workspaceConnections = new Map<string, number>();
   private readonly events: BackgroundEvents;
   private readonly timing: SshProxyTiming;
   private recheck: NodeJS.Timeout | null = null;
@@ -298,6 +306,8 @@ export class SshProxy {
       gone = true;
       clearTimeout(grace);
       this.pending.delete(connection);
+      // Gone between its login and the session: the workspace's side (and the host's relay) is let go too.
+      admitted?.upstream.end();
     });
   }
 
@@ -367,10 +377,41 @@ export class SshProxy {
         found.host,
       );
     const { host, workspaceKey: gatewayKey } = found;
-    // The dial counts too: the workspace's sshd counts a connection from its accept until the login is done.
-    return this.workspaceLogins.run(host.id, () =>
-      this.loginToWorkspace(user, host, gatewayKey, connection, refuse),
-    );
+    const { sessionsPerHost } = this.options.limits;
+    const release = this.holdWorkspaceConnection(host.id);
+    if (!release)
+      return refuse(
+        'too_many_host_sessions',
+        `host ${host.shortId} has ${sessionsPerHost} SSH sessions open or opening, the most one host may have ` +
+          '(SSH_MAX_SESSIONS_PER_HOST); close one of them and try again, or ask your administrator to raise the limit.',
+        host,
+      );
+    try {
+      // The dial counts too: the workspace's sshd counts a connection from its accept until the login is done.
+      const admitted = await this.workspaceLogins.run(host.id, () =>
+        this.loginToWorkspace(user, host, gatewayKey, connection, refuse),
+      );
+      admitted.upstream.once('close', release);
+      return admitted;
+    } catch (error) {
+      release();
+      throw error;
+    }
+  }
+
+  /** Counts a connection to the host's workspace; null when it holds the most one host may have. */
+  private holdWorkspaceConnection(hostId: string): (() => void) | null {
+    const held = this.workspaceConnections.get(hostId) ?? 0;
+    if (held >= this.options.limits.sessionsPerHost) return null;
+    this.workspaceConnections.set(hostId, held + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = (this.workspaceConnections.get(hostId) ?? 1) - 1;
+      if (left > 0) this.workspaceConnections.set(hostId, left);
+      else this.workspaceConnections.delete(hostId);
+    };
   }
 
   /** Opens the host's workspace and logs in there with the gateway's key for this user's session. */
@@ -564,9 +605,25 @@ export class SshProxy {
     }
   }
 
-  /** Ends sessions whose host left `running` or whose user lost access without a revocation reaching us. */
+  /**
+   * Ends sessions whose host left `running` or whose user lost access without a revocation reaching us. One check
+   * per user and host, not per session, with a turn of the event loop between them: on SQLite a check runs
+   * synchronously, and a thousand sessions checked in a row held every keystroke relayed meanwhile.
+   */
   private async recheckSessions(): Promise<void> {
-    for (const session of [...this.live.values()]) await this.recheckOne(session);
+    const groups = new Map<string, LiveSession[]>();
+    for (const session of this.live.values()) {
+      const key = `${session.user.id} ${session.host.id} ${session.user.tokenVersion}`;
+      const group = groups.get(key);
+      if (group) group.push(session);
+      else groups.set(key, [session]);
+    }
+    for (const sessions of groups.values()) {
+      const { user, host } = sessions[0]!;
+      const reason = await this.options.access.liveSessionEnd(user.id, host.id, user.tokenVersion);
+      if (reason) this.closeWhere((s) => sessions.includes(s), reason);
+      await yieldToIo();
+    }
   }
 
   private async recheckOne(session: LiveSession): Promise<void> {

@@ -1,9 +1,11 @@
 import { createRequire } from 'node:module';
 import type { Socket } from 'node:net';
-import type { Connection, ServerChannel } from 'ssh2';
+import type { Client, ClientChannel, Connection, PseudoTtyInfo, ServerChannel } from 'ssh2';
 
 // ssh2 1.17 has no public way for a server to send a banner after the first one, to open an agent channel
-// towards its client, or to drop a client's connection outright, although its internals can do all three. These
+// towards its client, or to drop a client's connection outright, nor for a client to open a session channel
+// before it knows what to start there or to send that channel's requests without waiting for each reply,
+// although its internals can do all of these. These
 // helpers reach into them, kept here so an ssh2 upgrade has exactly one place to check.
 const require = createRequire(import.meta.url);
 const { sendPacket } = require('ssh2/lib/protocol/utils.js') as {
@@ -87,3 +89,110 @@ export function socketOf(connection: Connection): Socket | null {
 export function destroyConnection(connection: Connection): void {
   internals(connection)._sock?.destroy();
 }
+
+interface SessionRequests {
+  pty(
+    id: number,
+    rows: number,
+    cols: number,
+    height: number,
+    width: number,
+    term: string,
+    modes: unknown,
+    wantReply: boolean,
+  ): void;
+  env(id: number, key: string, value: string, wantReply: boolean): void;
+  openssh_agentForward(id: number, wantReply: boolean): void;
+  shell(id: number, wantReply: boolean): void;
+  exec(id: number, command: string, wantReply: boolean): void;
+  subsystem(id: number, name: string, wantReply: boolean): void;
+}
+
+interface ClientInternals {
+  _protocol: SessionRequests & { session(id: number, window: number, packetSize: number): void };
+  _chanMgr: { add(callback: unknown): number };
+  _agentFwdEnabled?: boolean;
+}
+
+interface ChannelInternals {
+  outgoing: { id: number; state: string };
+  subtype?: string;
+  /** Called in order with each CHANNEL_SUCCESS (false) or CHANNEL_FAILURE (true). */
+  _callbacks: ((failed: boolean) => void)[];
+}
+
+/** Opens a session channel on a client connection, before it is known what it will run. */
+export function openSessionChannel(client: Client): Promise<ClientChannel> {
+  const { _protocol, _chanMgr } = client as unknown as ClientInternals;
+  return new Promise((resolve, reject) => {
+    // Called back from ssh2's CHANNEL_OPEN_CONFIRMATION/FAILURE handlers, as for exec() and shell().
+    const callback = (error: Error | undefined, channel: ClientChannel) =>
+      error ? reject(error) : resolve(channel);
+    (callback as unknown as { type: string }).type = 'session';
+    const id = _chanMgr.add(callback);
+    if (id === -1) return reject(new Error('no free channels'));
+    _protocol.session(id, MAX_WINDOW, PACKET_SIZE);
+  });
+}
+
+export type SessionStart =
+  | { kind: 'shell' }
+  | { kind: 'exec'; command: string }
+  | { kind: 'subsystem'; name: string };
+
+/**
+ * Sends a session channel's preparation (agent forwarding, environment, PTY) and then what it starts, all at once
+ * as OpenSSH does rather than one round trip each as ssh2's exec() and shell() do. `done` is called from ssh2's
+ * handler of the start's reply, as exec() calls back, so that what the workspace sends right behind that reply
+ * (output, exit status, close) finds its listeners; with an error (ssh2's messages) if any request was refused.
+ */
+export function startSession(
+  client: Client,
+  channel: ClientChannel,
+  preparation: { pty: PseudoTtyInfo | null; env: Record<string, string>; agent: boolean },
+  start: SessionStart,
+  done: (error?: Error) => void,
+): void {
+  const internals = client as unknown as ClientInternals;
+  const protocol = internals._protocol;
+  const chan = channel as unknown as ChannelInternals;
+  const id = chan.outgoing.id;
+  if (chan.outgoing.state !== 'open') {
+    done(new Error('Channel is not open'));
+    return;
+  }
+  // Replies come in the order of the requests: by the start's, every earlier one is known.
+  let refused: Error | null = null;
+  // One agent forwarding per connection, as ssh2 asks it: the workspace's sshd sets it up once for all sessions.
+  if (preparation.agent && !internals._agentFwdEnabled) {
+    internals._agentFwdEnabled = true;
+    chan._callbacks.push((failed) => {
+      if (failed) internals._agentFwdEnabled = false;
+    });
+    protocol.openssh_agentForward(id, true);
+  }
+  for (const [key, value] of Object.entries(preparation.env)) protocol.env(id, key, value, false);
+  const { pty } = preparation;
+  if (pty) {
+    chan._callbacks.push((failed) => {
+      if (failed) refused ??= new Error('Unable to request a pseudo-terminal');
+    });
+    protocol.pty(id, pty.rows, pty.cols, pty.height, pty.width, pty.term, pty.modes, true);
+  }
+  chan._callbacks.push((failed) => {
+    if (failed) refused ??= new Error(startRefusal(start));
+    if (refused) return done(refused);
+    chan.subtype = start.kind;
+    done();
+  });
+  if (start.kind === 'shell') protocol.shell(id, true);
+  else if (start.kind === 'exec') protocol.exec(id, start.command, true);
+  else protocol.subsystem(id, start.name, true);
+}
+
+const startRefusal = (start: SessionStart) =>
+  start.kind === 'shell'
+    ? 'Unable to open shell'
+    : start.kind === 'exec'
+      ? 'Unable to exec'
+      : `Unable to start subsystem: ${start.name}`;

@@ -1,3 +1,6 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import Docker from 'dockerode';
 import { ensureLab, type LabDescription } from '../../../../test/lab/lab.js';
 import type { GatewayOptions } from '../../src/gateway.js';
@@ -9,9 +12,15 @@ const docker = new Docker({ socketPath: '/var/run/docker.sock' });
 
 export { freeLoopbackPort as freePort } from '../../src/egress/loopback-ports.js';
 
-/** Removes every container and volume of these hosts (what a test made, whatever state it left). */
+/**
+ * Removes every container and volume of these hosts (what a test made, whatever state it left), and unmounts
+ * their homes (loop-mounted ext4 images in the gateway's DATA_DIR) with their mount points' immutable flag
+ * lifted, so that the test's data directory can be removed and no loop device is left behind.
+ */
 export async function removeHostResources(hostIds: Iterable<string>): Promise<void> {
-  for (const hostId of hostIds) {
+  const ids = [...hostIds];
+  releaseHomesOf(ids);
+  for (const hostId of ids) {
     const filters = { label: [`${HOST_LABEL}=${hostId}`] };
     for (const container of await docker.listContainers({ all: true, filters }))
       await docker
@@ -95,4 +104,14 @@ export async function startLabGateway(
       await removeHostResources(hostIds);
     },
   };
+}
+
+function releaseHomesOf(hostIds: string[]): void {
+  if (hostIds.length === 0) return;
+  for (const line of readFileSync('/proc/self/mounts', 'utf8').split('\n')) {
+    const target = line.split(' ')[1] ?? '';
+    if (path.basename(path.dirname(target)) !== 'homes' || !hostIds.includes(path.basename(target))) continue;
+    execFileSync('umount', ['--lazy', target]);
+    spawnSync('chattr', ['-i', target]);
+  }
 }

@@ -68,7 +68,11 @@ describe('egress gateway files', () => {
   it('leaves the relay out of the tunnel, so restarting v2ray never cuts a session', () => {
     const config = JSON.parse(files.v2ray) as { inbounds: { port: number }[] };
     assert.ok(config.inbounds.every((inbound) => inbound.port !== 22 && inbound.port !== 6080));
-    assert.deepEqual(relayEnvironment(), ['EGRESS_RELAY_PORTS=22 6080', 'EGRESS_RELAY_TARGET=169.254.77.2']);
+    assert.deepEqual(relayEnvironment(), [
+      'EGRESS_RELAY_PORTS=22 6080',
+      'EGRESS_RELAY_TARGET=169.254.77.2',
+      'EGRESS_RELAY_MAX_CONNECTIONS=128',
+    ]);
   });
 
   it('rejects a relay source that is not an IPv4 literal', () => {
