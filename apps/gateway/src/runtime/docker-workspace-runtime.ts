@@ -32,6 +32,7 @@ import { imageStatuses, type RuntimeImages, requireImages, workspaceVariant } fr
 import { linkWorkspace, unlinkWorkspace, workspaceLinked } from './netns.js';
 import { verifyEgressPath } from './path-check.js';
 import { delay, sshBanner, tunnelReady, v2rayPid } from './readiness.js';
+import { type RuntimeLog, StartTimings } from './start-timings.js';
 import { guardUplink, releaseUplink } from './uplink-guard.js';
 import { verifyAsWorkspaceUser } from './user-path-check.js';
 import {
@@ -70,6 +71,8 @@ export interface DockerWorkspaceRuntimeOptions {
   /** Limits of each egress gateway container. */
   gatewayLimits?: { memoryMb: number; pids: number };
   timeouts?: Partial<Timeouts>;
+  /** Where each start's timing spans go, at debug level. */
+  log?: RuntimeLog;
 }
 
 interface Timeouts {
@@ -354,7 +357,8 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
   ): Promise<StartedWorkspace> {
     // Cancelled while waiting for its turn: nothing was touched yet.
     if (signal?.aborted) throw startCancelled();
-    const began = Date.now();
+    const timings = new StartTimings();
+    const span = timings.span.bind(timings);
     const made: StartMade = { volumes: [], workspaceId: null };
     const step = async (percent: number, stage: string) => {
       if (signal?.aborted) throw startCancelled();
@@ -362,62 +366,76 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
     };
     try {
       await step(5, 'checking the images');
-      await requireImages(this.docker, this.options.images);
+      await span('images', () => requireImages(this.docker, this.options.images));
       await step(10, `resolving the upstream ${upstream.config.server}`);
-      const serverIp = await resolveServer(upstream.config.server, signal);
+      const serverIp = await span('resolve upstream', () => resolveServer(upstream.config.server, signal));
       await step(15, 'preparing the volumes and the uplink network');
-      const { hostAddress } = await this.provisioning.ensureUplink();
-      made.volumes = await this.provisioning.ensureVolumes(spec.hostId);
-      await this.provisioning.writeGatewayFiles(spec.hostId, upstream, serverIp, hostAddress);
+      const { hostAddress } = await span('uplink network', () => this.provisioning.ensureUplink());
+      made.volumes = await span('volumes', () => this.provisioning.ensureVolumes(spec.hostId));
+      await span('gateway files', () =>
+        this.provisioning.writeGatewayFiles(spec.hostId, upstream, serverIp, hostAddress),
+      );
       await step(25, 'starting the egress gateway and the workspace');
       const previousWorkspace = (await this.find(spec.hostId, 'workspace'))?.id;
       // Side by side: the workspace has no network at all until it is linked, after the gateway is ready.
       // Both are awaited even when one fails, so the clean-up below cannot miss a container still starting.
-      const [gateway, workspace] = await settleAll([
-        // The host's guard on its uplink goes on as soon as the gateway's port exists, while the gateway loads
-        // its kill switch and the workspace starts: before any link, off the start's critical path.
-        this.recreateGateway(spec.hostId).then(async (id) => {
-          const [ready, guarded] = await Promise.allSettled([
-            this.waitForGateway(id, null, signal),
-            this.inspect(id).then((started) =>
-              started ? this.guardUplink(spec.hostId, started) : Promise.reject(new Error('gone')),
-            ),
-          ]);
-          // A gateway that did not come up says why in its own words, not the guard's.
-          if (ready.status === 'rejected') throw ready.reason;
-          if (guarded.status === 'rejected') throw guarded.reason;
-          return ready.value;
-        }),
-        this.prepareWorkspace(spec).then((id) => {
-          if (id !== previousWorkspace) made.workspaceId = id;
-          return this.startContainer(id);
-        }),
-      ]);
+      const [gateway, workspace] = await span('containers', () =>
+        settleAll([
+          // The host's guard on its uplink goes on as soon as the gateway's port exists, while the gateway loads
+          // its kill switch and the workspace starts: before any link, off the start's critical path.
+          span('gateway: create and start', () => this.recreateGateway(spec.hostId)).then(async (id) => {
+            const [ready, guarded] = await Promise.allSettled([
+              span('gateway: kill switch and v2ray ready', () => this.waitForGateway(id, null, signal)),
+              span('gateway: uplink guard', () =>
+                this.inspect(id).then((started) =>
+                  started ? this.guardUplink(spec.hostId, started) : Promise.reject(new Error('gone')),
+                ),
+              ),
+            ]);
+            // A gateway that did not come up says why in its own words, not the guard's.
+            if (ready.status === 'rejected') throw ready.reason;
+            if (guarded.status === 'rejected') throw guarded.reason;
+            return ready.value;
+          }),
+          span('workspace: create', () => this.prepareWorkspace(spec)).then((id) => {
+            if (id !== previousWorkspace) made.workspaceId = id;
+            return span('workspace: start', () => this.startContainer(id));
+          }),
+        ]),
+      );
       await step(60, 'linking the workspace to its egress gateway');
       if (!gateway.uplinkAddress)
         throw new RuntimeError('network_setup_failed', 'the egress gateway has no uplink address');
-      await linkWorkspace(gateway.pid, workspace.pid);
+      await span('link', () => linkWorkspace(gateway.pid, workspace.pid));
       await step(70, `verifying the path through ${upstream.label} (${upstream.exitIp})`);
-      const { echoesOut } = await verifyEgressPath(
-        {
-          workspacePid: workspace.pid,
-          gatewayPid: gateway.pid,
-          exitIp: upstream.exitIp,
-          uplinkHostAddress: hostAddress,
-        },
-        this.plan,
-        { ...this.checkOptions(), signal },
+      const { echoesOut } = await span('path check', () =>
+        verifyEgressPath(
+          {
+            workspacePid: workspace.pid,
+            gatewayPid: gateway.pid,
+            exitIp: upstream.exitIp,
+            uplinkHostAddress: hostAddress,
+          },
+          this.plan,
+          { ...this.checkOptions(), signal, timings },
+        ),
       );
       // sshd has usually been up for a while by now; this also proves the relay.
       await step(90, 'waiting for sshd');
       const endpoints = endpointsAt(gateway.uplinkAddress);
-      await this.waitForSsh(endpoints.ssh.host, workspace.id, signal);
+      await span('sshd', () => this.waitForSsh(endpoints.ssh.host, workspace.id, signal));
       await step(95, `checking as ${spec.linuxUser} that names resolve and the exit answers`);
-      await this.verifyAsUser(workspace.id, spec.linuxUser, upstream.exitIp);
+      await span('user check', () => this.verifyAsUser(workspace.id, spec.linuxUser, upstream.exitIp));
       const out = echoesOut.length > 0 ? `; IP echoes out: ${echoesOut.join(', ')}` : '';
-      await progress(100, `running through ${upstream.label}, verified in ${Date.now() - began} ms${out}`);
+      const took = timings.elapsedMs();
+      this.options.log?.debug({ hostId: spec.hostId, ms: took, spans: timings.spans }, 'host started');
+      await progress(100, `running through ${upstream.label}, verified in ${Math.round(took)} ms${out}`);
       return { ...endpoints, echoesOut };
     } catch (error) {
+      this.options.log?.debug(
+        { hostId: spec.hostId, ms: timings.elapsedMs(), spans: timings.spans },
+        'host start failed',
+      );
       if (signal?.aborted) {
         await this.undoStart(spec.hostId, made);
         throw startCancelled();

@@ -20,6 +20,7 @@ import {
 } from '../egress/probe-client.js';
 import { GATEWAY_NETWORK, WORKSPACE_LINK } from './egress-gateway-files.js';
 import { runInNetns } from './netns.js';
+import type { StartTimings } from './start-timings.js';
 import { RuntimeError } from './workspace-runtime.js';
 
 export interface PathCheckTarget {
@@ -39,6 +40,8 @@ export interface PathCheckOptions {
   dnsTimeoutMs: number;
   /** Ends the check at once (a cancelled start): it may wait seconds on an upstream that never answers. */
   signal?: AbortSignal;
+  /** The start's timing spans, which get the check's parts. */
+  timings?: StartTimings;
 }
 
 interface DnsOutcome {
@@ -175,6 +178,8 @@ export async function verifyEgressPath(
   options: PathCheckOptions,
 ): Promise<{ echoesOut: string[] }> {
   const canary = new Canary();
+  const span = <T>(name: string, work: () => Promise<T>) =>
+    options.timings ? options.timings.span(`path check: ${name}`, work) : work();
   try {
     const leakName = plan.probe ? probeLeakName(plan.probe) : null;
     const queries = [
@@ -195,16 +200,18 @@ export async function verifyEgressPath(
       dns: { address: WORKSPACE_LINK.gatewayAddress, port: 53 },
       dnsMs: options.dnsTimeoutMs,
       queries: queries.map((query) => query.toString('hex')),
-      canary: await canary.listen(target.uplinkHostAddress),
+      canary: await span('canary listens', () => canary.listen(target.uplinkHostAddress)),
       canaryMs: CANARY_WINDOW_MS,
     };
     const budget = Math.max(options.httpTimeoutMs, options.dnsTimeoutMs) * 2 + 5000;
     const [program, gateway] = await Promise.all([
-      runInNetns(target.workspacePid, options.nodeCommand, ['-e', PROGRAM, JSON.stringify(task)], {
-        timeoutMs: budget,
-        signal: options.signal,
-      }),
-      gatewayGuards(target.gatewayPid),
+      span('program in the workspace', () =>
+        runInNetns(target.workspacePid, options.nodeCommand, ['-e', PROGRAM, JSON.stringify(task)], {
+          timeoutMs: budget,
+          signal: options.signal,
+        }),
+      ),
+      span('egress gateway guards', () => gatewayGuards(target.gatewayPid)),
     ]);
     const result = JSON.parse(program.stdout) as ProgramResult;
 
@@ -218,7 +225,8 @@ export async function verifyEgressPath(
     fail(exitVerdict(result.echoes, target.exitIp, plan.minEchoAnswers));
 
     const replies = [...result.dns];
-    if (leakName && plan.probe) {
+    const { probe } = plan;
+    if (leakName && probe) {
       const outcome = replies.shift()!;
       const reply = decodeReply(hex(outcome.reply), outcome.error, `the lookup of ${leakName}`);
       if (!reply.ok) fail({ code: 'dns_failed', message: reply.error });
@@ -226,10 +234,9 @@ export async function verifyEgressPath(
         fail({ code: 'dns_failed', message: `the lookup of ${leakName} returned no address` });
       let queriers: string[];
       try {
-        queriers = await readProbeLog(plan.probe, leakName, {
-          trust: trustFor(plan, plan.probe.url),
-          timeoutMs: 5000,
-        });
+        queriers = await span('probe log', () =>
+          readProbeLog(probe, leakName, { trust: trustFor(plan, probe.url), timeoutMs: 5000 }),
+        );
       } catch (error) {
         if (error instanceof CheckError) throw new RuntimeError(error.code, error.message);
         throw error;
