@@ -30,7 +30,7 @@ import { HostProvisioning } from './host-provisioning.js';
 import { buildImages } from './image-build.js';
 import { imageStatuses, type RuntimeImages, requireImages, workspaceVariant } from './image-status.js';
 import { linkWorkspace, unlinkWorkspace, workspaceLinked } from './netns.js';
-import { verifyEgressPath } from './path-check.js';
+import { PathCheckProgram, pathCheckBudgetMs, verifyEgressPath } from './path-check.js';
 import { delay, sshBanner, tunnelReady, v2rayPid } from './readiness.js';
 import { type RuntimeLog, StartTimings } from './start-timings.js';
 import { guardUplink, releaseUplink } from './uplink-guard.js';
@@ -360,6 +360,8 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
     const timings = new StartTimings();
     const span = timings.span.bind(timings);
     const made: StartMade = { volumes: [], workspaceId: null };
+    // The path check's program, once the workspace's namespace exists.
+    const ahead: { program?: PathCheckProgram } = {};
     const step = async (percent: number, stage: string) => {
       if (signal?.aborted) throw startCancelled();
       await progress(percent, stage);
@@ -399,7 +401,15 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
           }),
           span('workspace: create', () => this.prepareWorkspace(spec)).then((id) => {
             if (id !== previousWorkspace) made.workspaceId = id;
-            return span('workspace: start', () => this.startContainer(id));
+            return span('workspace: start', () => this.startContainer(id)).then((started) => {
+              // Its namespace exists now: the path check's program gets ready while the gateway does.
+              ahead.program = new PathCheckProgram(started.pid, {
+                nodeCommand: this.checkOptions().nodeCommand,
+                timeoutMs: 2 * this.timeouts.readyMs + pathCheckBudgetMs(this.checkOptions()),
+                signal,
+              });
+              return started;
+            });
           }),
         ]),
       );
@@ -407,8 +417,14 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
       if (!gateway.uplinkAddress)
         throw new RuntimeError('network_setup_failed', 'the egress gateway has no uplink address');
       await span('link', () => linkWorkspace(gateway.pid, workspace.pid));
-      await step(70, `verifying the path through ${upstream.label} (${upstream.exitIp})`);
-      const { echoesOut } = await span('path check', () =>
+      await step(
+        70,
+        `verifying the path through ${upstream.label} (${upstream.exitIp}), and as ${spec.linuxUser} once sshd answers`,
+      );
+      const endpoints = endpointsAt(gateway.uplinkAddress);
+      // Side by side: the path as root sees it (the canary's window included), and sshd (which also proves the
+      // relay) followed by the check as the user. The path's verdict comes first whatever the others say.
+      const pathChecked = span('path check', () =>
         verifyEgressPath(
           {
             workspacePid: workspace.pid,
@@ -417,21 +433,22 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
             uplinkHostAddress: hostAddress,
           },
           this.plan,
-          { ...this.checkOptions(), signal, timings },
+          { ...this.checkOptions(), signal, timings, program: ahead.program },
         ),
       );
-      // sshd has usually been up for a while by now; this also proves the relay.
-      await step(90, 'waiting for sshd');
-      const endpoints = endpointsAt(gateway.uplinkAddress);
-      await span('sshd', () => this.waitForSsh(endpoints.ssh.host, workspace.id, signal));
-      await step(95, `checking as ${spec.linuxUser} that names resolve and the exit answers`);
-      await span('user check', () => this.verifyAsUser(workspace.id, spec.linuxUser, upstream.exitIp));
+      const userChecked = span('sshd', () => this.waitForSsh(endpoints.ssh.host, workspace.id, signal)).then(
+        () => span('user check', () => this.verifyAsUser(workspace.id, spec.linuxUser, upstream.exitIp)),
+      );
+      userChecked.catch(() => {});
+      const { echoesOut } = await pathChecked;
+      await userChecked;
       const out = echoesOut.length > 0 ? `; IP echoes out: ${echoesOut.join(', ')}` : '';
       const took = timings.elapsedMs();
       this.options.log?.debug({ hostId: spec.hostId, ms: took, spans: timings.spans }, 'host started');
       await progress(100, `running through ${upstream.label}, verified in ${Math.round(took)} ms${out}`);
       return { ...endpoints, echoesOut };
     } catch (error) {
+      ahead.program?.discard();
       this.options.log?.debug(
         { hostId: spec.hostId, ms: timings.elapsedMs(), spans: timings.spans },
         'host start failed',
