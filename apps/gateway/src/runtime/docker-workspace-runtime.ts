@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { lookup } from 'node:dns/promises';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { rm, rmdir } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
@@ -385,7 +385,7 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
         settleAll([
           // The host's guard on its uplink goes on as soon as the gateway's port exists, while the gateway loads
           // its kill switch and the workspace starts: before any link, off the start's critical path.
-          span('gateway: create and start', () => this.recreateGateway(spec.hostId)).then(async (id) => {
+          this.recreateGateway(spec.hostId, timings).then(async (id) => {
             const [ready, guarded] = await Promise.allSettled([
               span('gateway: kill switch and v2ray ready', () => this.waitForGateway(id, null, signal)),
               span('gateway: uplink guard', () =>
@@ -526,23 +526,31 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
 
   // ------------------------------------------------------------------ containers
 
-  private async recreateGateway(hostId: string): Promise<string> {
+  private async recreateGateway(hostId: string, timings?: StartTimings): Promise<string> {
+    const span = <T>(name: string, work: () => Promise<T>) =>
+      timings ? timings.span(`gateway: ${name}`, work) : work();
     // A fresh gateway every start: its namespace, ruleset and image are then exactly the current ones.
     const old = await this.find(hostId, 'egress-gateway');
-    if (old) await this.docker.getContainer(old.id).remove({ force: true, v: true });
-    const container = await this.docker.createContainer(
-      egressGatewayContainer({
-        hostId,
-        image: this.options.images.egressGateway,
-        owner: this.owner,
-        configDir: this.provisioning.gatewayDir(hostId),
-        caFile: this.options.egress.caFile
-          ? await this.provisioning.ensureCaCopy(this.options.egress.caFile)
-          : undefined,
-        limits: this.options.gatewayLimits ?? { memoryMb: 256, pids: 128 },
-      }),
+    if (old)
+      await span('remove the old one', () =>
+        this.docker.getContainer(old.id).remove({ force: true, v: true }),
+      );
+    const caFile = this.options.egress.caFile
+      ? await this.provisioning.ensureCaCopy(this.options.egress.caFile)
+      : undefined;
+    const container = await span('create', () =>
+      this.docker.createContainer(
+        egressGatewayContainer({
+          hostId,
+          image: this.options.images.egressGateway,
+          owner: this.owner,
+          configDir: this.provisioning.gatewayDir(hostId),
+          caFile,
+          limits: this.options.gatewayLimits ?? { memoryMb: 256, pids: 128 },
+        }),
+      ),
     );
-    await container.start();
+    await span('start', () => container.start());
     return container.id;
   }
 
@@ -593,12 +601,15 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
     signal?: AbortSignal,
   ): Promise<ContainerFacts> {
     const until = Date.now() + this.timeouts.readyMs;
+    let facts = await this.inspect(id);
     while (Date.now() < until) {
       if (signal?.aborted) throw startCancelled();
-      const facts = await this.inspect(id);
       if (!facts?.running) break;
       if (await tunnelReady(facts.pid, previousV2ray)) return facts;
       await delay(20);
+      // Docker is asked again only when the process is gone (exited, or restarted under another pid): it is busy
+      // starting the workspace meanwhile.
+      if (!existsSync(`/proc/${facts.pid}`)) facts = await this.inspect(id);
     }
     throw new RuntimeError('egress_gateway_failed', await this.exitReport(id, 'the egress gateway'));
   }
