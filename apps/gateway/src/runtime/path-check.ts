@@ -139,8 +139,8 @@ Promise.all([import(process.argv[1]), task]).then(([client, text]) => {
 /**
  * The least time the canary is given after the touch, however soon the answers through the tunnel come back. A
  * direct packet on one machine arrives in microseconds (the kernel forwards it while the program's send is
- * still in the kernel); this covers a loaded machine's scheduling. The canary's first contact is measured and
- * named in the failure, so how much of the window a direct path needs is seen, not guessed.
+ * still in the kernel); this covers a loaded machine's scheduling. A failure names when the control plane saw
+ * the first contact, its own scheduling included: the verdict is read only after the program has answered.
  */
 const CANARY_WINDOW_MS = 100;
 
@@ -293,7 +293,7 @@ export async function verifyEgressPath(
       const after =
         canary.firstHitAt === null
           ? ''
-          : `, the first ${Math.max(0, canary.firstHitAt - result.touchedAt).toFixed(1)} ms after the touch`;
+          : `, the first seen ${Math.max(0, canary.firstHitAt - result.touchedAt).toFixed(1)} ms after the touch`;
       throw new RuntimeError(
         'direct_path_open',
         `the workspace reached ${target.uplinkHostAddress} without the tunnel (${canary.hits} contacts${after})`,
