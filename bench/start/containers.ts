@@ -9,6 +9,7 @@ import {
   WORKSPACE_CAPABILITIES,
 } from '../../apps/gateway/dist/runtime/container-specs.js';
 import { sshBanner } from '../../apps/gateway/dist/runtime/readiness.js';
+import { releaseUplink } from '../../apps/gateway/dist/runtime/uplink-guard.js';
 import { rssMiB, startProcess } from '../lib/children.js';
 import { memoryCgroup } from '../lib/memory-cgroup.js';
 
@@ -118,8 +119,8 @@ export async function memAvailableMiB(): Promise<number> {
 }
 
 /**
- * Force-removes every container, then every volume, whose `label` value starts with `prefix`. Docker filters
- * labels by exact value only, so the prefix is matched here.
+ * Force-removes every container, then every volume, whose `label` value starts with `prefix`, and releases
+ * their hosts' uplink guards. Docker filters labels by exact value only, so the prefix is matched here.
  */
 export async function removeLabelled(docker: Docker, label: string, prefix: string): Promise<number> {
   const ours = (labels: Record<string, string> | null | undefined) => labels?.[label]?.startsWith(prefix);
@@ -133,6 +134,10 @@ export async function removeLabelled(docker: Docker, label: string, prefix: stri
         .catch(() => undefined),
     ),
   );
+  // The host-side guards of their egress gateways, which the runtime's remove() would have released: each one
+  // left behind makes every later nft command on this machine slower.
+  const hostIds = new Set(containers.map((c) => c.Labels[HOST_LABEL]).filter((id) => id !== undefined));
+  for (const hostId of hostIds) await releaseUplink(hostId).catch(() => undefined);
   const { Volumes } = await docker.listVolumes({ filters });
   const volumes = (Volumes ?? []).filter((v) => ours(v.Labels));
   await Promise.all(

@@ -127,6 +127,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       dataDir: config.dataDir,
       egress: config.egress,
       folderMountsDir: mountsRoot,
+      log: logger.child({ component: 'runtime' }),
     });
   const accessSettings = {
     publicHost: config.publicHost,

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { lookup } from 'node:dns/promises';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { rm, rmdir } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
@@ -34,8 +34,9 @@ import { buildImages } from './image-build.js';
 import { imageStatuses, type RuntimeImages, requireImages, workspaceVariant } from './image-status.js';
 import { readMemoryUse } from './memory-cgroup.js';
 import { linkWorkspace, unlinkWorkspace, workspaceLinked } from './netns.js';
-import { verifyEgressPath } from './path-check.js';
+import { PathCheckProgram, pathCheckBudgetMs, verifyEgressPath } from './path-check.js';
 import { delay, sshBanner, tunnelReady, v2rayPid } from './readiness.js';
+import { type RuntimeLog, StartTimings } from './start-timings.js';
 import { guardUplink, releaseUplink } from './uplink-guard.js';
 import { verifyAsWorkspaceUser } from './user-path-check.js';
 import {
@@ -76,6 +77,8 @@ export interface DockerWorkspaceRuntimeOptions {
   /** Limits of each egress gateway container. */
   gatewayLimits?: { memoryMb: number; pids: number };
   timeouts?: Partial<Timeouts>;
+  /** Where each start's timing spans go, at debug level. */
+  log?: RuntimeLog;
 }
 
 interface Timeouts {
@@ -406,70 +409,104 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
   ): Promise<StartedWorkspace> {
     // Cancelled while waiting for its turn: nothing was touched yet.
     if (signal?.aborted) throw startCancelled();
-    const began = Date.now();
+    const timings = new StartTimings();
+    const span = timings.span.bind(timings);
     const made: StartMade = { volumes: [], workspaceId: null };
+    // The path check's program, once the workspace's namespace exists.
+    const ahead: { program?: PathCheckProgram } = {};
     const step = async (percent: number, stage: string) => {
       if (signal?.aborted) throw startCancelled();
       await progress(percent, stage);
     };
     try {
       await step(5, 'checking the images');
-      await requireImages(this.docker, this.options.images);
+      await span('images', () => requireImages(this.docker, this.options.images));
       await step(10, `resolving the upstream ${upstream.config.server}`);
-      const serverIp = await resolveServer(upstream.config.server, signal);
+      const serverIp = await span('resolve upstream', () => resolveServer(upstream.config.server, signal));
       await step(15, 'preparing the volumes and the uplink network');
-      const { hostAddress } = await this.provisioning.ensureUplink();
-      made.volumes = await this.provisioning.ensureVolumes(spec.hostId, spec.limits.homeMb);
-      await this.provisioning.writeGatewayFiles(spec.hostId, upstream, serverIp, hostAddress);
+      const { hostAddress } = await span('uplink network', () => this.provisioning.ensureUplink());
+      made.volumes = await span('volumes', () =>
+        this.provisioning.ensureVolumes(spec.hostId, spec.limits.homeMb),
+      );
+      await span('gateway files', () =>
+        this.provisioning.writeGatewayFiles(spec.hostId, upstream, serverIp, hostAddress),
+      );
       await step(25, 'starting the egress gateway and the workspace');
       const previousWorkspace = (await this.find(spec.hostId, 'workspace'))?.id;
       // Side by side: the workspace has no network at all until it is linked, after the gateway is ready.
       // Both are awaited even when one fails, so the clean-up below cannot miss a container still starting.
-      const [gateway, workspace] = await settleAll([
-        // The host's guard on its uplink goes on as soon as the gateway's port exists, while the gateway loads
-        // its kill switch and the workspace starts: before any link, off the start's critical path.
-        this.recreateGateway(spec.hostId).then(async (id) => {
-          const [ready, guarded] = await Promise.allSettled([
-            this.waitForGateway(id, null, signal),
-            this.inspect(id).then((started) =>
-              started ? this.guardUplink(spec.hostId, started) : Promise.reject(new Error('gone')),
-            ),
-          ]);
-          // A gateway that did not come up says why in its own words, not the guard's.
-          if (ready.status === 'rejected') throw ready.reason;
-          if (guarded.status === 'rejected') throw guarded.reason;
-          return ready.value;
-        }),
-        this.prepareWorkspace(spec).then((id) => {
-          if (id !== previousWorkspace) made.workspaceId = id;
-          return this.startContainer(id);
-        }),
-      ]);
+      const [gateway, workspace] = await span('containers', () =>
+        settleAll([
+          // The host's guard on its uplink goes on as soon as the gateway's port exists, while the gateway loads
+          // its kill switch and the workspace starts: before any link, off the start's critical path.
+          this.recreateGateway(spec.hostId, timings).then(async (id) => {
+            const [ready, guarded] = await Promise.allSettled([
+              span('gateway: kill switch and v2ray ready', () => this.waitForGateway(id, null, signal)),
+              span('gateway: uplink guard', () =>
+                this.inspect(id).then((started) =>
+                  started ? this.guardUplink(spec.hostId, started) : Promise.reject(new Error('gone')),
+                ),
+              ),
+            ]);
+            // A gateway that did not come up says why in its own words, not the guard's.
+            if (ready.status === 'rejected') throw ready.reason;
+            if (guarded.status === 'rejected') throw guarded.reason;
+            return ready.value;
+          }),
+          span('workspace: create', () => this.prepareWorkspace(spec)).then((id) => {
+            if (id !== previousWorkspace) made.workspaceId = id;
+            return span('workspace: start', () => this.startContainer(id)).then((started) => {
+              // Its namespace exists now: the path check's program gets ready while the gateway does.
+              ahead.program = new PathCheckProgram(started.pid, {
+                nodeCommand: this.checkOptions().nodeCommand,
+                timeoutMs: 2 * this.timeouts.readyMs + pathCheckBudgetMs(this.checkOptions()),
+                signal,
+              });
+              return started;
+            });
+          }),
+        ]),
+      );
       await step(60, 'linking the workspace to its egress gateway');
       if (!gateway.uplinkAddress)
         throw new RuntimeError('network_setup_failed', 'the egress gateway has no uplink address');
-      await linkWorkspace(gateway.pid, workspace.pid);
-      await step(70, `verifying the path through ${upstream.label} (${upstream.exitIp})`);
-      const { echoesOut } = await verifyEgressPath(
-        {
-          workspacePid: workspace.pid,
-          gatewayPid: gateway.pid,
-          exitIp: upstream.exitIp,
-          uplinkHostAddress: hostAddress,
-        },
-        this.plan,
-        { ...this.checkOptions(), signal },
+      await span('link', () => linkWorkspace(gateway.pid, workspace.pid));
+      await step(
+        70,
+        `verifying the path through ${upstream.label} (${upstream.exitIp}), and as ${spec.linuxUser} once sshd answers`,
       );
-      // sshd has usually been up for a while by now; this also proves the relay.
-      await step(90, 'waiting for sshd');
       const endpoints = endpointsAt(gateway.uplinkAddress);
-      await this.waitForSsh(endpoints.ssh.host, workspace.id, signal);
-      await step(95, `checking as ${spec.linuxUser} that names resolve and the exit answers`);
-      await this.verifyAsUser(workspace.id, spec.linuxUser, upstream.exitIp);
+      // Side by side: the path as root sees it (the canary's window included), and sshd (which also proves the
+      // relay) followed by the check as the user. The path's verdict comes first whatever the others say.
+      const pathChecked = span('path check', () =>
+        verifyEgressPath(
+          {
+            workspacePid: workspace.pid,
+            gatewayPid: gateway.pid,
+            exitIp: upstream.exitIp,
+            uplinkHostAddress: hostAddress,
+          },
+          this.plan,
+          { ...this.checkOptions(), signal, timings, program: ahead.program },
+        ),
+      );
+      const userChecked = span('sshd', () => this.waitForSsh(endpoints.ssh.host, workspace.id, signal)).then(
+        () => span('user check', () => this.verifyAsUser(workspace.id, spec.linuxUser, upstream.exitIp)),
+      );
+      userChecked.catch(() => {});
+      const { echoesOut } = await pathChecked;
+      await userChecked;
       const out = echoesOut.length > 0 ? `; IP echoes out: ${echoesOut.join(', ')}` : '';
-      await progress(100, `running through ${upstream.label}, verified in ${Date.now() - began} ms${out}`);
+      const took = timings.elapsedMs();
+      this.options.log?.debug({ hostId: spec.hostId, ms: took, spans: timings.spans }, 'host started');
+      await progress(100, `running through ${upstream.label}, verified in ${Math.round(took)} ms${out}`);
       return { ...endpoints, echoesOut };
     } catch (error) {
+      ahead.program?.discard();
+      this.options.log?.debug(
+        { hostId: spec.hostId, ms: timings.elapsedMs(), spans: timings.spans },
+        'host start failed',
+      );
       if (signal?.aborted) {
         await this.undoStart(spec.hostId, made);
         throw startCancelled();
@@ -546,23 +583,31 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
 
   // ------------------------------------------------------------------ containers
 
-  private async recreateGateway(hostId: string): Promise<string> {
+  private async recreateGateway(hostId: string, timings?: StartTimings): Promise<string> {
+    const span = <T>(name: string, work: () => Promise<T>) =>
+      timings ? timings.span(`gateway: ${name}`, work) : work();
     // A fresh gateway every start: its namespace, ruleset and image are then exactly the current ones.
     const old = await this.find(hostId, 'egress-gateway');
-    if (old) await this.docker.getContainer(old.id).remove({ force: true, v: true });
-    const container = await this.docker.createContainer(
-      egressGatewayContainer({
-        hostId,
-        image: this.options.images.egressGateway,
-        owner: this.owner,
-        configDir: this.provisioning.gatewayDir(hostId),
-        caFile: this.options.egress.caFile
-          ? await this.provisioning.ensureCaCopy(this.options.egress.caFile)
-          : undefined,
-        limits: this.options.gatewayLimits ?? EGRESS_GATEWAY_LIMITS,
-      }),
+    if (old)
+      await span('remove the old one', () =>
+        this.docker.getContainer(old.id).remove({ force: true, v: true }),
+      );
+    const caFile = this.options.egress.caFile
+      ? await this.provisioning.ensureCaCopy(this.options.egress.caFile)
+      : undefined;
+    const container = await span('create', () =>
+      this.docker.createContainer(
+        egressGatewayContainer({
+          hostId,
+          image: this.options.images.egressGateway,
+          owner: this.owner,
+          configDir: this.provisioning.gatewayDir(hostId),
+          caFile,
+          limits: this.options.gatewayLimits ?? EGRESS_GATEWAY_LIMITS,
+        }),
+      ),
     );
-    await container.start();
+    await span('start', () => container.start());
     return container.id;
   }
 
@@ -615,12 +660,15 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
     signal?: AbortSignal,
   ): Promise<ContainerFacts> {
     const until = Date.now() + this.timeouts.readyMs;
+    let facts = await this.inspect(id);
     while (Date.now() < until) {
       if (signal?.aborted) throw startCancelled();
-      const facts = await this.inspect(id);
       if (!facts?.running) break;
       if (await tunnelReady(facts.pid, previousV2ray)) return facts;
       await delay(20);
+      // Docker is asked again only when the process is gone (exited, or restarted under another pid): it is busy
+      // starting the workspace meanwhile.
+      if (!existsSync(`/proc/${facts.pid}`)) facts = await this.inspect(id);
     }
     throw new RuntimeError('egress_gateway_failed', await this.exitReport(id, 'the egress gateway'));
   }

@@ -19,7 +19,8 @@ export interface CommandResult {
 }
 
 export interface RunOptions {
-  input?: string;
+  /** What the program reads on stdin; a promise is written when it resolves, and kills the program if it rejects. */
+  input?: string | Promise<string>;
   timeoutMs?: number;
   /** Kills the program when it aborts (a cancelled start). */
   signal?: AbortSignal;
@@ -53,7 +54,10 @@ export function run(
     );
     // A program that exits without reading its input closes the pipe; its exit status tells what happened.
     child.stdin?.on('error', () => {});
-    child.stdin?.end(options.input ?? '');
+    Promise.resolve(options.input ?? '').then(
+      (input) => child.stdin?.end(input),
+      () => child.kill(),
+    );
   });
 }
 

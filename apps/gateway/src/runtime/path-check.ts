@@ -1,5 +1,6 @@
 import dgram from 'node:dgram';
 import net from 'node:net';
+import { performance } from 'node:perf_hooks';
 import {
   echoOutages,
   exitVerdict,
@@ -19,7 +20,8 @@ import {
   readProbeLog,
 } from '../egress/probe-client.js';
 import { GATEWAY_NETWORK, WORKSPACE_LINK } from './egress-gateway-files.js';
-import { runInNetns } from './netns.js';
+import { type CommandResult, runInNetns } from './netns.js';
+import type { StartTimings } from './start-timings.js';
 import { RuntimeError } from './workspace-runtime.js';
 
 export interface PathCheckTarget {
@@ -39,7 +41,15 @@ export interface PathCheckOptions {
   dnsTimeoutMs: number;
   /** Ends the check at once (a cancelled start): it may wait seconds on an upstream that never answers. */
   signal?: AbortSignal;
+  /** The start's timing spans, which get the check's parts. */
+  timings?: StartTimings;
+  /** The program started ahead in the workspace's namespace; without one, the check starts its own. */
+  program?: PathCheckProgram;
 }
+
+/** How long the program may take once it has its task. */
+export const pathCheckBudgetMs = (options: { httpTimeoutMs: number; dnsTimeoutMs: number }) =>
+  Math.max(options.httpTimeoutMs, options.dnsTimeoutMs) * 2 + 5000;
 
 interface DnsOutcome {
   reply?: string;
@@ -51,6 +61,8 @@ interface ProgramResult {
   dns: DnsOutcome[];
   /** The whoami question asked over DoH, when the plan has one. */
   doh: DnsOutcome | null;
+  /** When the program touched the canary (ms since the epoch, sub-millisecond). */
+  touchedAt: number;
 }
 
 /**
@@ -64,26 +76,40 @@ const PROBE_CLIENT = import.meta.resolve('../egress/probe-client.js');
  * What runs inside the workspace's network namespace (host binary, host files, workspace network): the IP
  * echoes (names resolved by the workspace's resolver, IPv4 only), DNS queries sent as given to that resolver,
  * one sent over DoH, and a TCP connection plus a UDP datagram to a canary. Plain CommonJS for `node -e`; the
- * verdicts are made outside.
+ * verdicts are made outside. It starts (Node.js, the probe client) before the workspace is linked and waits
+ * for its task on stdin, so a start does not wait for Node.js to start.
+ *
+ * The canary is touched first: on a direct path its packets would leave on the link ahead of every question
+ * below, so they would arrive long before the answers through the tunnel come back. The program still waits
+ * the canary window after the touch, when the answers come sooner.
  */
 const PROGRAM = `'use strict';
 const net = require('node:net');
 const dgram = require('node:dgram');
-const task = JSON.parse(process.argv[1]);
+const { performance } = require('node:perf_hooks');
 
-function touch(canary, ms) {
-  return new Promise((resolve) => {
-    const udp = dgram.createSocket('udp4');
-    udp.on('error', () => udp.close());
-    udp.send(Buffer.from('ccp-direct'), canary.udpPort, canary.address, () => udp.close());
-    const socket = net.connect(canary.tcpPort, canary.address);
-    socket.on('connect', () => socket.write('ccp-direct'));
-    socket.on('error', () => {});
-    setTimeout(() => { socket.destroy(); resolve(); }, ms);
-  });
+function touch(canary) {
+  const udp = dgram.createSocket('udp4');
+  udp.on('error', () => udp.close());
+  udp.send(Buffer.from('ccp-direct'), canary.udpPort, canary.address, () => udp.close());
+  const socket = net.connect(canary.tcpPort, canary.address);
+  socket.on('connect', () => socket.write('ccp-direct'));
+  socket.on('error', () => {});
+  return () => socket.destroy();
 }
 
-import(task.probeClient).then((client) => {
+const task = new Promise((resolve) => {
+  let text = '';
+  process.stdin.setEncoding('utf8');
+  process.stdin.on('data', (chunk) => { text += chunk; });
+  process.stdin.on('end', () => resolve(text));
+});
+
+Promise.all([import(process.argv[1]), task]).then(([client, text]) => {
+  if (!text) process.exit(0);
+  const task = JSON.parse(text);
+  const touchedAt = performance.timeOrigin + performance.now();
+  const untouch = touch(task.canary);
   const echo = ({ url, trust }) =>
     client.resolveIPv4(new URL(url).hostname, task.dns, task.dnsMs).then(
       (address) => client.getEcho(url, address, { trust, timeoutMs: task.httpMs }),
@@ -102,16 +128,58 @@ import(task.probeClient).then((client) => {
     Promise.all(task.urls.map(echo)),
     Promise.all(task.queries.map(ask)),
     doh,
-    touch(task.canary, task.canaryMs),
-  ]);
-}).then(([echoes, dns, doh]) => process.stdout.write(JSON.stringify({ echoes, dns, doh })));
+    new Promise((resolve) => setTimeout(resolve, task.canaryMs)),
+  ]).then(([echoes, dns, doh]) => {
+    untouch();
+    process.stdout.write(JSON.stringify({ echoes, dns, doh, touchedAt }));
+  });
+});
 `;
 
 /**
- * How long a direct packet may take to reach the canary; a direct path on one machine answers in
- * microseconds.
+ * The least time the canary is given after the touch, however soon the answers through the tunnel come back. A
+ * direct packet on one machine arrives in microseconds (the kernel forwards it while the program's send is
+ * still in the kernel); this covers a loaded machine's scheduling. A failure names when the control plane saw
+ * the first contact, its own scheduling included: the verdict is read only after the program has answered.
  */
-const CANARY_WINDOW_MS = 300;
+const CANARY_WINDOW_MS = 100;
+
+/**
+ * The path check's program, started in the workspace's namespace ahead of the check (as soon as the workspace
+ * runs, before it is linked): Node.js starts and loads the probe client while the egress gateway gets ready.
+ * `discard` ends it when no check follows.
+ */
+export class PathCheckProgram {
+  private giveTask: (task: string) => void = () => {};
+  private withdraw: (reason: Error) => void = () => {};
+  private readonly result: Promise<CommandResult>;
+
+  constructor(
+    workspacePid: number,
+    options: { nodeCommand: string; timeoutMs: number; signal?: AbortSignal },
+  ) {
+    const task = new Promise<string>((resolve, reject) => {
+      this.giveTask = resolve;
+      this.withdraw = reject;
+    });
+    this.result = runInNetns(workspacePid, options.nodeCommand, ['-e', PROGRAM, PROBE_CLIENT], {
+      input: task,
+      timeoutMs: options.timeoutMs,
+      signal: options.signal,
+    });
+    // Awaited by run(); a discarded program's end is nobody's business.
+    this.result.catch(() => {});
+  }
+
+  run(task: object): Promise<CommandResult> {
+    this.giveTask(JSON.stringify(task));
+    return this.result;
+  }
+
+  discard(): void {
+    this.withdraw(new Error('no path check followed'));
+  }
+}
 
 /**
  * Listens on the control plane's uplink address for TCP and UDP. Through the tunnel that address is
@@ -119,14 +187,21 @@ const CANARY_WINDOW_MS = 300;
  */
 class Canary {
   hits = 0;
+  /** When the first contact came (ms since the epoch, sub-millisecond), to compare with the touch. */
+  firstHitAt: number | null = null;
   private readonly tcp = net.createServer((socket) => {
-    this.hits++;
+    this.hit();
     socket.destroy();
   });
   private readonly udp = dgram.createSocket('udp4');
 
+  private hit(): void {
+    this.hits++;
+    this.firstHitAt ??= performance.timeOrigin + performance.now();
+  }
+
   async listen(address: string): Promise<{ address: string; tcpPort: number; udpPort: number }> {
-    this.udp.on('message', () => this.hits++);
+    this.udp.on('message', () => this.hit());
     await new Promise<void>((resolve, reject) => {
       this.tcp.once('error', reject);
       this.tcp.listen(0, address, resolve);
@@ -175,6 +250,8 @@ export async function verifyEgressPath(
   options: PathCheckOptions,
 ): Promise<{ echoesOut: string[] }> {
   const canary = new Canary();
+  const span = <T>(name: string, work: () => Promise<T>) =>
+    options.timings ? options.timings.span(`path check: ${name}`, work) : work();
   try {
     const leakName = plan.probe ? probeLeakName(plan.probe) : null;
     const queries = [
@@ -182,7 +259,6 @@ export async function verifyEgressPath(
       ...(plan.whoami ? [encodeQuery(plan.whoami.name, 'TXT', true)] : []),
     ];
     const task = {
-      probeClient: PROBE_CLIENT,
       urls: plan.exitIpUrls.map((url) => ({ url, trust: trustFor(plan, url) })),
       doh: plan.whoami
         ? {
@@ -195,30 +271,40 @@ export async function verifyEgressPath(
       dns: { address: WORKSPACE_LINK.gatewayAddress, port: 53 },
       dnsMs: options.dnsTimeoutMs,
       queries: queries.map((query) => query.toString('hex')),
-      canary: await canary.listen(target.uplinkHostAddress),
+      canary: await span('canary listens', () => canary.listen(target.uplinkHostAddress)),
       canaryMs: CANARY_WINDOW_MS,
     };
-    const budget = Math.max(options.httpTimeoutMs, options.dnsTimeoutMs) * 2 + 5000;
-    const [program, gateway] = await Promise.all([
-      runInNetns(target.workspacePid, options.nodeCommand, ['-e', PROGRAM, JSON.stringify(task)], {
-        timeoutMs: budget,
+    const program =
+      options.program ??
+      new PathCheckProgram(target.workspacePid, {
+        nodeCommand: options.nodeCommand,
+        timeoutMs: pathCheckBudgetMs(options),
         signal: options.signal,
-      }),
-      gatewayGuards(target.gatewayPid),
+      });
+    const [output, gateway] = await Promise.all([
+      span('program in the workspace', () => program.run(task)),
+      span('egress gateway guards', () => gatewayGuards(target.gatewayPid)),
     ]);
-    const result = JSON.parse(program.stdout) as ProgramResult;
+    const result = JSON.parse(output.stdout) as ProgramResult;
+    // A contact already in this machine's socket queues when the program answered is counted before the verdict.
+    await new Promise((resolve) => setImmediate(resolve));
 
     if (canary.hits > 0) {
+      const after =
+        canary.firstHitAt === null
+          ? ''
+          : `, the first seen ${Math.max(0, canary.firstHitAt - result.touchedAt).toFixed(1)} ms after the touch`;
       throw new RuntimeError(
         'direct_path_open',
-        `the workspace reached ${target.uplinkHostAddress} without the tunnel (${canary.hits} contacts)`,
+        `the workspace reached ${target.uplinkHostAddress} without the tunnel (${canary.hits} contacts${after})`,
       );
     }
     if (gateway) throw new RuntimeError('direct_path_open', gateway);
     fail(exitVerdict(result.echoes, target.exitIp, plan.minEchoAnswers));
 
     const replies = [...result.dns];
-    if (leakName && plan.probe) {
+    const { probe } = plan;
+    if (leakName && probe) {
       const outcome = replies.shift()!;
       const reply = decodeReply(hex(outcome.reply), outcome.error, `the lookup of ${leakName}`);
       if (!reply.ok) fail({ code: 'dns_failed', message: reply.error });
@@ -226,10 +312,9 @@ export async function verifyEgressPath(
         fail({ code: 'dns_failed', message: `the lookup of ${leakName} returned no address` });
       let queriers: string[];
       try {
-        queriers = await readProbeLog(plan.probe, leakName, {
-          trust: trustFor(plan, plan.probe.url),
-          timeoutMs: 5000,
-        });
+        queriers = await span('probe log', () =>
+          readProbeLog(probe, leakName, { trust: trustFor(plan, probe.url), timeoutMs: 5000 }),
+        );
       } catch (error) {
         if (error instanceof CheckError) throw new RuntimeError(error.code, error.message);
         throw error;

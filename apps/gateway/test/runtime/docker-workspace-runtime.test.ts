@@ -26,6 +26,7 @@ import { relayEnvironment, renderEgressGatewayFiles } from '../../src/runtime/eg
 import { IMAGE_ROOT } from '../../src/runtime/image-inputs.js';
 import { listensOnTcp } from '../../src/runtime/netns.js';
 import { verifyEgressPath } from '../../src/runtime/path-check.js';
+import type { TimingSpan } from '../../src/runtime/start-timings.js';
 import {
   RuntimeError,
   type UpstreamSpec,
@@ -178,6 +179,8 @@ describe('DockerWorkspaceRuntime (real Docker, egress lab)', { skip, timeout: 60
 
   let endpoints: WorkspaceEndpoints;
   let images: { workspace: string; egressGateway: string };
+  /** The timing spans of every start, as the runtime logs them at debug level. */
+  const startLogs: { message: string; spans: TimingSpan[] }[] = [];
 
   before(async () => {
     await exec('bash', [path.join(IMAGE_ROOT, '..', 'scripts', 'docker.sh'), 'ensure']);
@@ -191,6 +194,10 @@ describe('DockerWorkspaceRuntime (real Docker, egress lab)', { skip, timeout: 60
       images,
       dataDir,
       egress: labEgressSettings(lab),
+      log: {
+        debug: (fields, message) =>
+          startLogs.push({ message, spans: (fields as { spans: TimingSpan[] }).spans }),
+      },
     });
     stopWatching = runtime.watch((error) => console.error('watch:', error));
   });
@@ -229,6 +236,25 @@ describe('DockerWorkspaceRuntime (real Docker, egress lab)', { skip, timeout: 60
     assert.match(resolved.stdout, new RegExp(`^${lab.internet.answerAddress.replaceAll('.', '\\.')}\\s`));
     const seen = new Set((await readDnsLog(lab, name)).map((entry) => entry.address));
     assert.deepEqual([...seen], [lab.exits[0]!.address]);
+  });
+
+  it('logs where the start went, and links and checks only once the egress gateway is ready and guarded', () => {
+    const logged = startLogs.find((entry) => entry.message === 'host started');
+    assert.ok(logged, `no start logged: ${JSON.stringify(startLogs)}`);
+    const span = (name: string) => {
+      const found = logged.spans.find((entry) => entry.name === name);
+      assert.ok(found, `no span ${name} in ${logged.spans.map((entry) => entry.name).join(', ')}`);
+      return { began: found.atMs, ended: found.atMs + found.ms };
+    };
+    const link = span('link');
+    // Side by side where allowed: the workspace starts beside its gateway, the program waits for its task.
+    assert.ok(span('workspace: start').began < span('gateway: kill switch and v2ray ready').ended);
+    assert.ok(span('path check: program in the workspace').began >= link.ended);
+    // Never before the gateway's kill switch, v2ray and the host's guard on its uplink are in place.
+    assert.ok(link.began >= span('gateway: kill switch and v2ray ready').ended);
+    assert.ok(link.began >= span('gateway: uplink guard').ended);
+    assert.ok(span('path check').began >= link.ended);
+    assert.ok(span('user check').began >= span('sshd').ended);
   });
 
   it('gives the workspace no way to touch its network, not even as root', async () => {
