@@ -45,6 +45,8 @@ export interface Config extends HttpSettings {
   workspaceImageVariant: 'full' | 'test';
   /** Seconds between checks of the upstreams running hosts use (0 turns them off). */
   egressHealthSeconds: number;
+  /** How often the egress meter reads the gateways' byte counters (EGRESS_METER_SECONDS; 0 turns it off). */
+  egressMeterSeconds: number;
   /** How often this node's running hosts are compared with its engine (HOST_CHECK_SECONDS); 0 turns it off. */
   hostCheckSeconds: number;
   /**
@@ -298,6 +300,7 @@ export function loadConfig(env: Env): Config {
     egress,
     workspaceImageVariant: imageVariant,
     egressHealthSeconds: wholeNumber('EGRESS_HEALTH_SECONDS', 60),
+    egressMeterSeconds: wholeNumber('EGRESS_METER_SECONDS', 60),
     hostCheckSeconds: wholeNumber('HOST_CHECK_SECONDS', 30),
     rateLimitIpv6Prefix: ipv6Prefix(),
     metricsBind: parseAddress('METRICS_BIND', env.METRICS_BIND, problems),

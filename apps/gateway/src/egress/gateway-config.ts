@@ -1,4 +1,5 @@
 import type { GatewayConfigParams } from './tunnel-engine.js';
+import { v2rayCountersParts } from './v2ray-stats.js';
 import { assertPort, DNS_OUT_TAG, tunnelConfig, type V2rayConfig } from './v2ray-tunnel.js';
 
 const TPROXY_TAG = 'tproxy';
@@ -12,7 +13,9 @@ export function v2rayGatewayConfig(params: GatewayConfigParams): V2rayConfig {
   if (!Number.isInteger(params.socketMark) || params.socketMark < 1 || params.socketMark > 0xffffffff) {
     throw new TypeError(`socketMark must be a non-zero 32-bit mark: ${params.socketMark}`);
   }
-  return tunnelConfig({
+  const counters = params.countersPort === undefined ? null : v2rayCountersParts(params.countersPort);
+  if (params.countersPort !== undefined) assertPort('countersPort', params.countersPort);
+  const config = tunnelConfig({
     upstream: params.upstream,
     mark: params.socketMark,
     dns: params.dns,
@@ -27,8 +30,13 @@ export function v2rayGatewayConfig(params: GatewayConfigParams): V2rayConfig {
         streamSettings: { sockopt: { tproxy: 'tproxy' } },
         ...(params.sniffing ? { sniffing: { enabled: true, destOverride: ['http', 'tls'] } } : {}),
       },
+      ...(counters ? [counters.inbound] : []),
     ],
     // DNS to a hard-coded resolver that slipped past the firewall's redirect is still answered by the tunnel.
-    rules: [{ type: 'field', inboundTag: [TPROXY_TAG], port: '53', outboundTag: DNS_OUT_TAG }],
+    rules: [
+      { type: 'field', inboundTag: [TPROXY_TAG], port: '53', outboundTag: DNS_OUT_TAG },
+      ...(counters ? [counters.rule] : []),
+    ],
   });
+  return counters ? { ...config, ...counters.sections } : config;
 }

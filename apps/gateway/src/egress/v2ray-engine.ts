@@ -2,6 +2,8 @@ import { v2rayGatewayConfig } from './gateway-config.js';
 import { v2rayTestConfig } from './test-config.js';
 import type { TunnelEngine } from './tunnel-engine.js';
 import { v2rayUpstreamEndpoint } from './v2ray-outbound.js';
+import { parseV2rayCounters, v2rayCounterCommand } from './v2ray-stats.js';
+import { PROXY_TAG } from './v2ray-tunnel.js';
 
 const toText = (config: object) => `${JSON.stringify(config, null, 2)}\n`;
 
@@ -14,4 +16,6 @@ export const v2rayEngine: TunnelEngine = {
   upstreamEndpoint: v2rayUpstreamEndpoint,
   renderGatewayConfig: (params) => toText(v2rayGatewayConfig(params)),
   renderTestConfig: (params) => toText(v2rayTestConfig(params)),
+  counterCommand: v2rayCounterCommand,
+  parseCounters: (output) => parseV2rayCounters(output, PROXY_TAG),
 };

@@ -28,6 +28,10 @@ export interface V2rayConfig {
   inbounds: V2rayInbound[];
   outbounds: V2rayOutbound[];
   routing: { domainStrategy: 'AsIs'; rules: V2rayRoutingRule[] };
+  /** Traffic counters (v2ray-stats.ts): present when the config exposes them. */
+  stats?: Record<string, never>;
+  api?: { tag: string; services: string[] };
+  policy?: { system: { statsOutboundUplink: boolean; statsOutboundDownlink: boolean } };
 }
 
 export const PROXY_TAG = 'proxy';

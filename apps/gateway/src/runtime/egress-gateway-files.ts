@@ -28,6 +28,8 @@ export const GATEWAY_NETWORK = {
   tproxyRouteTable: 100,
   transparentPort: 12345,
   dnsPort: 53,
+  /** v2ray's counters of the upstream's bytes, on the gateway's loopback (egress meter). */
+  countersPort: 10085,
 } as const;
 
 /**
@@ -72,6 +74,7 @@ export function renderEgressGatewayFiles(params: EgressGatewayFilesParams): Egre
     dnsListen: { address: WORKSPACE_LINK.gatewayAddress, port: GATEWAY_NETWORK.dnsPort },
     dns: params.dns,
     sniffing: true,
+    countersPort: GATEWAY_NETWORK.countersPort,
   });
   const upstream = params.engine.upstreamEndpoint(params.upstream);
   const relayPorts = Object.values(WORKSPACE_PORTS);

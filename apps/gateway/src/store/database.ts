@@ -12,6 +12,7 @@ import { listIndexes } from './migrations/0004-list-indexes.js';
 import { accessTickets } from './migrations/0005-access-tickets.js';
 import { authFailures } from './migrations/0006-auth-failures.js';
 import { nodes } from './migrations/0007-nodes.js';
+import { egressPolicyAndMetering } from './migrations/0010-egress-policy-and-metering.js';
 import type { DatabaseSchema } from './schema.js';
 import type { DatabaseConfig } from './settings.js';
 
@@ -99,6 +100,7 @@ function migrations(kind: DialectKind): Record<string, Migration> {
     '0005-access-tickets': accessTickets,
     '0006-auth-failures': authFailures,
     '0007-nodes': nodes(dialect),
+    '0010-egress-policy-and-metering': egressPolicyAndMetering,
   };
 }
 

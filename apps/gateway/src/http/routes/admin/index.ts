@@ -7,6 +7,7 @@ import { registerHostDesktopRoutes } from '../portal/host-desktop.js';
 import { registerSseRoute } from '../portal/sse.js';
 import { registerAdminActivityRoutes } from './activity.js';
 import { registerAdminEgressRoutes } from './egress-ips.js';
+import { registerAdminEgressTrafficRoutes } from './egress-traffic.js';
 import { registerAdminHostRoutes } from './hosts.js';
 import { registerAdminUserRoutes } from './users.js';
 
@@ -19,6 +20,7 @@ export function adminRoutes(admin: Api, services: HttpServices): void {
   admin.addHook('onRequest', requireRole(services.auth, 'admin'));
   registerAdminUserRoutes(admin, services);
   registerAdminEgressRoutes(admin, services);
+  registerAdminEgressTrafficRoutes(admin, services);
   registerAdminHostRoutes(admin, services);
   registerHostDesktopRoutes(admin, services, 'admin');
   registerAdminActivityRoutes(admin, services);

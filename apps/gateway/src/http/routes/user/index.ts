@@ -6,6 +6,7 @@ import { registerCliReleaseRoute } from '../portal/cli-release.js';
 import { registerHostDesktopRoutes } from '../portal/host-desktop.js';
 import { registerSseRoute } from '../portal/sse.js';
 import { registerUserAccountRoutes } from './account.js';
+import { registerUserEgressTrafficRoutes } from './egress-traffic.js';
 import { registerUserHostRoutes } from './hosts.js';
 
 /**
@@ -17,6 +18,7 @@ export function userRoutes(user: Api, services: HttpServices): void {
   user.addHook('onRequest', requireRole(services.auth, 'user'));
   registerUserAccountRoutes(user, services);
   registerUserHostRoutes(user, services);
+  registerUserEgressTrafficRoutes(user, services);
   registerHostDesktopRoutes(user, services, 'user');
   registerCliReleaseRoute(user, services, 'user');
   registerSseRoute(user, services, 'user');
