@@ -2,7 +2,7 @@ import type { GatewayConfigParams } from './tunnel-engine.js';
 import { v2rayCountersParts } from './v2ray-stats.js';
 import { assertPort, DNS_OUT_TAG, tunnelConfig, type V2rayConfig } from './v2ray-tunnel.js';
 
-const TPROXY_TAG = 'tproxy';
+export const TPROXY_TAG = 'tproxy';
 
 /**
  * The v2ray config of a host's egress gateway: the workspace's TCP and UDP arrive by TPROXY (see

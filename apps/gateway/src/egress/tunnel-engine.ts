@@ -46,7 +46,7 @@ export interface GatewayConfigParams {
 
 /** Bytes through the upstream since the counters were last read (reading resets them). */
 export interface UpstreamCounters {
-  /** From the workspace to the upstream (payload, before the upstream protocol's own framing). */
+  /** From the workspace to the upstream (its own bytes, before the upstream protocol's framing). */
   sent: number;
   /** From the upstream to the workspace. */
   received: number;

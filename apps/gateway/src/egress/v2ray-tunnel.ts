@@ -31,12 +31,12 @@ export interface V2rayConfig {
   /** Traffic counters (v2ray-stats.ts): present when the config exposes them. */
   stats?: Record<string, never>;
   api?: { tag: string; services: string[] };
-  policy?: { system: { statsOutboundUplink: boolean; statsOutboundDownlink: boolean } };
+  policy?: { system: { statsInboundUplink: boolean; statsInboundDownlink: boolean } };
 }
 
 export const PROXY_TAG = 'proxy';
 export const DNS_OUT_TAG = 'dns-out';
-const DNS_IN_TAG = 'dns-in';
+export const DNS_IN_TAG = 'dns-in';
 const DNS_INTERNAL_TAG = 'dns-internal';
 
 export interface TunnelParts {

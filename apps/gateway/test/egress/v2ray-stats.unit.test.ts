@@ -6,25 +6,29 @@ import { gatewayParams, VARIANTS } from './variants.js';
 
 // What v2ctl 4.34 prints for `StatsService.QueryStats` (a counter at zero has no value line).
 const PRINTED = `stat: <
-  name: "outbound>>>proxy>>>traffic>>>uplink"
+  name: "inbound>>>tproxy>>>traffic>>>uplink"
   value: 83
 >
 stat: <
-  name: "outbound>>>dns-out>>>traffic>>>downlink"
+  name: "inbound>>>counters-api>>>traffic>>>downlink"
   value: 999
 >
 stat: <
-  name: "outbound>>>proxy>>>traffic>>>downlink"
+  name: "inbound>>>tproxy>>>traffic>>>downlink"
   value: 1000205
 >
 stat: <
-  name: "outbound>>>proxy>>>traffic>>>uplink"
+  name: "inbound>>>dns-in>>>traffic>>>uplink"
+  value: 40
+>
+stat: <
+  name: "inbound>>>dns-in>>>traffic>>>downlink"
 >
 `;
 
 describe('egress counters (v2ray stats)', () => {
-  it("reads the upstream's bytes and nothing else's", () => {
-    assert.deepEqual(v2rayEngine.parseCounters(PRINTED), { sent: 83, received: 1000205 });
+  it("reads the workspace's bytes and its DNS, not the API's own", () => {
+    assert.deepEqual(v2rayEngine.parseCounters(PRINTED), { sent: 123, received: 1000205 });
     assert.deepEqual(v2rayEngine.parseCounters(''), { sent: 0, received: 0 });
   });
 
@@ -42,7 +46,7 @@ describe('egress counters (v2ray stats)', () => {
   it('the gateway config counts the upstream and answers on loopback only, routed to the API', () => {
     const upstream = VARIANTS[0]!.upstream;
     const config = v2rayGatewayConfig(gatewayParams(upstream));
-    assert.deepEqual(config.policy, { system: { statsOutboundUplink: true, statsOutboundDownlink: true } });
+    assert.deepEqual(config.policy, { system: { statsInboundUplink: true, statsInboundDownlink: true } });
     const api = config.inbounds.find((inbound) => inbound.tag === config.api?.tag);
     assert.equal(api?.listen, '127.0.0.1');
     assert.equal(api?.port, 10085);
