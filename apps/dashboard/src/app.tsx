@@ -9,6 +9,7 @@ import { HostDetail } from './pages/admin/host-detail';
 import { Hosts } from './pages/admin/hosts';
 import { Overview } from './pages/admin/overview';
 import { Tasks } from './pages/admin/tasks';
+import { Traffic } from './pages/admin/traffic';
 import { UserDetail } from './pages/admin/user-detail';
 import { Users } from './pages/admin/users';
 import { PortalAccount, PortalHost, PortalHosts, PortalKeys } from './pages/portal/portal';
@@ -56,6 +57,7 @@ export function App() {
           <Route path="hosts/:hostId" element={<HostDetail />} />
           <Route path="tasks" element={<Tasks />} />
           <Route path="events" element={<Events />} />
+          <Route path="traffic" element={<Traffic />} />
         </Route>
         <Route
           path="/portal"

@@ -13,6 +13,7 @@ const NAV: Record<Role, { to: string; label: string; end?: boolean }[]> = {
     { to: '/admin/hosts', label: 'Hosts' },
     { to: '/admin/tasks', label: 'Tasks' },
     { to: '/admin/events', label: 'Events' },
+    { to: '/admin/traffic', label: 'Traffic' },
   ],
   user: [
     { to: '/portal', label: 'My hosts', end: true },
