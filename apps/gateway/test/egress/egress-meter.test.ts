@@ -159,6 +159,53 @@ describe('egress metering through a real tunnel', { skip: needs('lab', 'docker')
     agrees(after.sent - before.sent, moved.sent, 'sent across the restart');
   });
 
+  it('after a switch to another egress IP (Trojan), its bytes are counted there and the old one keeps its own', async () => {
+    const exit = lab.exits[1]!;
+    const second = await api(url, token, 'POST', '/v1/admin/egress-ips', {
+      label: 'lab trojan',
+      ip_address: exit.address,
+      proxy_config: exit.variants['trojan-tls'].proxyConfig,
+    });
+    assert.equal(second.status, 201, JSON.stringify(second.body));
+    const host = (await api(url, token, 'GET', `/v1/admin/hosts/${hostId}`)).body;
+    const first = host.bindings[0];
+    assert.equal(
+      (await api(url, token, 'POST', '/v1/admin/bindings', { host_id: hostId, egress_ip_id: second.body.id }))
+        .status,
+      201,
+    );
+    // The first binding goes: the standby carries the traffic now, switched while the host runs.
+    assert.equal((await api(url, token, 'DELETE', `/v1/admin/bindings/${first.id}`)).status, 204);
+    await eventually(
+      'the switch to the second egress IP',
+      async () => {
+        const echo = await exec('docker', [
+          'exec',
+          `ccp-ws-${hostId}`,
+          'curl',
+          '-sS',
+          '--max-time',
+          '5',
+          `${lab.internet.httpUrl}/ip`,
+        ]);
+        return echo.stdout.trim() === exit.address;
+      },
+      180_000,
+    );
+    const egressOf = async (id: string) => {
+      const row = (await totals()).egress_ips.find((r: { egress_ip_id: string }) => r.egress_ip_id === id);
+      return { sent: row?.sent_bytes ?? 0, received: row?.received_bytes ?? 0 };
+    };
+    await settled();
+    const [firstBefore, secondBefore] = [await egressOf(first.egress_ip_id), await egressOf(second.body.id)];
+    const moved = await move();
+    await settled();
+    const [firstAfter, secondAfter] = [await egressOf(first.egress_ip_id), await egressOf(second.body.id)];
+    agrees(secondAfter.received - secondBefore.received, moved.received, 'received through Trojan');
+    agrees(secondAfter.sent - secondBefore.sent, moved.sent, 'sent through Trojan');
+    assert.deepEqual(firstAfter, firstBefore, 'the old egress IP counted nothing more');
+  });
+
   it('a user sees their own figures', async () => {
     const login = await api(url, null, 'POST', '/v1/auth/login', {
       username: (await api(url, token, 'GET', `/v1/admin/users/${userId}`)).body.username,
