@@ -1,6 +1,7 @@
 import type { GatewayConfigParams } from './tunnel-engine.js';
+import { BLOCKED_TAG, v2rayPolicyRules } from './v2ray-policy.js';
 import { v2rayCountersParts } from './v2ray-stats.js';
-import { assertPort, DNS_OUT_TAG, tunnelConfig, type V2rayConfig } from './v2ray-tunnel.js';
+import { assertPort, DNS_OUT_TAG, PROXY_TAG, tunnelConfig, type V2rayConfig } from './v2ray-tunnel.js';
 
 export const TPROXY_TAG = 'tproxy';
 
@@ -15,6 +16,7 @@ export function v2rayGatewayConfig(params: GatewayConfigParams): V2rayConfig {
   }
   const counters = params.countersPort === undefined ? null : v2rayCountersParts(params.countersPort);
   if (params.countersPort !== undefined) assertPort('countersPort', params.countersPort);
+  const policyRules = params.policy ? v2rayPolicyRules(params.policy, TPROXY_TAG, PROXY_TAG) : [];
   const config = tunnelConfig({
     upstream: params.upstream,
     mark: params.socketMark,
@@ -36,7 +38,10 @@ export function v2rayGatewayConfig(params: GatewayConfigParams): V2rayConfig {
     rules: [
       { type: 'field', inboundTag: [TPROXY_TAG], port: '53', outboundTag: DNS_OUT_TAG },
       ...(counters ? [counters.rule] : []),
+      ...policyRules,
     ],
   });
+  if (policyRules.length > 0)
+    config.outbounds.push({ tag: BLOCKED_TAG, protocol: 'blackhole', settings: {} });
   return counters ? { ...config, ...counters.sections } : config;
 }

@@ -1,4 +1,4 @@
-import type { ProxyConfig } from '@ccp/api';
+import type { EgressPolicy, ProxyConfig } from '@ccp/api';
 
 /** A validated upstream whose `server` the caller has already resolved. */
 export interface ResolvedUpstream {
@@ -42,6 +42,8 @@ export interface GatewayConfigParams {
    * without it.
    */
   countersPort?: number;
+  /** What the workspace may reach (v2ray-policy.ts); everything without it. */
+  policy?: EgressPolicy;
 }
 
 /** Bytes through the upstream since the counters were last read (reading resets them). */

@@ -16,6 +16,9 @@ export interface V2rayRoutingRule {
   type: 'field';
   inboundTag: string[];
   port?: string;
+  /** Egress policy (v2ray-policy.ts): names as sniffed, and addresses or CIDR blocks. */
+  domain?: string[];
+  ip?: string[];
   outboundTag: string;
 }
 
