@@ -2,8 +2,11 @@ import { existsSync, readFileSync } from 'node:fs';
 import { isIP, isIPv4 } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { EgressPolicy } from '@ccp/api';
 import { parse as parseDotenv } from 'dotenv';
+import Value from 'typebox/value';
 import type { EgressProbe, EgressSettings } from './egress/settings.js';
+import { v2rayPolicyRules } from './egress/v2ray-policy.js';
 import type { HttpSettings } from './http/settings.js';
 import type { DatabaseConfig } from './store/settings.js';
 
@@ -499,6 +502,7 @@ function parseEgressSettings(env: Env, problems: string[]): EgressSettings {
 
   const caFile = env.EGRESS_TLS_CA_FILE || null;
   if (caFile && !existsSync(caFile)) problems.push(`EGRESS_TLS_CA_FILE: no such file: ${caFile}`);
+  const policy = egressPolicy(env.EGRESS_POLICY, problems);
   return {
     dohUrl,
     dnsServer,
@@ -508,7 +512,34 @@ function parseEgressSettings(env: Env, problems: string[]): EgressSettings {
     probe,
     caFile,
     v2rayCommand: env.V2RAY_BIN || 'v2ray',
+    policy,
   };
+}
+
+/** EGRESS_POLICY: an EgressPolicy as JSON (docs/configuration.md), checked as the routing would take it. */
+function egressPolicy(text: string | undefined, problems: string[]): EgressPolicy | null {
+  if (!text) return null;
+  let policy: unknown;
+  try {
+    policy = JSON.parse(text);
+  } catch {
+    problems.push('EGRESS_POLICY must be JSON: {"mode":"enforce","default_action":"allow","rules":[...]}');
+    return null;
+  }
+  if (!Value.Check(EgressPolicy, policy)) {
+    const first = Value.Errors(EgressPolicy, policy)[0];
+    problems.push(
+      `EGRESS_POLICY is not a policy: ${first?.instancePath || '/'} ${first?.message ?? ''}`.trim(),
+    );
+    return null;
+  }
+  try {
+    v2rayPolicyRules(policy, 'check', 'check');
+  } catch (error) {
+    problems.push(`EGRESS_POLICY: ${(error as Error).message}`);
+    return null;
+  }
+  return policy;
 }
 
 const DNS_NAME = /^[A-Za-z0-9_]([A-Za-z0-9_-]{0,62})(\.[A-Za-z0-9_]([A-Za-z0-9_-]{0,62}))*$/;

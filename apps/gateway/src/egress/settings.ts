@@ -1,3 +1,5 @@
+import type { EgressPolicy } from '@ccp/api';
+
 /**
  * How the tunnel resolves names and how a path is verified (docs/egress-probe.md). Every endpoint is a setting:
  * the defaults are public ones, tests point them at the network lab's stand-ins.
@@ -28,6 +30,11 @@ export interface EgressSettings {
   probe: EgressProbe | null;
   caFile: string | null;
   v2rayCommand: string;
+  /**
+   * What every host's workspace may reach through its upstream (EGRESS_POLICY, JSON; null: everything). Applied
+   * when a host starts or switches upstream.
+   */
+  policy: EgressPolicy | null;
 }
 
 /**

@@ -1,3 +1,4 @@
+import type { EgressPolicy } from '@ccp/api';
 import { renderGatewayFirewall } from '../egress/gateway-firewall.js';
 import type { ResolvedUpstream, TunnelDnsSettings, TunnelEngine } from '../egress/tunnel-engine.js';
 import { checkUplinkPolicy, type UplinkPolicy } from '../egress/uplink-guard.js';
@@ -50,6 +51,8 @@ export interface EgressGatewayFilesParams {
   dns: TunnelDnsSettings;
   /** The control plane's address on the uplink network: the only client of the relay. */
   relaySource: string;
+  /** What the workspace may reach (EGRESS_POLICY); everything without it. */
+  policy?: EgressPolicy | null;
 }
 
 export interface EgressGatewayFiles {
@@ -75,6 +78,7 @@ export function renderEgressGatewayFiles(params: EgressGatewayFilesParams): Egre
     dns: params.dns,
     sniffing: true,
     countersPort: GATEWAY_NETWORK.countersPort,
+    ...(params.policy ? { policy: params.policy } : {}),
   });
   const upstream = params.engine.upstreamEndpoint(params.upstream);
   const relayPorts = Object.values(WORKSPACE_PORTS);
