@@ -10,6 +10,7 @@ import { HostDetail } from './pages/admin/host-detail';
 import { Hosts } from './pages/admin/hosts';
 import { Overview } from './pages/admin/overview';
 import { Tasks } from './pages/admin/tasks';
+import { Traffic } from './pages/admin/traffic';
 import { UserDetail } from './pages/admin/user-detail';
 import { Users } from './pages/admin/users';
 import { PortalAccount, PortalHost, PortalHosts, PortalKeys } from './pages/portal/portal';
@@ -61,6 +62,7 @@ export function App() {
           <Route path="tasks" element={<Tasks />} />
           <Route path="events" element={<Events />} />
           <Route path="quotas" element={<Quotas />} />
+          <Route path="traffic" element={<Traffic />} />
         </Route>
         {/* The terminal takes the whole window (a phone's too): outside the frame of the other pages. */}
         <Route

@@ -26,3 +26,15 @@ export function whenExact(iso: string): string {
 export function memory(mb: number): string {
   return mb >= 1024 ? `${(mb / 1024).toFixed(1)} GiB` : `${mb} MiB`;
 }
+
+/** Bytes in binary units (KiB, MiB, GiB), as the egress meter's figures are read. */
+export function bytes(count: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let value = count;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return unit === 0 ? `${count} B` : `${value.toFixed(1)} ${units[unit]}`;
+}

@@ -77,6 +77,8 @@ export interface Config extends HttpSettings {
   workspaceImageVariant: 'full' | 'test';
   /** Seconds between checks of the upstreams running hosts use (0 turns them off). */
   egressHealthSeconds: number;
+  /** How often the egress meter reads the gateways' byte counters (EGRESS_METER_SECONDS; 0 turns it off). */
+  egressMeterSeconds: number;
   /** How often this node's running hosts are compared with its engine (HOST_CHECK_SECONDS); 0 turns it off. */
   hostCheckSeconds: number;
   /** Idle stop, maximum lifetime and weekly schedule: the global defaults and how the rounds run. */
@@ -185,6 +187,7 @@ export function loadConfig(env: Env): Config {
     egress: egressSettings(egress, problems),
     workspaceImageVariant: runtime.WORKSPACE_IMAGE_VARIANT,
     egressHealthSeconds: hosts.EGRESS_HEALTH_SECONDS,
+    egressMeterSeconds: egress.EGRESS_METER_SECONDS,
     hostCheckSeconds: hosts.HOST_CHECK_SECONDS,
     hostLifecycle: hostLifecycleSettings(hosts, problems),
     rateLimitIpv6Prefix: access.RATE_LIMIT_IPV6_PREFIX,

@@ -15,6 +15,8 @@ import { SecretBox } from './domain/access/secret-box.js';
 import { EventsService } from './domain/activity/events-service.js';
 import { StatusService } from './domain/activity/status-service.js';
 import { EgressIpsService, type EgressTester } from './domain/egress/egress-ips-service.js';
+import { EgressMeter } from './domain/egress/egress-meter.js';
+import { EgressTrafficService } from './domain/egress/egress-traffic-service.js';
 import { AccessScripts } from './domain/entry/access-scripts.js';
 import { BootstrapService } from './domain/entry/bootstrap-service.js';
 import { CliBundle } from './domain/entry/cli-bundle.js';
@@ -100,6 +102,8 @@ export interface Gateway {
   http: Api;
   ssh: SshProxy;
   metrics: GatewayMetrics;
+  /** Reads the egress gateways' byte counters into the hourly figures (every EGRESS_METER_SECONDS). */
+  egressMeter: EgressMeter;
   listen(): Promise<void>;
   close(): Promise<void>;
 }
@@ -286,6 +290,13 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     () => nodes.list(),
   );
   const metricsCounts = new MetricsRepository(database.db);
+  const egressTraffic = new EgressTrafficService(repositories.egressTraffic);
+  const egressMeter = new EgressMeter(
+    runtime,
+    repositories.hosts,
+    repositories.egressTraffic,
+    logger.child({ component: 'egress-meter' }),
+  );
   const metrics = new GatewayMetrics({
     sshSessions: () => ssh.sessionCount(),
     vncSessions: () => vnc.sessionCount(),
@@ -294,6 +305,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     counts: () => metricsCounts.counts(),
     // Read at scrape time, when the service below exists.
     resources: () => resources.metrics(),
+    egressTraffic: () => egressTraffic.allTime(),
   });
 
   const resources = new ResourcesService(
@@ -411,6 +423,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     users,
     sshKeys,
     egressIps,
+    egressTraffic,
     hosts,
     lifecycle,
     resources,
@@ -467,6 +480,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     http,
     ssh,
     metrics,
+    egressMeter,
     async listen() {
       await http.listen({ host: config.httpHost, port: config.httpPort });
       await entryListener?.listen({ host: config.httpHost, port: config.entryPort });
@@ -481,6 +495,10 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
         sweepExpiredUsers(repositories.users, revocation, bus),
       );
       every(3600, 'event-retention', () => events.prune(config.eventRetentionDays));
+      // The egress figures are kept as long as the event log.
+      every(3600, 'egress-traffic-retention', () => egressTraffic.prune(config.eventRetentionDays));
+      if (config.egressMeterSeconds > 0)
+        every(config.egressMeterSeconds, 'egress-meter', () => egressMeter.sample());
       if (live) every(60, 'live-message-retention', () => live.prune());
       if (config.hostCheckSeconds > 0)
         every(config.hostCheckSeconds, 'host-check', () =>
@@ -538,6 +556,12 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       dashboardListener?.close();
       await http.close();
       await taskRunner.idle();
+      // What stops read from gateways is held in memory until sampled; the counters still running stay in
+      // the gateways for the next process to read.
+      if (config.egressMeterSeconds > 0)
+        await egressMeter
+          .sample()
+          .catch((error: unknown) => logger.warn({ err: error }, 'the last egress sample failed'));
       // A slow round (an upstream timing out) is not waited out: 5 s at most.
       await Promise.race([Promise.all(jobs), new Promise((resolve) => setTimeout(resolve, 5000).unref())]);
       await live?.close();

@@ -52,6 +52,34 @@ describe('configuration', () => {
     );
   });
 
+  it('takes EGRESS_POLICY as a JSON policy and says what is wrong with a bad one', () => {
+    const policy = {
+      mode: 'enforce',
+      default_action: 'deny',
+      rules: [{ action: 'allow', domain: '*.example.com' }],
+    };
+    assert.deepEqual(
+      loadConfig({ ADMIN_JWT_SECRET: secret, EGRESS_POLICY: JSON.stringify(policy) }).egress.policy,
+      policy,
+    );
+    assert.equal(loadConfig({ ADMIN_JWT_SECRET: secret }).egress.policy, null);
+    const refused = (value: string, message: RegExp) =>
+      assert.throws(
+        () => loadConfig({ ADMIN_JWT_SECRET: secret, EGRESS_POLICY: value }),
+        (e: ConfigError) => e.problems.some((p) => message.test(p)),
+      );
+    refused('{mode: enforce}', /EGRESS_POLICY must be JSON/);
+    refused(JSON.stringify({ ...policy, mode: 'strict' }), /EGRESS_POLICY is not a policy: \/mode/);
+    refused(
+      JSON.stringify({ ...policy, rules: [{ action: 'deny' }] }),
+      /EGRESS_POLICY: rules\[0\] matches nothing/,
+    );
+    refused(
+      JSON.stringify({ ...policy, rules: [{ action: 'deny', address: '198.51.100.0/40' }] }),
+      /not an address or CIDR block/,
+    );
+  });
+
   it('refuses to start without a JWT secret or with a short one', () => {
     assert.throws(
       () => loadConfig({}),

@@ -9,6 +9,7 @@ import type {
   EgressTestResult,
   UpdateEgressIpRequest,
 } from './egress.js';
+import type { EgressTrafficHours, EgressTrafficQuery, EgressTrafficTotals } from './egress-traffic.js';
 import type { EventList, EventQuery, SseMessage, SseTopic } from './events.js';
 import type { DashboardStats, Health } from './health.js';
 import type {
@@ -287,6 +288,12 @@ export function createApiClient(options: ApiClientOptions = {}) {
       },
       events: (query: S<typeof EventQuery> = {}) => get<S<typeof EventList>>('/v1/admin/events', query),
       stats: () => get<S<typeof DashboardStats>>('/v1/admin/dashboard/stats'),
+      egressTraffic: {
+        totals: (query: S<typeof EgressTrafficQuery> = {}) =>
+          get<S<typeof EgressTrafficTotals>>('/v1/admin/egress-traffic', query),
+        hours: (query: S<typeof EgressTrafficQuery> = {}) =>
+          get<S<typeof EgressTrafficHours>>('/v1/admin/egress-traffic/hours', query),
+      },
       nodes: () => get<S<typeof NodeList>>('/v1/admin/nodes'),
       quotas: () => get<S<typeof UserResourcesList>>('/v1/admin/quotas'),
       removeNode: (name: string) => del(`/v1/admin/nodes/${id(name)}`),
@@ -321,6 +328,8 @@ export function createApiClient(options: ApiClientOptions = {}) {
       tasks: {
         get: (taskId: string) => get<S<typeof Task>>(`/v1/user/tasks/${id(taskId)}`),
       },
+      egressTraffic: (query: S<typeof EgressTrafficQuery> = {}) =>
+        get<S<typeof EgressTrafficTotals>>('/v1/user/egress-traffic', query),
     },
   };
 }

@@ -14,6 +14,7 @@ const NAV: Record<Role, { to: string; label: string; end?: boolean }[]> = {
     { to: '/admin/tasks', label: 'Tasks' },
     { to: '/admin/events', label: 'Events' },
     { to: '/admin/quotas', label: 'Quotas' },
+    { to: '/admin/traffic', label: 'Traffic' },
   ],
   user: [
     { to: '/portal', label: 'My hosts', end: true },

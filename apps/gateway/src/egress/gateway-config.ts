@@ -1,7 +1,9 @@
 import type { GatewayConfigParams } from './tunnel-engine.js';
-import { assertPort, DNS_OUT_TAG, tunnelConfig, type V2rayConfig } from './v2ray-tunnel.js';
+import { BLOCKED_TAG, v2rayPolicyRules } from './v2ray-policy.js';
+import { v2rayCountersParts } from './v2ray-stats.js';
+import { assertPort, DNS_OUT_TAG, PROXY_TAG, tunnelConfig, type V2rayConfig } from './v2ray-tunnel.js';
 
-const TPROXY_TAG = 'tproxy';
+export const TPROXY_TAG = 'tproxy';
 
 /**
  * The v2ray config of a host's egress gateway: the workspace's TCP and UDP arrive by TPROXY (see
@@ -12,7 +14,10 @@ export function v2rayGatewayConfig(params: GatewayConfigParams): V2rayConfig {
   if (!Number.isInteger(params.socketMark) || params.socketMark < 1 || params.socketMark > 0xffffffff) {
     throw new TypeError(`socketMark must be a non-zero 32-bit mark: ${params.socketMark}`);
   }
-  return tunnelConfig({
+  const counters = params.countersPort === undefined ? null : v2rayCountersParts(params.countersPort);
+  if (params.countersPort !== undefined) assertPort('countersPort', params.countersPort);
+  const policyRules = params.policy ? v2rayPolicyRules(params.policy, TPROXY_TAG, PROXY_TAG) : [];
+  const config = tunnelConfig({
     upstream: params.upstream,
     mark: params.socketMark,
     dns: params.dns,
@@ -27,8 +32,16 @@ export function v2rayGatewayConfig(params: GatewayConfigParams): V2rayConfig {
         streamSettings: { sockopt: { tproxy: 'tproxy' } },
         ...(params.sniffing ? { sniffing: { enabled: true, destOverride: ['http', 'tls'] } } : {}),
       },
+      ...(counters ? [counters.inbound] : []),
     ],
     // DNS to a hard-coded resolver that slipped past the firewall's redirect is still answered by the tunnel.
-    rules: [{ type: 'field', inboundTag: [TPROXY_TAG], port: '53', outboundTag: DNS_OUT_TAG }],
+    rules: [
+      { type: 'field', inboundTag: [TPROXY_TAG], port: '53', outboundTag: DNS_OUT_TAG },
+      ...(counters ? [counters.rule] : []),
+      ...policyRules,
+    ],
   });
+  if (policyRules.length > 0)
+    config.outbounds.push({ tag: BLOCKED_TAG, protocol: 'blackhole', settings: {} });
+  return counters ? { ...config, ...counters.sections } : config;
 }

@@ -1,7 +1,10 @@
 import { existsSync } from 'node:fs';
 import { isIP, isIPv4 } from 'node:net';
+import { EgressPolicy } from '@ccp/api';
 import Type, { type Static } from 'typebox';
-import { defineFormat } from '../shared/settings.js';
+import Value from 'typebox/value';
+import { defineFormat, wholeNumber } from '../shared/settings.js';
+import { v2rayPolicyRules } from './v2ray-policy.js';
 
 /** The public defaults (docs/egress-probe.md says what each proves). */
 export const EGRESS_DEFAULTS = {
@@ -88,6 +91,17 @@ export const EgressVariables = Type.Object({
         "Extra CA certificates trusted for the verification endpoints and DoH (a private CA, the demo lab's)",
     }),
   ),
+  EGRESS_POLICY: Type.Optional(
+    Type.String({
+      typeText: 'JSON',
+      description:
+        'What every workspace may reach through its upstream: `{"mode":"enforce","default_action":"allow","rules":[{"action":"deny","domain":"*.example.com"}]}`; `mode` is `off`, `log-only` (no effect yet) or `enforce`; a rule names a `domain` (exact or `*.`), an `address` or CIDR, and/or `ports`',
+    }),
+  ),
+  EGRESS_METER_SECONDS: wholeNumber(
+    60,
+    "How often the egress meter reads each egress gateway's byte counters into the hourly figures; `0` turns it off (counts then wait in the gateways)",
+  ),
   V2RAY_BIN: Type.String({
     default: 'v2ray',
     description: "The tunnel engine the egress test runs on the gateway's machine",
@@ -125,6 +139,11 @@ export interface EgressSettings {
   probe: EgressProbe | null;
   caFile: string | null;
   v2rayCommand: string;
+  /**
+   * What every host's workspace may reach through its upstream (EGRESS_POLICY, JSON; null: everything). Applied
+   * when a host starts or switches upstream.
+   */
+  policy: EgressPolicy | null;
 }
 
 /**
@@ -207,6 +226,7 @@ export function egressSettings(variables: EgressVariables, problems: string[]): 
     probe,
     caFile,
     v2rayCommand: variables.V2RAY_BIN,
+    policy: egressPolicy(variables.EGRESS_POLICY, problems),
   };
 }
 
@@ -250,3 +270,29 @@ defineFormat(
   'DNS name, or off',
   (text) => text === '' || text === 'off' || DNS_NAME.test(text.replace(/\.$/, '')),
 );
+
+/** EGRESS_POLICY: an EgressPolicy as JSON (docs/configuration.md), checked as the routing would take it. */
+function egressPolicy(text: string | undefined, problems: string[]): EgressPolicy | null {
+  if (!text) return null;
+  let policy: unknown;
+  try {
+    policy = JSON.parse(text);
+  } catch {
+    problems.push('EGRESS_POLICY must be JSON: {"mode":"enforce","default_action":"allow","rules":[...]}');
+    return null;
+  }
+  if (!Value.Check(EgressPolicy, policy)) {
+    const first = Value.Errors(EgressPolicy, policy)[0];
+    problems.push(
+      `EGRESS_POLICY is not a policy: ${first?.instancePath || '/'} ${first?.message ?? ''}`.trim(),
+    );
+    return null;
+  }
+  try {
+    v2rayPolicyRules(policy, 'check', 'check');
+  } catch (error) {
+    problems.push(`EGRESS_POLICY: ${(error as Error).message}`);
+    return null;
+  }
+  return policy;
+}

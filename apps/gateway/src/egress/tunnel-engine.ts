@@ -1,4 +1,4 @@
-import type { ProxyConfig } from '@ccp/api';
+import type { EgressPolicy, ProxyConfig } from '@ccp/api';
 
 /** A validated upstream whose `server` the caller has already resolved. */
 export interface ResolvedUpstream {
@@ -37,6 +37,21 @@ export interface GatewayConfigParams {
   dns: TunnelDnsSettings;
   /** Recover host names from HTTP Host and TLS SNI so the exit, not the gateway, picks the address. */
   sniffing: boolean;
+  /**
+   * Loopback port of the engine's counters of bytes through the upstream (read by `counterCommand`); none
+   * without it.
+   */
+  countersPort?: number;
+  /** What the workspace may reach (v2ray-policy.ts); everything without it. */
+  policy?: EgressPolicy;
+}
+
+/** Bytes through the upstream since the counters were last read (reading resets them). */
+export interface UpstreamCounters {
+  /** From the workspace to the upstream (its own bytes, before the upstream protocol's framing). */
+  sent: number;
+  /** From the upstream to the workspace. */
+  received: number;
 }
 
 /** The short-lived tunnel the control plane's egress test talks through. */
@@ -68,4 +83,10 @@ export interface TunnelEngine {
   upstreamEndpoint(upstream: ResolvedUpstream): UpstreamEndpoint;
   renderGatewayConfig(params: GatewayConfigParams): string;
   renderTestConfig(params: TestConfigParams): string;
+  /**
+   * The program and arguments, run in the gateway's network and mount namespaces, that print the upstream's
+   * counters and reset them; `parseCounters` reads what it printed.
+   */
+  counterCommand(port: number): readonly string[];
+  parseCounters(output: string): UpstreamCounters;
 }

@@ -1,7 +1,9 @@
-import { v2rayGatewayConfig } from './gateway-config.js';
+import { TPROXY_TAG, v2rayGatewayConfig } from './gateway-config.js';
 import { v2rayTestConfig } from './test-config.js';
 import type { TunnelEngine } from './tunnel-engine.js';
 import { v2rayUpstreamEndpoint } from './v2ray-outbound.js';
+import { parseV2rayCounters, v2rayCounterCommand } from './v2ray-stats.js';
+import { DNS_IN_TAG } from './v2ray-tunnel.js';
 
 const toText = (config: object) => `${JSON.stringify(config, null, 2)}\n`;
 
@@ -14,4 +16,7 @@ export const v2rayEngine: TunnelEngine = {
   upstreamEndpoint: v2rayUpstreamEndpoint,
   renderGatewayConfig: (params) => toText(v2rayGatewayConfig(params)),
   renderTestConfig: (params) => toText(v2rayTestConfig(params)),
+  counterCommand: v2rayCounterCommand,
+  // The workspace's TCP and UDP, and its DNS (which the tunnel answers through the upstream).
+  parseCounters: (output) => parseV2rayCounters(output, [TPROXY_TAG, DNS_IN_TAG]),
 };

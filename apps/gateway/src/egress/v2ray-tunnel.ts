@@ -16,6 +16,9 @@ export interface V2rayRoutingRule {
   type: 'field';
   inboundTag: string[];
   port?: string;
+  /** Egress policy (v2ray-policy.ts): names as sniffed, and addresses or CIDR blocks. */
+  domain?: string[];
+  ip?: string[];
   outboundTag: string;
 }
 
@@ -28,11 +31,15 @@ export interface V2rayConfig {
   inbounds: V2rayInbound[];
   outbounds: V2rayOutbound[];
   routing: { domainStrategy: 'AsIs'; rules: V2rayRoutingRule[] };
+  /** Traffic counters (v2ray-stats.ts): present when the config exposes them. */
+  stats?: Record<string, never>;
+  api?: { tag: string; services: string[] };
+  policy?: { system: { statsInboundUplink: boolean; statsInboundDownlink: boolean } };
 }
 
 export const PROXY_TAG = 'proxy';
 export const DNS_OUT_TAG = 'dns-out';
-const DNS_IN_TAG = 'dns-in';
+export const DNS_IN_TAG = 'dns-in';
 const DNS_INTERNAL_TAG = 'dns-internal';
 
 export interface TunnelParts {

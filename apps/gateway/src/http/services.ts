@@ -3,6 +3,7 @@ import type { AuthService } from '../domain/access/auth-service.js';
 import type { EventsService } from '../domain/activity/events-service.js';
 import type { StatusService } from '../domain/activity/status-service.js';
 import type { EgressIpsService } from '../domain/egress/egress-ips-service.js';
+import type { EgressTrafficService } from '../domain/egress/egress-traffic-service.js';
 import type { AccessScripts } from '../domain/entry/access-scripts.js';
 import type { BootstrapService } from '../domain/entry/bootstrap-service.js';
 import type { CliBundle } from '../domain/entry/cli-bundle.js';
@@ -30,6 +31,7 @@ export interface HttpServices {
   users: UsersService;
   sshKeys: SshKeysService;
   egressIps: EgressIpsService;
+  egressTraffic: EgressTrafficService;
   hosts: HostsService;
   lifecycle: HostLifecycle;
   resources: ResourcesService;

@@ -23,7 +23,7 @@ import {
   workspaceSpecHash,
 } from './container-specs.js';
 import { desktopPasswordArchive } from './desktop-secret.js';
-import { EGRESS_GATEWAY_LIMITS, WORKSPACE_PORTS } from './egress-gateway-files.js';
+import { EGRESS_GATEWAY_LIMITS, GATEWAY_NETWORK, WORKSPACE_PORTS } from './egress-gateway-files.js';
 import { asRuntimeError, ignoreStatus, lastLogLines, statusCode } from './engine-errors.js';
 import { EngineWatcher, HOST_ID } from './engine-watcher.js';
 import { MOUNTS_IN_WORKSPACE } from './folder-mount-points.js';
@@ -33,7 +33,7 @@ import { HostProvisioning } from './host-provisioning.js';
 import { buildImages } from './image-build.js';
 import { imageStatuses, type RuntimeImages, requireImages, workspaceVariant } from './image-status.js';
 import { readMemoryUse } from './memory-cgroup.js';
-import { linkWorkspace, unlinkWorkspace, workspaceLinked } from './netns.js';
+import { linkWorkspace, run, unlinkWorkspace, workspaceLinked } from './netns.js';
 import { PathCheckProgram, pathCheckBudgetMs, verifyEgressPath } from './path-check.js';
 import { delay, sshBanner, tunnelReady, v2rayPid } from './readiness.js';
 import { type RuntimeLog, StartTimings } from './start-timings.js';
@@ -42,6 +42,7 @@ import { verifyAsWorkspaceUser } from './user-path-check.js';
 import {
   type ExecResult,
   type ImageStatus,
+  type MeteredTraffic,
   type ProgressReporter,
   type ResourceUsage,
   RuntimeError,
@@ -134,6 +135,8 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
   private readonly runtimeDir: string;
   private readonly owner: string;
   private readonly lock = new HostLock();
+  /** Egress bytes read from gateways (before a stop or a switch) that the meter has not taken yet. */
+  private readonly unreadTraffic = new Map<string, MeteredTraffic[]>();
   private readonly provisioning: HostProvisioning;
   private readonly watcher: EngineWatcher;
   private readonly homes: HomeVolumes;
@@ -249,6 +252,8 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
           if (gateway.image === this.options.images.egressGateway) {
             // The host's guard first: until v2ray restarts, the old upstream is refused by both.
             await this.guardUplink(hostId, gateway);
+            // What the old upstream carried is read before the restart clears v2ray's counters.
+            await this.keepEgressTraffic(hostId, gateway.pid, fallback?.egressIpId ?? null);
             const before = await v2rayPid(gateway.pid);
             // The entrypoint reloads the ruleset (one nft transaction) and restarts v2ray: while v2ray is down
             // the TPROXY rules find no socket and the packets are dropped; nothing else may leave. The relay
@@ -368,6 +373,43 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
       const info = await this.docker.getContainer(workspace.id).inspect();
       return info.Mounts.find((mount) => mount.Destination === MOUNTS_IN_WORKSPACE)?.Source ?? null;
     });
+  }
+
+  async takeEgressTraffic(hostId: string): Promise<MeteredTraffic[]> {
+    checkHostId(hostId);
+    // Without the host's lock, so a long start does not hold up the meter: v2ray hands out and resets its
+    // counters in one call, so a stop reading them at the same time gets the bytes this call does not.
+    return this.guard(async () => {
+      const gateway = await this.find(hostId, 'egress-gateway');
+      if (gateway?.running) await this.keepEgressTraffic(hostId, gateway.pid, null);
+      const taken = this.unreadTraffic.get(hostId) ?? [];
+      this.unreadTraffic.delete(hostId);
+      return taken;
+    });
+  }
+
+  /**
+   * Reads (and so resets) the gateway's counters into `unreadTraffic`, before a stop or a switch takes them
+   * away. A gateway whose v2ray is restarting answers nothing: what it had counted went with it.
+   */
+  private async keepEgressTraffic(hostId: string, gatewayPid: number, egressIpId: string | null) {
+    const { engine } = this.options;
+    const [program, ...args] = engine.counterCommand(GATEWAY_NETWORK.countersPort);
+    const read = await run(
+      'nsenter',
+      [`--net=/proc/${gatewayPid}/ns/net`, `--mount=/proc/${gatewayPid}/ns/mnt`, '--', program!, ...args],
+      { timeoutMs: 5000 },
+    ).catch(() => null);
+    if (!read) return;
+    const counted = engine.parseCounters(read.stdout);
+    if (counted.sent === 0 && counted.received === 0) return;
+    const kept = this.unreadTraffic.get(hostId) ?? [];
+    const same = kept.find((entry) => entry.egressIpId === egressIpId);
+    if (same) {
+      same.sent += counted.sent;
+      same.received += counted.received;
+    } else kept.push({ egressIpId, ...counted });
+    this.unreadTraffic.set(hostId, kept);
   }
 
   async exec(hostId: string, command: string[], timeoutMs: number): Promise<ExecResult | null> {
@@ -543,6 +585,7 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
     for (const role of ['workspace', 'egress-gateway'] as const) {
       const container = await this.find(hostId, role);
       if (container?.running) {
+        if (role === 'egress-gateway') await this.keepEgressTraffic(hostId, container.pid, null);
         await this.docker
           .getContainer(container.id)
           .stop({ t: this.timeouts.stopSeconds })

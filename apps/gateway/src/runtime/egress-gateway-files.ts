@@ -1,3 +1,4 @@
+import type { EgressPolicy } from '@ccp/api';
 import { renderGatewayFirewall } from '../egress/gateway-firewall.js';
 import type { ResolvedUpstream, TunnelDnsSettings, TunnelEngine } from '../egress/tunnel-engine.js';
 import { checkUplinkPolicy, type UplinkPolicy } from '../egress/uplink-guard.js';
@@ -28,6 +29,8 @@ export const GATEWAY_NETWORK = {
   tproxyRouteTable: 100,
   transparentPort: 12345,
   dnsPort: 53,
+  /** v2ray's counters of the upstream's bytes, on the gateway's loopback (egress meter). */
+  countersPort: 10085,
 } as const;
 
 /**
@@ -66,6 +69,8 @@ export interface EgressGatewayFilesParams {
   dns: TunnelDnsSettings;
   /** The control plane's address on the uplink network: the only client of the relay. */
   relaySource: string;
+  /** What the workspace may reach (EGRESS_POLICY); everything without it. */
+  policy?: EgressPolicy | null;
 }
 
 export interface EgressGatewayFiles {
@@ -90,6 +95,8 @@ export function renderEgressGatewayFiles(params: EgressGatewayFilesParams): Egre
     dnsListen: { address: WORKSPACE_LINK.gatewayAddress, port: GATEWAY_NETWORK.dnsPort },
     dns: params.dns,
     sniffing: true,
+    countersPort: GATEWAY_NETWORK.countersPort,
+    ...(params.policy ? { policy: params.policy } : {}),
   });
   const upstream = params.engine.upstreamEndpoint(params.upstream);
   const relayPorts = Object.values(WORKSPACE_PORTS);

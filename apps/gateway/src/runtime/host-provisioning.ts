@@ -140,6 +140,7 @@ export class HostProvisioning {
         upstream: { config: upstream.config, serverIp },
         dns: tunnelDns(this.options.egress),
         relaySource,
+        policy: this.options.egress.policy,
       });
     } catch (error) {
       throw new RuntimeError('invalid_upstream', `the upstream cannot be used: ${(error as Error).message}`);

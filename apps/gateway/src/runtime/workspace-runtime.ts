@@ -1,4 +1,5 @@
 import type { ProxyConfig } from '@ccp/api';
+import type { UpstreamCounters } from '../egress/tunnel-engine.js';
 import { DomainError } from '../shared/errors.js';
 
 /** One upstream a host may send its traffic through. */
@@ -102,6 +103,14 @@ export interface ExecResult {
   stderr: string;
 }
 
+/**
+ * Bytes a host's egress gateway moved through an upstream since they were last read. `egressIpId` names the
+ * upstream when it is not the host's current one (bytes counted before a switch); null means the current.
+ */
+export interface MeteredTraffic extends UpstreamCounters {
+  egressIpId: string | null;
+}
+
 /** A started workspace: where it answers, and the IP echoes that were out when its path was verified. */
 export type StartedWorkspace = WorkspaceEndpoints & { echoesOut: string[] };
 
@@ -154,6 +163,12 @@ export interface WorkspaceRuntime {
    * (folder-mount-points.ts); null when the host is not running or its container was made without one.
    */
   folderMountDir(hostId: string): Promise<string | null>;
+  /**
+   * The bytes through the host's upstream since the last call (each call takes them: a second call right after
+   * finds none): what the running egress gateway counted, and what a stop or an upstream switch read from it
+   * before its counters went away. Empty when nothing was counted.
+   */
+  takeEgressTraffic(hostId: string): Promise<MeteredTraffic[]>;
   /** Ids of every host the engine holds something for (by label). */
   hostIds(): Promise<string[]>;
   /** The workspace image a new container would use. */

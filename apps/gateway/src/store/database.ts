@@ -14,6 +14,7 @@ import { authFailures } from './migrations/0006-auth-failures.js';
 import { nodes } from './migrations/0007-nodes.js';
 import { hostLifecyclePolicy } from './migrations/0008-host-lifecycle-policy.js';
 import { resourcesAndQuotas } from './migrations/0009-resources-and-quotas.js';
+import { egressPolicyAndMetering } from './migrations/0010-egress-policy-and-metering.js';
 import type { DatabaseSchema } from './schema.js';
 import type { DatabaseConfig } from './settings.js';
 
@@ -103,6 +104,7 @@ function migrations(kind: DialectKind): Record<string, Migration> {
     '0007-nodes': nodes(dialect),
     '0008-host-lifecycle-policy': hostLifecyclePolicy,
     '0009-resources-and-quotas': resourcesAndQuotas(),
+    '0010-egress-policy-and-metering': egressPolicyAndMetering,
   };
 }
 

@@ -3,6 +3,7 @@ import { AccessTicketsRepository } from './access-tickets-repository.js';
 import { AuthFailuresRepository } from './auth-failures-repository.js';
 import type { Database } from './database.js';
 import { EgressIpsRepository } from './egress-ips-repository.js';
+import { EgressTrafficRepository } from './egress-traffic-repository.js';
 import { EventsRepository } from './events-repository.js';
 import { HostsRepository } from './hosts-repository.js';
 import { LiveMessagesRepository } from './live-messages-repository.js';
@@ -24,6 +25,7 @@ export interface Repositories {
   authFailures: AuthFailuresRepository;
   nodes: NodesRepository;
   liveMessages: LiveMessagesRepository;
+  egressTraffic: EgressTrafficRepository;
 }
 
 export function createRepositories(database: Database, cluster: ClusterBus): Repositories {
@@ -39,5 +41,6 @@ export function createRepositories(database: Database, cluster: ClusterBus): Rep
     authFailures: new AuthFailuresRepository(database.db),
     nodes: new NodesRepository(database.db),
     liveMessages: new LiveMessagesRepository(database.db),
+    egressTraffic: new EgressTrafficRepository(database.db),
   };
 }

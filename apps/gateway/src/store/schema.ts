@@ -208,4 +208,16 @@ export interface DatabaseSchema {
   auth_failures: AuthFailuresTable;
   nodes: NodesTable;
   live_messages: LiveMessagesTable;
+  egress_traffic: EgressTrafficTable;
+}
+
+/** Bytes through a host's upstream in one hour (`hour`: its start, an IsoTime), per egress IP. */
+export interface EgressTrafficTable {
+  hour: IsoTime;
+  host_id: string;
+  egress_ip_id: string;
+  user_id: string;
+  /** bigint: PostgreSQL returns it as text. */
+  bytes_sent: number | string;
+  bytes_received: number | string;
 }

@@ -30,6 +30,25 @@ describe('v2ray 4.34 accepts every rendered config', { skip: needs('v2ray') }, (
     });
   }
 
+  it('with an enforced egress policy', async () => {
+    const upstream = VARIANTS[0]!.upstream;
+    await check(
+      v2rayEngine.renderGatewayConfig({
+        ...gatewayParams(upstream),
+        policy: {
+          mode: 'enforce',
+          default_action: 'deny',
+          rules: [
+            { action: 'deny', domain: 'ads.example.com' },
+            { action: 'allow', domain: '*.example.com', port: '443' },
+            { action: 'allow', address: '203.0.113.0/24' },
+            { action: 'allow', port: '8000-8999' },
+          ],
+        },
+      }),
+    );
+  });
+
   it('rejects what it cannot run, so the check above means something', async () => {
     const ss = VARIANTS.find((v) => v.name === 'shadowsocks-aes-128-gcm');
     assert.ok(ss);

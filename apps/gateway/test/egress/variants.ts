@@ -136,6 +136,7 @@ export function gatewayParams(upstream: ResolvedUpstream): GatewayConfigParams {
     dnsListen: { address: '192.0.2.9', port: 53 },
     dns: DNS,
     sniffing: true,
+    countersPort: 10085,
   };
 }
 

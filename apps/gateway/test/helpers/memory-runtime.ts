@@ -1,6 +1,7 @@
 import {
   type ExecResult,
   type ImageStatus,
+  type MeteredTraffic,
   type ProgressReporter,
   type ResourceUsage,
   RuntimeError,
@@ -164,6 +165,15 @@ export class MemoryRuntime implements WorkspaceRuntime {
     const status = this.desktops.get(hostId) ?? 'running';
     const report = { status, auto_restart_limited: false, display: ':1', websocket_port: 6080, error: '' };
     return { exitCode: 0, stdout: `${JSON.stringify(report)}\n`, stderr: '' };
+  }
+
+  /** Bytes the next takeEgressTraffic hands out, per host (tests of the meter set them). */
+  readonly egressTraffic = new Map<string, MeteredTraffic[]>();
+
+  async takeEgressTraffic(hostId: string): Promise<MeteredTraffic[]> {
+    const taken = this.egressTraffic.get(hostId) ?? [];
+    this.egressTraffic.delete(hostId);
+    return taken;
   }
 
   async folderMountDir(): Promise<string | null> {

@@ -15,7 +15,7 @@ import { KeysPanel } from '../../components/keys-panel';
 import { NodeUnavailableNotice } from '../../components/node-unavailable';
 import { OwnQuotas } from '../../components/resources-panel';
 import { ActionButton, ErrorText, HostStatusBadge, Loading, Section } from '../../components/ui';
-import { when } from '../../format';
+import { bytes, when } from '../../format';
 import { canStart, failedHostNextStep, NO_EGRESS_HINT, nodeLost } from '../../host-state';
 import { useForm } from '../../use-form';
 import { apiFieldErrors } from '../../validation';
@@ -80,6 +80,7 @@ export function PortalHost() {
       {h.status === 'failed' ? <HostFailure host={h} /> : null}
       {nodeLost(h) ? <NodeUnavailableNotice host={h} scope="user" /> : null}
       <HostLifecycle host={h} scope="user" />
+      <HostTraffic hostId={h.id} />
       <Section title="Access">
         <HostAccess host={h} scope="user" />
         <HostDesktop host={h} scope="user" />
@@ -115,6 +116,22 @@ export function PortalHost() {
         {taskId ? <HostTask hostId={h.id} taskId={taskId} scope="user" /> : null}
       </Section>
     </>
+  );
+}
+
+/** What the host sent and received through its egress IP this month (counted in its egress gateway). */
+function HostTraffic({ hostId }: { hostId: string }) {
+  const traffic = useQuery({
+    queryKey: ['egress-traffic', hostId],
+    queryFn: () => api.user.egressTraffic({ host_id: hostId }),
+  });
+  const row = traffic.data?.hosts.find((r) => r.host_id === hostId);
+  if (!traffic.data) return null;
+  return (
+    <p className="hint" data-testid="host-traffic">
+      This month through the egress IP: sent {bytes(row?.sent_bytes ?? 0)}, received{' '}
+      {bytes(row?.received_bytes ?? 0)}
+    </p>
   );
 }
 

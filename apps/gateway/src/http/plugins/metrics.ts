@@ -19,9 +19,15 @@ export interface MetricsSource {
   }>;
   /** Every user's quotas and use, and how many hosts have each resource alert. */
   resources(): Promise<{ users: UserResources[]; alerts: Record<string, number> }>;
+  /** Bytes through the upstreams since the figures began, per host and per egress IP. */
+  egressTraffic(): Promise<{
+    hosts: Array<{ id: string; sent: number; received: number }>;
+    egressIps: Array<{ id: string; sent: number; received: number }>;
+  }>;
 }
 
 type Counts = Awaited<ReturnType<MetricsSource['counts']>>;
+type Traffic = Awaited<ReturnType<MetricsSource['egressTraffic']>>;
 
 const HOST_STATUSES: HostStatus[] = [
   'created',
@@ -40,6 +46,7 @@ export class GatewayMetrics {
   private readonly requests: Counter<'method' | 'route' | 'status'>;
   private readonly duration: Histogram<'method' | 'route'>;
   private pending: Promise<Counts | null> | null = null;
+  private pendingTraffic: Promise<Traffic | null> | null = null;
   /** The METRICS_BIND listener, once `listen` was called. */
   server: Server | null = null;
 
@@ -178,6 +185,43 @@ export class GatewayMetrics {
     egress('ccp_egress_test_timestamp_seconds', 'When the last egress test ran (Unix time)', (r) =>
       Math.round(Date.parse(r.tested_at) / 1000),
     );
+    this.egressTrafficCounters(registers);
+  }
+
+  /**
+   * Counters from the egress meter's stored figures: they survive a restart, and fall back when the event log's
+   * retention drops old hours (a counter reset to Prometheus).
+   */
+  private egressTrafficCounters(registers: Registry[]): void {
+    const traffic = () => {
+      this.pendingTraffic ??= this.source.egressTraffic().catch(() => null);
+      return this.pendingTraffic;
+    };
+    const counter = (name: string, help: string, label: 'host_id' | 'egress_ip_id') =>
+      new Counter({
+        name,
+        help,
+        labelNames: [label, 'direction'],
+        registers,
+        async collect() {
+          const read = await traffic();
+          this.reset();
+          for (const row of (label === 'host_id' ? read?.hosts : read?.egressIps) ?? []) {
+            this.inc({ [label]: row.id, direction: 'sent' }, row.sent);
+            this.inc({ [label]: row.id, direction: 'received' }, row.received);
+          }
+        },
+      });
+    counter(
+      'ccp_host_egress_bytes_total',
+      "Bytes through each host's upstream, sent and received",
+      'host_id',
+    );
+    counter(
+      'ccp_egress_ip_bytes_total',
+      'Bytes through each egress IP, sent and received (all hosts)',
+      'egress_ip_id',
+    );
   }
 
   /** Counts HTTP requests and serves GET /metrics to admins on the main port. */
@@ -232,6 +276,7 @@ export class GatewayMetrics {
   /** The text exposition; the database is read once per scrape, for all the gauges that need it. */
   scrape(): Promise<string> {
     this.pending = null;
+    this.pendingTraffic = null;
     return this.registry.metrics();
   }
 

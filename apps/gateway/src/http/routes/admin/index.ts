@@ -9,6 +9,7 @@ import { registerHostTerminalRoutes } from '../portal/host-terminal.js';
 import { registerSseRoute } from '../portal/sse.js';
 import { registerAdminActivityRoutes } from './activity.js';
 import { registerAdminEgressRoutes } from './egress-ips.js';
+import { registerAdminEgressTrafficRoutes } from './egress-traffic.js';
 import { registerAdminHostRoutes } from './hosts.js';
 import { registerAdminLifecyclePolicyRoutes } from './lifecycle-policies.js';
 import { registerAdminUserRoutes } from './users.js';
@@ -22,6 +23,7 @@ export function adminRoutes(admin: Api, services: HttpServices): void {
   admin.addHook('onRequest', requireRole(services.auth, 'admin'));
   registerAdminUserRoutes(admin, services);
   registerAdminEgressRoutes(admin, services);
+  registerAdminEgressTrafficRoutes(admin, services);
   registerAdminHostRoutes(admin, services);
   registerHostDesktopRoutes(admin, services, 'admin');
   registerHostExtendRoute(admin, services, 'admin');

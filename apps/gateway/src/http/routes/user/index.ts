@@ -8,6 +8,7 @@ import { registerHostExtendRoute } from '../portal/host-extend.js';
 import { registerHostTerminalRoutes } from '../portal/host-terminal.js';
 import { registerSseRoute } from '../portal/sse.js';
 import { registerUserAccountRoutes } from './account.js';
+import { registerUserEgressTrafficRoutes } from './egress-traffic.js';
 import { registerUserHostRoutes } from './hosts.js';
 
 /**
@@ -19,6 +20,7 @@ export function userRoutes(user: Api, services: HttpServices): void {
   user.addHook('onRequest', requireRole(services.auth, 'user'));
   registerUserAccountRoutes(user, services);
   registerUserHostRoutes(user, services);
+  registerUserEgressTrafficRoutes(user, services);
   registerHostDesktopRoutes(user, services, 'user');
   registerHostExtendRoute(user, services, 'user');
   registerHostTerminalRoutes(user, services, 'user');
