@@ -370,6 +370,59 @@ describe('everyday use of the dashboard in Chromium', { skip, timeout: 300_000 }
     await admin.context().close();
   });
 
+  it("sets a user's lifecycle defaults and a host's own policy on their pages, refusing a bad time zone", async () => {
+    const created = await t.request('POST', '/v1/admin/users', {
+      body: { username: 'petra', password: 'petra-password' },
+    });
+    const petra = created.body.id as string;
+    const host = (
+      await t.request('POST', '/v1/admin/hosts', { body: { user_id: petra, egress_ip_id: egressIpId } })
+    ).body as { id: string };
+    const admin = await pageAs('admin', ADMIN_PASSWORD, `/admin/users/${petra}`);
+    await admin.getByLabel('Idle stop after, minutes').fill('45');
+    await admin.getByRole('button', { name: 'Save policy' }).click();
+    await until('the user default saved', async () => {
+      const saved = await t.request('GET', `/v1/admin/users/${petra}/host-policy`);
+      return saved.body.idle_timeout_seconds === 2700;
+    });
+
+    await admin.goto(`/admin/hosts/${host.id}`);
+    await admin.getByTestId('effective-policy').filter({ hasText: 'idle stop: 45 min' }).waitFor();
+    await admin.getByLabel('Maximum lifetime, hours').fill('8');
+    await admin.getByLabel('Time zone').fill('Mars/Olympus');
+    await admin.getByLabel('Start at (HH:MM)').fill('08:00');
+    await admin.getByLabel('Stop at (HH:MM)').fill('20:00');
+    await admin.getByRole('button', { name: 'Save policy' }).click();
+    await admin
+      .getByText('unknown time zone "Mars/Olympus"; use an IANA name such as Europe/Berlin or UTC')
+      .waitFor();
+    await admin.getByLabel('Idle stop after, minutes').fill('soon');
+    await admin.getByRole('button', { name: 'Save policy' }).click();
+    await admin.getByText('A number of minutes is needed').waitFor();
+    await admin.getByLabel('Idle stop after, minutes').fill('');
+    await admin.getByLabel('Time zone').fill('Europe/Berlin');
+    await admin.getByRole('button', { name: 'Save policy' }).click();
+    await admin
+      .getByTestId('effective-policy')
+      .filter({ hasText: 'lifetime: 8 h' })
+      .filter({ hasText: 'mon, tue, wed, thu, fri 08:00–20:00 (Europe/Berlin)' })
+      .waitFor();
+    const policies = (await t.request('GET', `/v1/admin/hosts/${host.id}/lifecycle-policy`)).body;
+    assert.deepEqual(policies.host, {
+      idle_timeout_seconds: null,
+      max_lifetime_seconds: 28_800,
+      schedule: {
+        time_zone: 'Europe/Berlin',
+        days: ['mon', 'tue', 'wed', 'thu', 'fri'],
+        start: '08:00',
+        stop: '20:00',
+      },
+    });
+    assert.equal(policies.effective.idle_timeout_seconds, 2700, "the owner's default, inherited");
+    await shot(admin, 'host-lifecycle-policy');
+    await admin.context().close();
+  });
+
   it('lists the nodes on the overview, pins a host to one, and marks it while its node is silent', async () => {
     await startFar();
     // far says its images are built with its first heartbeat after its own check.

@@ -25,7 +25,7 @@ import type {
   TaskList,
   TaskQuery,
 } from './hosts.js';
-import type { ExtendRequest } from './lifecycle-policy.js';
+import type { ExtendRequest, LifecyclePolicies, LifecyclePolicy } from './lifecycle-policy.js';
 import type { NodeList } from './nodes.js';
 import type {
   HostResourcesRequest,
@@ -240,6 +240,10 @@ export function createApiClient(options: ApiClientOptions = {}) {
           post<S<typeof SshCredentials>>(`/v1/admin/users/${id(userId)}/credentials/regenerate`),
         resources: (userId: string) =>
           get<S<typeof UserResources>>(`/v1/admin/users/${id(userId)}/resources`),
+        hostPolicy: (userId: string) =>
+          get<S<typeof LifecyclePolicy>>(`/v1/admin/users/${id(userId)}/host-policy`),
+        setHostPolicy: (userId: string, body: S<typeof LifecyclePolicy>) =>
+          call<S<typeof LifecyclePolicy>>('PUT', `/v1/admin/users/${id(userId)}/host-policy`, body),
         setResources: (userId: string, body: S<typeof UserResourcesRequest>) =>
           call<S<typeof UserResources>>('PUT', `/v1/admin/users/${id(userId)}/resources`, body),
         keys: {
@@ -274,6 +278,10 @@ export function createApiClient(options: ApiClientOptions = {}) {
           call<S<typeof Host>>('PUT', `/v1/admin/hosts/${id(hostId)}/resources`, body),
         extend: (hostId: string, body: S<typeof ExtendRequest> = {}) =>
           post<S<typeof Host>>(`/v1/admin/hosts/${id(hostId)}/extend`, body),
+        lifecyclePolicy: (hostId: string) =>
+          get<S<typeof LifecyclePolicies>>(`/v1/admin/hosts/${id(hostId)}/lifecycle-policy`),
+        setLifecyclePolicy: (hostId: string, body: S<typeof LifecyclePolicy>) =>
+          call<S<typeof LifecyclePolicies>>('PUT', `/v1/admin/hosts/${id(hostId)}/lifecycle-policy`, body),
         vnc: vncOf('admin'),
         terminal: terminalOf('admin'),
       },

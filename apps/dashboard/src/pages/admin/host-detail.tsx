@@ -10,6 +10,7 @@ import { HostLifecycle } from '../../components/host-lifecycle';
 import { HostResources } from '../../components/host-resources';
 import { HostTask } from '../../components/host-task';
 import { HostTerminal } from '../../components/host-terminal';
+import { HostPolicyPanel } from '../../components/lifecycle-policy-panel';
 import { NodeUnavailableNotice } from '../../components/node-unavailable';
 import { HostResizeForm } from '../../components/resources-panel';
 import {
@@ -163,6 +164,7 @@ export function HostDetail() {
         </Section>
       </div>
       <HostResizeForm host={h} />
+      <HostPolicyPanel hostId={h.id} />
       <Section title="Delete">
         <ConfirmButton
           label="Delete host"

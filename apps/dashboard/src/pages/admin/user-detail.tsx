@@ -5,6 +5,7 @@ import { Link, useNavigate, useParams } from 'react-router';
 import { api } from '../../api';
 import { InputField } from '../../components/field';
 import { KeysPanel } from '../../components/keys-panel';
+import { UserHostPolicyPanel } from '../../components/lifecycle-policy-panel';
 import { UserResourcesPanel } from '../../components/resources-panel';
 import {
   ActionButton,
@@ -170,6 +171,7 @@ export function UserDetail() {
         }}
       />
       <UserResourcesPanel userId={u.id} />
+      <UserHostPolicyPanel userId={u.id} />
       <Section title="Delete">
         <ConfirmButton
           label="Delete user"
