@@ -101,8 +101,9 @@ describe('a host stopped while connected', () => {
         connection.on('authentication', (ctx) => {
           if (ctx.method === 'none') return ctx.reject(['password']);
           sendAuthBanner(connection, banner);
-          ctx.reject(['password']);
-          connection.end();
+          // The client closes, having read the banner: a server closing first races its own reply on a loaded
+          // machine (the client's read can meet a reset before the banner).
+          ctx.reject([]);
         });
         connection.on('error', () => {});
       },
