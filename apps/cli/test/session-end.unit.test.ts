@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import ssh2 from 'ssh2';
+import { generateEd25519 } from '../../gateway/src/domain/users/ssh-public-key.js';
 import { sendAuthBanner } from '../../gateway/src/ssh/ssh2-internals.js';
 import { exitCodeOf, HostStoppedError } from '../src/errors.js';
 import { KnownHosts } from '../src/known-hosts.js';
@@ -95,19 +96,15 @@ describe('a session command that ends with a failure', () => {
 describe('a host stopped while connected', () => {
   /** What connecting to a proxy that refuses with this banner throws. */
   const refusedWith = async (banner: string): Promise<Error> => {
-    const server = new ssh2.Server(
-      { hostKeys: [ssh2.utils.generateKeyPairSync('ed25519').private] },
-      (connection) => {
-        connection.on('authentication', (ctx) => {
-          if (ctx.method === 'none') return ctx.reject(['password']);
-          sendAuthBanner(connection, banner);
-          // The client closes, having read the banner: a server closing first races its own reply on a loaded
-          // machine (the client's read can meet a reset before the banner).
-          ctx.reject([]);
-        });
-        connection.on('error', () => {});
-      },
-    );
+    const server = new ssh2.Server({ hostKeys: [generateEd25519('test host').privateKey] }, (connection) => {
+      connection.on('authentication', (ctx) => {
+        if (ctx.method === 'none') return ctx.reject(['password']);
+        sendAuthBanner(connection, banner);
+        ctx.reject(['password']);
+        connection.end();
+      });
+      connection.on('error', () => {});
+    });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const dir = mkdtempSync(path.join(tmpdir(), 'ccp-stopped-'));
     try {

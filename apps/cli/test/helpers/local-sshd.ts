@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { type AddressInfo, createServer, type Server as NetServer } from 'node:net';
 import ssh2 from 'ssh2';
+import { generateEd25519 } from '../../../gateway/src/domain/users/ssh-public-key.js';
 
 /** Debian's openssh-sftp-server. */
 export const SFTP_SERVER = '/usr/lib/openssh/sftp-server';
@@ -20,7 +21,7 @@ export async function startLocalSshd(
   const listeners: NetServer[] = [];
   const server = new ssh2.Server(
     {
-      hostKeys: [ssh2.utils.generateKeyPairSync('ed25519').private],
+      hostKeys: [generateEd25519('test host').privateKey],
       ...(asOpenSsh ? { ident: 'OpenSSH_9.2p1' } : {}),
     },
     (connection) => {

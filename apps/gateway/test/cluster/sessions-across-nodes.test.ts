@@ -5,6 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import ssh2 from 'ssh2';
 import WebSocket from 'ws';
 import { needs } from '../../../../test/support/needs.js';
+import { generateEd25519 } from '../../src/domain/users/ssh-public-key.js';
 import { FakeDesktop, openStream } from '../helpers/fake-desktop.js';
 import { freePort } from '../helpers/lab-gateway.js';
 import { MemoryRuntime } from '../helpers/memory-runtime.js';
@@ -17,7 +18,7 @@ import { createPostgresDatabase, startTestGateway, type TestGateway } from '../h
  * (The real OpenSSH path through a replica is tested with three gateway processes elsewhere.)
  */
 function fakeWorkspaceSshd(): ssh2.Server {
-  return new ssh2.Server({ hostKeys: [ssh2.utils.generateKeyPairSync('ed25519').private] }, (connection) => {
+  return new ssh2.Server({ hostKeys: [generateEd25519('test host').privateKey] }, (connection) => {
     connection.on('authentication', (ctx) => (ctx.method === 'publickey' ? ctx.accept() : ctx.reject()));
     connection.on('session', (accept) =>
       accept()
