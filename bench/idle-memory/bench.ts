@@ -1,7 +1,7 @@
 // Idle memory of hosts: N hosts started by DockerWorkspaceRuntime and left alone, then every process of each
 // egress gateway and workspace read from /proc (RSS, PSS, USS) beside the cgroup's own figures.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import net from 'node:net';
 import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
@@ -13,6 +13,7 @@ import { DockerWorkspaceRuntime } from '../../apps/gateway/dist/runtime/docker-w
 import type { UpstreamSpec, WorkspaceSpec } from '../../apps/gateway/dist/runtime/workspace-runtime.js';
 import { labEgressSettings } from '../../apps/gateway/test/helpers/lab-egress.js';
 import { ensureLab, type VariantName, variant } from '../../test/lab/lab.js';
+import { removeDataDir } from '../../test/support/data-dir.js';
 import { onCleanup, runBench } from '../lib/children.js';
 import { builtImages } from '../lib/images.js';
 import { fixed, percentile, printTable } from '../lib/report.js';
@@ -160,7 +161,7 @@ await runBench('idle-memory bench', 15 * 60_000, async () => {
       `everything labelled ${HOST_LABEL}=${RUN}*`,
   );
   const dataDir = mkdtempSync(path.join(tmpdir(), 'ccp-bench-idle-'));
-  onCleanup(async () => rmSync(dataDir, { recursive: true, force: true }));
+  onCleanup(async () => removeDataDir(dataDir));
   // The second sweep catches a container whose creation was still on its way when an interruption began.
   onCleanup(async () => {
     await removeLabelled(docker, HOST_LABEL, RUN);

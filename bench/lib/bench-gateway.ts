@@ -17,6 +17,7 @@ import { HOST_LABEL, OWNER_LABEL } from '../../apps/gateway/dist/runtime/contain
 import { DockerWorkspaceRuntime } from '../../apps/gateway/dist/runtime/docker-workspace-runtime.js';
 import { labEgressEnv, labEgressSettings } from '../../apps/gateway/test/helpers/lab-egress.js';
 import { ensureLab, type LabDescription } from '../../test/lab/lab.js';
+import { removeDataDir } from '../../test/support/data-dir.js';
 import { removeLabelled, removeLeftoversOfEndedBenches } from '../start/containers.js';
 import { type Child, onCleanup, startNode } from './children.js';
 import { builtImages } from './images.js';
@@ -260,7 +261,7 @@ export async function setUpBenchHost(
   const dataDir = mkdtempSync(path.join(tmpdir(), `ccp-bench-${name}-data-`));
   const workDir = mkdtempSync(path.join(tmpdir(), `ccp-bench-${name}-`));
   onCleanup(async () => {
-    rmSync(dataDir, { recursive: true, force: true });
+    removeDataDir(dataDir);
     rmSync(workDir, { recursive: true, force: true });
   });
   // The gateway's, and that of the runtime the bench itself uses (in its own directory, so neither gateway

@@ -2,7 +2,7 @@
 // relay, cold (nothing exists) and warm (a stopped pair), beside `docker run`/`docker start` of the same image
 // waiting for the same banner; what an idle host holds in memory; and N idle hosts side by side.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -15,6 +15,7 @@ import type { TimingSpan } from '../../apps/gateway/dist/runtime/start-timings.j
 import type { UpstreamSpec, WorkspaceSpec } from '../../apps/gateway/dist/runtime/workspace-runtime.js';
 import { labEgressSettings } from '../../apps/gateway/test/helpers/lab-egress.js';
 import { ensureLab, type VariantName, variant } from '../../test/lab/lab.js';
+import { removeDataDir } from '../../test/support/data-dir.js';
 import { onCleanup, runBench } from '../lib/children.js';
 import { builtImages } from '../lib/images.js';
 import { fixed, percentile, printTable } from '../lib/report.js';
@@ -80,7 +81,7 @@ await runBench('start bench', 30 * 60_000, async () => {
       `${(await docker.version()).Version}; everything labelled ${HOST_LABEL}=${RUN}*`,
   );
   const dataDir = mkdtempSync(path.join(tmpdir(), 'ccp-bench-start-'));
-  onCleanup(async () => rmSync(dataDir, { recursive: true, force: true }));
+  onCleanup(async () => removeDataDir(dataDir));
   // Registered after the data directory, so it runs before it. The second sweep catches a container whose
   // creation was still on its way to the daemon when an interruption began.
   onCleanup(async () => {

@@ -1,10 +1,10 @@
-import { execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import pino from 'pino';
+import { removeDataDir } from '../../../../test/support/data-dir.js';
 import { loadConfig } from '../../src/config.js';
 import { SecretBox } from '../../src/domain/access/secret-box.js';
 import { createGateway, type Gateway, type GatewayOptions } from '../../src/gateway.js';
@@ -117,21 +117,6 @@ export async function createPostgresDatabase(): Promise<{ url: string; drop: () 
       await client.end();
     },
   };
-}
-
-/**
- * Unmounts the homes a Docker-runtime gateway left mounted in its DATA_DIR (hosts a test left running or never
- * deleted; their containers go with removeHostResources) and lifts their mount points' immutable flag, so the
- * directory can be removed and no loop device is left behind.
- */
-function releaseHomes(dataDir: string): void {
-  const homes = path.join(dataDir, 'runtime', 'homes');
-  if (!existsSync(homes)) return;
-  for (const line of readFileSync('/proc/self/mounts', 'utf8').split('\n')) {
-    const target = line.split(' ')[1];
-    if (target?.startsWith(`${homes}/`)) execFileSync('umount', ['--lazy', target]);
-  }
-  spawnSync('chattr', ['-R', '-i', homes]);
 }
 
 export async function startTestGateway(
@@ -258,8 +243,7 @@ export async function startTestGateway(
         await gateway.close();
       } finally {
         await pgDb?.drop();
-        releaseHomes(dataDir);
-        rmSync(dataDir, { recursive: true, force: true });
+        removeDataDir(dataDir);
       }
     },
   };
