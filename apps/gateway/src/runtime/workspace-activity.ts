@@ -26,6 +26,9 @@ export interface WorkspaceActivityProbe {
 
 const TMUX_TIMEOUT_MS = 5000;
 
+/** tmux clients told of a coming stop per host: an agent's and a few people's. */
+const MAX_TOLD_CLIENTS = 16;
+
 /**
  * The Docker engine's workspaces, read from this machine's /proc and cgroup files (the gateway runs beside its
  * engine): no engine stats call, which takes a quarter second a container. tmux runs as the workspace's user,
@@ -77,7 +80,8 @@ export class DockerActivityProbe implements WorkspaceActivityProbe {
       as,
     ).catch(() => null);
     if (clients?.exitCode !== 0) return;
-    for (const client of clients.stdout.split('\n').filter(Boolean))
+    // The list is the workspace's to write: a bounded number of clients, so one workspace cannot hold the round.
+    for (const client of clients.stdout.split('\n').filter(Boolean).slice(0, MAX_TOLD_CLIENTS))
       await execCapped(
         this.docker,
         workspace.id,
