@@ -24,8 +24,8 @@ function countBulkWrites(socket: net.Socket): { writes: number; buffers: Set<Arr
 }
 
 /**
- * An ssh2 server that echoes each exec channel's input, and a client sending `data` through it; both ends reuse
- * their packet buffers. Answers what came back and what each side's socket wrote.
+ * An ssh2 server that echoes each exec channel's input, and a client sending `data` through it, with a key
+ * exchange under way; both ends reuse their packet buffers. Answers what came back and what each socket wrote.
  */
 async function echoThrough(cipher: string, data: Buffer) {
   const { privateKey } = generateEd25519('packet-buffer-reuse test');
@@ -42,6 +42,8 @@ async function echoThrough(cipher: string, data: Buffer) {
         accept().on('exec', (acceptExec) => {
           const channel: ServerChannel = acceptExec();
           channel.pipe(channel);
+          // A new key exchange mid-transfer: ssh2 queues packets meanwhile, then makes new ciphers on both ends.
+          channel.once('data', () => connection.rekey());
         }),
       );
       connection.on('error', () => {});
@@ -51,6 +53,10 @@ async function echoThrough(cipher: string, data: Buffer) {
   const sock = net.connect((server.address() as AddressInfo).port, '127.0.0.1');
   const clientWrites = countBulkWrites(sock);
   const client = new ssh2.Client();
+  let handshakes = 0;
+  client.on('handshake', () => {
+    handshakes += 1;
+  });
   try {
     const echoed = await new Promise<Buffer>((resolve, reject) => {
       client.on('error', reject);
@@ -76,7 +82,12 @@ async function echoThrough(cipher: string, data: Buffer) {
       reusePacketBuffers(client, sock);
     });
     assert.ok(serverWrites);
-    return { echoed, clientWrites, serverWrites: serverWrites as ReturnType<typeof countBulkWrites> };
+    return {
+      echoed,
+      handshakes,
+      clientWrites,
+      serverWrites: serverWrites as ReturnType<typeof countBulkWrites>,
+    };
   } finally {
     client.end();
     await new Promise((resolve) => server.close(resolve));
@@ -85,9 +96,10 @@ async function echoThrough(cipher: string, data: Buffer) {
 
 describe('SSH packet buffers reused per connection', () => {
   for (const cipher of ['aes128-gcm@openssh.com', 'chacha20-poly1305@openssh.com']) {
-    it(`with ${cipher}: every byte arrives intact, both ways, in a few buffers rather than one per packet`, async () => {
+    it(`with ${cipher}: every byte arrives intact both ways, across a rekey, in a few buffers rather than one per packet`, async () => {
       const data = randomBytes(8 * 2 ** 20);
-      const { echoed, clientWrites, serverWrites } = await echoThrough(cipher, data);
+      const { echoed, handshakes, clientWrites, serverWrites } = await echoThrough(cipher, data);
+      assert.equal(handshakes, 2, 'the first key exchange and the one mid-transfer');
       assert.equal(echoed.length, data.length);
       assert.equal(sha256(echoed), sha256(data));
       for (const [side, seen] of [
