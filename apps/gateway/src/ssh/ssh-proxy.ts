@@ -36,6 +36,7 @@ import {
   destroyConnection,
   nativeCryptoWarning,
   openAgentChannel,
+  reusePacketBuffers,
   sendAuthBanner,
   socketOf,
 } from './ssh2-internals.js';
@@ -269,6 +270,7 @@ export class SshProxy {
 
     // Public in ssh2's server (server.js), missing from @types/ssh2.
     (connection as Connection & { setNoDelay(noDelay: boolean): void }).setNoDelay(true);
+    reusePacketBuffers(connection, socketOf(connection));
     this.pending.add(connection);
     let admitted: Admitted | null = null;
     let gone = false;
@@ -518,6 +520,7 @@ export class SshProxy {
       });
       // Both legs carry keystrokes and small exec round trips: Nagle plus delayed ACKs added ~35 ms to each.
       upstream.setNoDelay(true);
+      reusePacketBuffers(upstream, sock);
     });
   }
 

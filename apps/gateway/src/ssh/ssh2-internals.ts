@@ -1,5 +1,6 @@
+import { randomFillSync } from 'node:crypto';
 import { createRequire } from 'node:module';
-import type { Socket } from 'node:net';
+import net, { type Socket } from 'node:net';
 import type { Client, ClientChannel, Connection, PseudoTtyInfo, ServerChannel } from 'ssh2';
 
 // ssh2 1.17 has no public way for a server to send a banner after the first one, to open an agent channel
@@ -196,3 +197,78 @@ const startRefusal = (start: SessionStart) =>
     : start.kind === 'exec'
       ? 'Unable to exec'
       : `Unable to start subsystem: ${start.name}`;
+
+interface Cipher {
+  allocPacket(payloadLength: number): Buffer;
+  encrypt(packet: Buffer): void;
+  _onWrite(packet: Buffer): void;
+}
+
+/** ssh2's AEAD ciphers with its native binding, by class: the block size its padding rounds to. */
+const AEAD_BLOCK_BYTES: Record<string, number> = { AESGCMCipherBinding: 16, ChaChaPolyCipherBinding: 8 };
+const AEAD_TAG_BYTES = 16;
+/** A full channel data packet (PACKET_SIZE of data) with its headers, padding and tag fits. */
+const REUSED_PACKET_BYTES = PACKET_SIZE + 256;
+/** Below this ssh2's allocations come from Node's shared buffer pool and cost nothing to collect. */
+const REUSE_FROM_BYTES = 4096;
+
+/**
+ * Lets the encrypted packets of a connection reuse one buffer instead of a new one each. ssh2 allocates every
+ * outgoing packet afresh; relaying a transfer, that is 32 KiB of memory outside the JavaScript heap per packet,
+ * which V8 collects only in full garbage collections, dozens per GiB. The buffer is taken again only when
+ * the socket wrote the packet to the kernel at once (nothing queued in the socket holds it); otherwise that
+ * packet keeps it and the next one gets a new buffer. Other ciphers, and a stream that is not a socket, are left
+ * as they are.
+ */
+export function reusePacketBuffers(peer: Connection | Client, socket: unknown): void {
+  if (!(socket instanceof net.Socket)) return;
+  const protocol = (peer as unknown as { _protocol?: { _cipher: Cipher } })._protocol;
+  if (!protocol) return;
+  let current = protocol._cipher;
+  // ssh2 makes a new cipher after every key exchange.
+  Object.defineProperty(protocol, '_cipher', {
+    configurable: true,
+    enumerable: true,
+    get: () => current,
+    set: (cipher: Cipher) => {
+      current = cipher;
+      reuseFor(cipher, socket);
+    },
+  });
+  reuseFor(current, socket);
+}
+
+function reuseFor(cipher: Cipher, socket: Socket): void {
+  const block = AEAD_BLOCK_BYTES[cipher.constructor.name];
+  if (!block) return;
+  const allocate = cipher.allocPacket.bind(cipher);
+  const write = cipher._onWrite;
+  // The buffer of the last packet, once the socket let go of it. Held weakly: an idle connection's goes at the
+  // next full garbage collection, where a transfer's is in use again by then.
+  let reusable: WeakRef<ArrayBuffer> | null = null;
+  let lent: ArrayBuffer | null = null;
+  cipher.allocPacket = (payloadLength) => {
+    // RFC 4253 6: length, padding length, payload, at least 4 bytes of padding to a multiple of the block size
+    // (for these ciphers the length field is outside it), then the tag.
+    let length = 4 + 1 + payloadLength;
+    let padding = block - ((length - 4) % block);
+    if (padding < 4) padding += block;
+    length += padding;
+    if (length < REUSE_FROM_BYTES || length + AEAD_TAG_BYTES > REUSED_PACKET_BYTES)
+      return allocate(payloadLength);
+    lent = reusable?.deref() ?? new ArrayBuffer(REUSED_PACKET_BYTES);
+    reusable = null;
+    const packet = Buffer.from(lent, 0, length + AEAD_TAG_BYTES);
+    packet.writeUInt32BE(length - 4, 0);
+    packet[4] = padding;
+    randomFillSync(packet, 5 + payloadLength, padding);
+    return packet;
+  };
+  cipher._onWrite = (packet) => {
+    write(packet);
+    if (packet.buffer !== lent) return;
+    // Nothing queued in the socket: the packet went to the kernel at once (or nowhere, the socket being closed).
+    if (socket.writableLength === 0) reusable = new WeakRef(lent);
+    lent = null;
+  };
+}
