@@ -1,5 +1,4 @@
 import { useQuery } from '@tanstack/react-query';
-import type { ReactNode } from 'react';
 import { Link } from 'react-router';
 import { api } from '../../api';
 import { DataTable } from '../../components/data-table';
@@ -7,29 +6,51 @@ import { Loading, Section } from '../../components/ui';
 import { bytes, when } from '../../format';
 import { useAdminHosts, useEgressIps, useUsers } from '../../queries';
 
-interface Row {
-  id: string;
-  name: ReactNode;
+interface Moved {
   sent_bytes: number;
   received_bytes: number;
 }
 
-function TrafficTable({ rows, label, testId }: { rows: Row[]; label: string; testId: string }) {
-  if (rows.length === 0) return <p className="hint">Nothing counted yet.</p>;
+/**
+ * One breakdown of the month's bytes (per host, egress IP or user): each row named from `names`, linked to its
+ * page when `link` says where, or said to be removed when it no longer exists.
+ */
+function TrafficSection<T extends Moved>(props: {
+  title: string;
+  label: string;
+  testId: string;
+  rows: T[];
+  id: (row: T) => string;
+  names: Map<string, string>;
+  link?: (id: string) => string;
+  removed: string;
+}) {
+  const { names, link } = props;
+  const name = (id: string) => {
+    const known = names.get(id);
+    if (known === undefined) return props.removed;
+    return link ? <Link to={link(id)}>{known}</Link> : known;
+  };
   return (
-    <DataTable
-      testId={testId}
-      columns={[label, 'Sent', 'Received', 'Total']}
-      rows={rows}
-      row={(r) => (
-        <>
-          <td>{r.name}</td>
-          <td>{bytes(r.sent_bytes)}</td>
-          <td>{bytes(r.received_bytes)}</td>
-          <td>{bytes(r.sent_bytes + r.received_bytes)}</td>
-        </>
+    <Section title={props.title}>
+      {props.rows.length === 0 ? (
+        <p className="hint">Nothing counted yet.</p>
+      ) : (
+        <DataTable
+          testId={props.testId}
+          columns={[props.label, 'Sent', 'Received', 'Total']}
+          rows={props.rows.map((row) => ({ ...row, id: props.id(row) }))}
+          row={(r) => (
+            <>
+              <td>{name(r.id)}</td>
+              <td>{bytes(r.sent_bytes)}</td>
+              <td>{bytes(r.received_bytes)}</td>
+              <td>{bytes(r.sent_bytes + r.received_bytes)}</td>
+            </>
+          )}
+        />
       )}
-    />
+    </Section>
   );
 }
 
@@ -43,9 +64,6 @@ export function Traffic() {
   const egressIps = useEgressIps();
   const users = useUsers();
   if (!totals.data) return <Loading error={totals.error} />;
-  const hostNames = new Map(hosts.data?.hosts.map((h) => [h.id, h.short_id]));
-  const egressNames = new Map(egressIps.data?.egress_ips.map((e) => [e.id, `${e.label} (${e.ip_address})`]));
-  const userNames = new Map(users.data?.users.map((u) => [u.id, u.username]));
   const { from, to } = totals.data;
   return (
     <>
@@ -53,47 +71,36 @@ export function Traffic() {
       <p className="hint">
         From {when(from)} to {when(to)}, by the hour.
       </p>
-      <Section title="Per host">
-        <TrafficTable
-          testId="traffic-hosts"
-          label="Host"
-          rows={totals.data.hosts.map((r) => ({
-            ...r,
-            id: r.host_id,
-            name: hostNames.has(r.host_id) ? (
-              <Link to={`/admin/hosts/${r.host_id}`}>{hostNames.get(r.host_id)}</Link>
-            ) : (
-              'removed host'
-            ),
-          }))}
-        />
-      </Section>
-      <Section title="Per egress IP">
-        <TrafficTable
-          testId="traffic-egress-ips"
-          label="Egress IP"
-          rows={totals.data.egress_ips.map((r) => ({
-            ...r,
-            id: r.egress_ip_id,
-            name: egressNames.get(r.egress_ip_id) ?? 'removed egress IP',
-          }))}
-        />
-      </Section>
-      <Section title="Per user">
-        <TrafficTable
-          testId="traffic-users"
-          label="User"
-          rows={totals.data.users.map((r) => ({
-            ...r,
-            id: r.user_id,
-            name: userNames.has(r.user_id) ? (
-              <Link to={`/admin/users/${r.user_id}`}>{userNames.get(r.user_id)}</Link>
-            ) : (
-              'removed user'
-            ),
-          }))}
-        />
-      </Section>
+      <TrafficSection
+        title="Per host"
+        label="Host"
+        testId="traffic-hosts"
+        rows={totals.data.hosts}
+        id={(r) => r.host_id}
+        names={new Map(hosts.data?.hosts.map((h) => [h.id, h.short_id]))}
+        link={(id) => `/admin/hosts/${id}`}
+        removed="removed host"
+      />
+      <TrafficSection
+        title="Per egress IP"
+        label="Egress IP"
+        testId="traffic-egress-ips"
+        rows={totals.data.egress_ips}
+        id={(r) => r.egress_ip_id}
+        names={new Map(egressIps.data?.egress_ips.map((e) => [e.id, `${e.label} (${e.ip_address})`]))}
+        link={(id) => `/admin/egress-ips/${id}`}
+        removed="removed egress IP"
+      />
+      <TrafficSection
+        title="Per user"
+        label="User"
+        testId="traffic-users"
+        rows={totals.data.users}
+        id={(r) => r.user_id}
+        names={new Map(users.data?.users.map((u) => [u.id, u.username]))}
+        link={(id) => `/admin/users/${id}`}
+        removed="removed user"
+      />
     </>
   );
 }
