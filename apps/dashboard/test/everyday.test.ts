@@ -447,6 +447,13 @@ describe('everyday use of the dashboard in Chromium', { skip, timeout: 300_000 }
     assert.ok(Math.abs(sent / received - 0.25) < 0.02, `sent bar ${sent} px, received ${received} px`);
     await page.mouse.move(0, 0);
     await shot(page, 'host-traffic');
+    // The owner sees the same on their own host's page.
+    const own = await pageAs('dana', user.password, `/portal/hosts/${host.id}`);
+    await own
+      .getByTestId('host-traffic-total')
+      .filter({ hasText: 'Last 24 hours: sent 1.5 MiB, received 6.0 MiB' })
+      .waitFor();
+    await own.context().close();
 
     await page.getByRole('link', { name: 'Traffic', exact: true }).click();
     for (const [table, name] of [

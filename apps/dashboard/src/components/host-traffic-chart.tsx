@@ -41,11 +41,14 @@ const clock = (ms: number) =>
  * What the host sent and received through its upstream in the last 24 hours, hour by hour, as its egress
  * gateway counted it (sampled every minute): totals above, a pair of bars an hour, each hour's figures on hover.
  */
-export function HostTrafficChart({ hostId }: { hostId: string }) {
+export function HostTrafficChart({ hostId, scope }: { hostId: string; scope: 'admin' | 'user' }) {
   const first = Math.floor(Date.now() / HOUR_MS) * HOUR_MS - (HOURS - 1) * HOUR_MS;
   const traffic = useQuery({
-    queryKey: ['egress-traffic', 'hours', hostId],
-    queryFn: () => api.admin.egressTraffic.hours({ host_id: hostId, from: new Date(first).toISOString() }),
+    queryKey: ['egress-traffic', 'hours', scope, hostId],
+    queryFn: () => {
+      const query = { host_id: hostId, from: new Date(first).toISOString() };
+      return scope === 'admin' ? api.admin.egressTraffic.hours(query) : api.user.egressTrafficHours(query);
+    },
     refetchInterval: 60_000,
   });
   const title = 'Traffic through the upstream';

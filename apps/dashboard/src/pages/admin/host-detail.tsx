@@ -166,7 +166,7 @@ export function HostDetail() {
       </div>
       <HostResizeForm host={h} />
       <HostPolicyPanel hostId={h.id} />
-      <HostTrafficChart hostId={h.id} />
+      <HostTrafficChart hostId={h.id} scope="admin" />
       <Section title="Delete">
         <ConfirmButton
           label="Delete host"
