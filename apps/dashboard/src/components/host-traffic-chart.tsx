@@ -11,6 +11,8 @@ const WIDTH = 720;
 const HEIGHT = 120;
 const SLOT = WIDTH / HOURS;
 const BAR = SLOT * 0.4;
+/** Each hour's bars, left to right (their colours in styles.css). */
+const BARS = ['traffic-sent', 'traffic-received'];
 
 interface Hour {
   start: number;
@@ -84,20 +86,16 @@ export function HostTrafficChart({ hostId, scope }: { hostId: string; scope: 'ad
             </title>
             {/* The whole slot answers the hover, not only the bars. */}
             <rect className="traffic-slot" x={i * SLOT} y={0} width={SLOT} height={HEIGHT} />
-            <rect
-              className="traffic-sent"
-              x={i * SLOT + SLOT * 0.1}
-              y={HEIGHT - height(h.sent)}
-              width={BAR}
-              height={height(h.sent)}
-            />
-            <rect
-              className="traffic-received"
-              x={i * SLOT + SLOT * 0.5}
-              y={HEIGHT - height(h.received)}
-              width={BAR}
-              height={height(h.received)}
-            />
+            {[h.sent, h.received].map((count, bar) => (
+              <rect
+                key={BARS[bar]}
+                className={BARS[bar]}
+                x={i * SLOT + SLOT * (0.1 + 0.4 * bar)}
+                y={HEIGHT - height(count)}
+                width={BAR}
+                height={height(count)}
+              />
+            ))}
           </g>
         ))}
         {/* Hour boundaries: the chart's start, middle and end (the end of this hour), inside its edges. */}

@@ -6,40 +6,30 @@ import { Loading, Section } from '../../components/ui';
 import { bytes, when } from '../../format';
 import { useAdminHosts, useEgressIps, useUsers } from '../../queries';
 
-interface Moved {
-  sent_bytes: number;
-  received_bytes: number;
+interface Breakdown {
+  /** What a row is: "host", "egress IP", "user". */
+  noun: string;
+  rows: { id: string; sent_bytes: number; received_bytes: number }[];
+  names: Map<string, string>;
+  /** Where the pages of these things are (`<pages>/<id>`). */
+  pages: string;
 }
 
-/**
- * One breakdown of the month's bytes (per host, egress IP or user): each row named from `names`, linked to its
- * page when `link` says where, or said to be removed when it no longer exists.
- */
-function TrafficSection<T extends Moved>(props: {
-  title: string;
-  label: string;
-  testId: string;
-  rows: T[];
-  id: (row: T) => string;
-  names: Map<string, string>;
-  link?: (id: string) => string;
-  removed: string;
-}) {
-  const { names, link } = props;
+/** One breakdown of the month's bytes: each row named and linked to its page, or said to be removed. */
+function TrafficSection({ noun, rows, names, pages }: Breakdown) {
   const name = (id: string) => {
     const known = names.get(id);
-    if (known === undefined) return props.removed;
-    return link ? <Link to={link(id)}>{known}</Link> : known;
+    return known === undefined ? `removed ${noun}` : <Link to={`${pages}/${id}`}>{known}</Link>;
   };
   return (
-    <Section title={props.title}>
-      {props.rows.length === 0 ? (
+    <Section title={`Per ${noun}`}>
+      {rows.length === 0 ? (
         <p className="hint">Nothing counted yet.</p>
       ) : (
         <DataTable
-          testId={props.testId}
-          columns={[props.label, 'Sent', 'Received', 'Total']}
-          rows={props.rows.map((row) => ({ ...row, id: props.id(row) }))}
+          testId={`traffic-${noun.toLowerCase().replaceAll(' ', '-')}s`}
+          columns={[noun.charAt(0).toUpperCase() + noun.slice(1), 'Sent', 'Received', 'Total']}
+          rows={rows}
           row={(r) => (
             <>
               <td>{name(r.id)}</td>
@@ -65,42 +55,35 @@ export function Traffic() {
   const users = useUsers();
   if (!totals.data) return <Loading error={totals.error} />;
   const { from, to } = totals.data;
+  const breakdowns: Breakdown[] = [
+    {
+      noun: 'host',
+      rows: totals.data.hosts.map((r) => ({ ...r, id: r.host_id })),
+      names: new Map(hosts.data?.hosts.map((h) => [h.id, h.short_id])),
+      pages: '/admin/hosts',
+    },
+    {
+      noun: 'egress IP',
+      rows: totals.data.egress_ips.map((r) => ({ ...r, id: r.egress_ip_id })),
+      names: new Map(egressIps.data?.egress_ips.map((e) => [e.id, `${e.label} (${e.ip_address})`])),
+      pages: '/admin/egress-ips',
+    },
+    {
+      noun: 'user',
+      rows: totals.data.users.map((r) => ({ ...r, id: r.user_id })),
+      names: new Map(users.data?.users.map((u) => [u.id, u.username])),
+      pages: '/admin/users',
+    },
+  ];
   return (
     <>
       <h1>Traffic</h1>
       <p className="hint">
         From {when(from)} to {when(to)}, by the hour.
       </p>
-      <TrafficSection
-        title="Per host"
-        label="Host"
-        testId="traffic-hosts"
-        rows={totals.data.hosts}
-        id={(r) => r.host_id}
-        names={new Map(hosts.data?.hosts.map((h) => [h.id, h.short_id]))}
-        link={(id) => `/admin/hosts/${id}`}
-        removed="removed host"
-      />
-      <TrafficSection
-        title="Per egress IP"
-        label="Egress IP"
-        testId="traffic-egress-ips"
-        rows={totals.data.egress_ips}
-        id={(r) => r.egress_ip_id}
-        names={new Map(egressIps.data?.egress_ips.map((e) => [e.id, `${e.label} (${e.ip_address})`]))}
-        link={(id) => `/admin/egress-ips/${id}`}
-        removed="removed egress IP"
-      />
-      <TrafficSection
-        title="Per user"
-        label="User"
-        testId="traffic-users"
-        rows={totals.data.users}
-        id={(r) => r.user_id}
-        names={new Map(users.data?.users.map((u) => [u.id, u.username]))}
-        link={(id) => `/admin/users/${id}`}
-        removed="removed user"
-      />
+      {breakdowns.map((breakdown) => (
+        <TrafficSection key={breakdown.noun} {...breakdown} />
+      ))}
     </>
   );
 }
