@@ -1,5 +1,6 @@
 import { createInterface } from 'node:readline/promises';
 import type { EntryCheck } from '@ccp/api';
+import { LIST_SESSIONS, parseSessions, validSessionName } from '@ccp/api/tmux';
 import { WRAPPER_DIR } from './command-proxy.js';
 import {
   type Config,
@@ -19,15 +20,7 @@ import { checkGateway, checkHost, hostStateAdvice } from './gateway-checks.js';
 import { runSession } from './session-runner.js';
 import { execCollect } from './ssh-connection.js';
 import { readSecret, yellow } from './terminal.js';
-import {
-  defaultSessionName,
-  failureShellScript,
-  freshSessionName,
-  LIST_SESSIONS,
-  parseSessions,
-  sessionCommandLine,
-  validSessionName,
-} from './tmux.js';
+import { defaultSessionName, failureShellScript, freshSessionName, sessionCommandLine } from './tmux.js';
 
 function waitSeconds(text: string): number {
   const value = Number(text);

@@ -1,13 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import path from 'node:path';
+import { attachScript as tmuxAttachScript } from '@ccp/api/tmux';
 import { shellQuote } from './ssh-connection.js';
-
-export interface SessionInfo {
-  name: string;
-  created_at: string;
-  attached_clients: number;
-  windows: number;
-}
 
 const sanitise = (text: string) => text.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 20) || 'root';
 
@@ -19,10 +13,6 @@ export function defaultSessionName(cwd: string): string {
 
 export function freshSessionName(cwd: string): string {
   return `${sanitise(path.basename(cwd))}-${randomBytes(3).toString('hex')}`;
-}
-
-export function validSessionName(name: string): boolean {
-  return /^[A-Za-z0-9_-]{1,64}$/.test(name);
 }
 
 /** The user's shell, in place of what ran. Not a login shell: /etc/profile would reset PATH and hide the
@@ -150,64 +140,22 @@ export interface AttachPlan {
   onFailure: string;
 }
 
-/** The remote shell script that takes over if asked, then attaches to (or creates) the session. */
+/** The remote shell script that takes over if asked, then attaches to (or creates) the session (@ccp/api/tmux). */
 export function attachScript(plan: AttachPlan): string {
-  const name = shellQuote(plan.name);
-  const lines = [`cd ${shellQuote(plan.cwd)} 2>/dev/null || cd`, `export LANG="\${LANG:-C.UTF-8}"`];
-  if (plan.takeOver) {
-    // The other clients see why they are leaving before they are detached.
-    lines.push(
-      `if tmux has-session -t ${name} 2>/dev/null; then`,
-      `  for c in $(tmux list-clients -t ${name} -F '#{client_tty}'); do`,
-      `    tmux display-message -c "$c" -d 3000 'ccp: another client is taking over this session' 2>/dev/null`,
-      '  done',
-      `  [ -n "$(tmux list-clients -t ${name})" ] && sleep 2`,
-      `  tmux detach-client -s ${name} 2>/dev/null`,
-      'fi',
-    );
-  }
-  const create = [
-    'tmux new-session',
-    plan.fresh ? '' : '-A',
-    `-s ${name}`,
-    `-c "$PWD"`,
-    `-e "PATH=${plan.pathPrefix}:$PATH"`,
+  const command = [
+    `rm -f ${statusFile(plan.name)}; export PATH="${plan.pathPrefix}:$PATH"; ${plan.commandLine}`,
+    's=$?',
+    `[ "$s" -eq 0 ] && exit 0`,
+    `echo "$s" > ${statusFile(plan.name)}`,
+    plan.onFailure,
+  ].join('\n');
+  return tmuxAttachScript({
+    name: plan.name,
+    mode: plan.fresh ? 'new' : plan.takeOver ? 'take_over' : 'attach',
+    enter: `cd ${shellQuote(plan.cwd)} 2>/dev/null || cd`,
+    taker: 'another client',
+    beforeJoin: staleFolderScript(plan.name, plan.cwd),
     // PATH is set again in the command: the shell tmux runs it with may rebuild PATH from its own files.
-    shellQuote(
-      [
-        `rm -f ${statusFile(plan.name)}; export PATH="${plan.pathPrefix}:$PATH"; ${plan.commandLine}`,
-        's=$?',
-        `[ "$s" -eq 0 ] && exit 0`,
-        `echo "$s" > ${statusFile(plan.name)}`,
-        plan.onFailure,
-      ].join('\n'),
-    ),
-  ]
-    .filter(Boolean)
-    .join(' ');
-  if (!plan.fresh) lines.push(staleFolderScript(plan.name, plan.cwd));
-  if (plan.fresh)
-    lines.push(
-      `tmux has-session -t ${name} 2>/dev/null && { echo "ccp: session ${plan.name} exists" >&2; exit 4; }`,
-    );
-  lines.push(`exec ${create}`);
-  return lines.join('\n');
-}
-
-export const LIST_SESSIONS =
-  "tmux list-sessions -F '#{session_name}\t#{session_created}\t#{session_attached}\t#{session_windows}' 2>/dev/null || true";
-
-export function parseSessions(output: string): SessionInfo[] {
-  return output
-    .split('\n')
-    .filter((line) => line.includes('\t'))
-    .map((line) => {
-      const [name = '', created = '0', attached = '0', windows = '0'] = line.split('\t');
-      return {
-        name,
-        created_at: new Date(Number(created) * 1000).toISOString(),
-        attached_clients: Number(attached),
-        windows: Number(windows),
-      };
-    });
+    sessionArgs: `-e "PATH=${plan.pathPrefix}:$PATH" ${shellQuote(command)}`,
+  });
 }

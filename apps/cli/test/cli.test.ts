@@ -1,10 +1,8 @@
 import assert from 'node:assert/strict';
-import { execFile, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import {
   existsSync,
-  mkdirSync,
-  mkdtempSync,
   readdirSync,
   readFileSync,
   readlinkSync,
@@ -12,40 +10,24 @@ import {
   statSync,
   writeFileSync,
 } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { promisify } from 'node:util';
 import { labUnavailable } from '../../../test/lab/lab.js';
-import { freePort, type LabGateway, startLabGateway } from '../../gateway/test/helpers/lab-gateway.js';
+import { freePort } from '../../gateway/test/helpers/lab-gateway.js';
 import type { PtySession } from '../../gateway/test/helpers/pty-session.js';
-import type { TestGateway } from '../../gateway/test/helpers/test-gateway.js';
-import { CLI_DIR, ccpDriver } from './helpers/ccp-driver.js';
+import { CcpWorkspace } from './helpers/ccp-workspace.js';
 import { PausableRelay } from './helpers/pausable-relay.js';
 
-const exec = promisify(execFile);
 const skip = labUnavailable();
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('ccp, the command-line client, against a real workspace', { skip, timeout: 1_200_000 }, () => {
   const suffix = randomBytes(3).toString('hex');
-  const work = mkdtempSync(path.join(tmpdir(), 'ccp-cli-'));
-  const project = path.join(work, 'project');
-  let lab: LabGateway;
-  let t: TestGateway;
+  const w = new CcpWorkspace('cli', { session_command: 'bash --norc' });
+  const { work, project } = w;
   let relay: PausableRelay;
-  let apiUrl: string;
-  let user: { id: string; password: string };
-  let shortId: string;
-  let hostId: string;
-
-  const { client, ccp, run, kill } = ccpDriver({
-    work,
-    project,
-    config: () => ({ gateway: apiUrl, short_id: shortId, session_command: 'bash --norc' }),
-    password: () => user.password,
-  });
+  const { client, ccp, run } = w.driver;
   const listSessions = async (configHome: string) => {
     const result = await run(configHome, ['sessions', '--json']);
     assert.equal(result.code, 0, result.stderr);
@@ -63,24 +45,12 @@ describe('ccp, the command-line client, against a real workspace', { skip, timeo
   };
 
   before(async () => {
-    const [httpPort, sshPort] = [await freePort(), await freePort()];
-    await exec('npm', ['run', 'bundle'], { cwd: CLI_DIR });
-    apiUrl = `http://127.0.0.1:${httpPort}`;
     // The SSH proxy listens on 127.0.0.1; the relay the test can cut is what the gateway tells clients.
+    const sshPort = await freePort();
     relay = new PausableRelay('127.0.0.2', sshPort, '127.0.0.1', sshPort);
     await relay.listen();
-    lab = await startLabGateway({
-      HTTP_HOST: '127.0.0.1',
-      HTTP_PORT: String(httpPort),
-      SSH_PROXY_PORT: String(sshPort),
-      PUBLIC_HOST: '127.0.0.2',
-      PUBLIC_API_URL: apiUrl,
-    });
-    t = lab.t;
-    user = await t.createUser(`cli${suffix}`);
-    ({ short_id: shortId, id: hostId } = await lab.createHost(user.id));
+    await w.start({ sshPort, publicHost: '127.0.0.2' });
     // The local project: a git repository that exists only on this machine.
-    mkdirSync(project);
     execFileSync('git', ['init', '-q', '-b', 'main'], { cwd: project });
     writeFileSync(path.join(project, 'README.md'), 'local only\n');
     execFileSync('git', ['add', '.'], { cwd: project });
@@ -94,10 +64,8 @@ describe('ccp, the command-line client, against a real workspace', { skip, timeo
   });
 
   after(async () => {
-    kill();
-    await lab?.close();
+    await w.stop();
     await relay?.close();
-    rmSync(work, { recursive: true, force: true });
   });
 
   it('exit codes: 4 for configuration, 1 for a wrong password, 2 for an unreachable gateway, 3 when the start takes too long', async () => {
@@ -220,7 +188,8 @@ describe('ccp, the command-line client, against a real workspace', { skip, timeo
     // Earlier tests mounted in the default mode (full: layout directory); this one is the only link.
     const linkEvents = async (type: string) =>
       (
-        (await t.request('GET', `/v1/admin/events?type=${type}&user_id=${user.id}&limit=500`)).body as {
+        (await w.lab.t.request('GET', `/v1/admin/events?type=${type}&user_id=${w.user.id}&limit=500`))
+          .body as {
           events: Array<{ data: { path: string; layout: string } }>;
         }
       ).events.filter((e) => e.data.layout === 'link');
@@ -376,12 +345,12 @@ describe('ccp, the command-line client, against a real workspace', { skip, timeo
 
   it('init stores the gateway and short ID (the password only when asked) in a 0600 file', async () => {
     const home = path.join(work, 'client-init');
-    const plain = await run(home, ['init', '--gateway', `${apiUrl}/`, '--short-id', shortId]);
+    const plain = await run(home, ['init', '--gateway', `${w.apiUrl}/`, '--short-id', w.shortId]);
     assert.equal(plain.code, 0, plain.stderr);
     const file = path.join(home, 'ccp', 'config.yaml');
     assert.equal(statSync(file).mode & 0o777, 0o600);
     const shown = JSON.parse((await run(home, ['config', '--json'])).stdout);
-    assert.equal(shown.gateway, apiUrl);
+    assert.equal(shown.gateway, w.apiUrl);
     assert.equal(shown.password_saved, false);
     await run(home, ['init', '--save-password']);
     assert.equal(JSON.parse((await run(home, ['config', '--json'])).stdout).password_saved, true);
@@ -395,7 +364,7 @@ describe('ccp, the command-line client, against a real workspace', { skip, timeo
     const session = ccp(client('stopped'), '--session stopped');
     await session.waitFor('ccp: session stopped', 600_000);
     await prove(session, 'ALIVE');
-    const stop = await t.request('POST', `/v1/admin/hosts/${hostId}/stop`);
+    const stop = await w.lab.t.request('POST', `/v1/admin/hosts/${w.hostId}/stop`);
     assert.equal(stop.status, 202, JSON.stringify(stop.body));
     assert.equal(await session.exitCode(90_000), 6, session.screen);
     assert.match(session.screen, /was stopped by the administrator admin at \d{4}-/);

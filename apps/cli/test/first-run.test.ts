@@ -1,61 +1,27 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { promisify } from 'node:util';
 import { labUnavailable } from '../../../test/lab/lab.js';
-import { freePort, type LabGateway, startLabGateway } from '../../gateway/test/helpers/lab-gateway.js';
-import { CLI_DIR, ccpDriver } from './helpers/ccp-driver.js';
+import { freePort } from '../../gateway/test/helpers/lab-gateway.js';
+import { CcpWorkspace } from './helpers/ccp-workspace.js';
 
-const exec = promisify(execFile);
 const skip = labUnavailable();
 
 /** What a new user meets on a first run (issue 24): init's checks, doctor, a session command that fails. */
 describe("ccp's first run, against a real workspace", { skip, timeout: 1_200_000 }, () => {
-  const suffix = randomBytes(3).toString('hex');
-  const work = mkdtempSync(path.join(tmpdir(), 'ccp-first-'));
-  const project = path.join(work, 'project');
-  let lab: LabGateway;
-  let apiUrl: string;
+  const w = new CcpWorkspace('first');
+  const { project } = w;
   let entryUrl: string;
-  let user: { id: string; password: string };
-  let shortId: string;
-  let hostId: string;
-
-  const { client, configFile, ccp, run, kill } = ccpDriver({
-    work,
-    project,
-    config: () => ({ gateway: apiUrl, short_id: shortId }),
-    password: () => user.password,
-  });
+  const { client, configFile, ccp, run } = w.driver;
 
   before(async () => {
-    const [httpPort, sshPort, entryPort] = [await freePort(), await freePort(), await freePort()];
-    await exec('npm', ['run', 'bundle'], { cwd: CLI_DIR });
-    apiUrl = `http://127.0.0.1:${httpPort}`;
+    const entryPort = await freePort();
     entryUrl = `http://127.0.0.1:${entryPort}`;
-    lab = await startLabGateway({
-      HTTP_HOST: '127.0.0.1',
-      HTTP_PORT: String(httpPort),
-      ENTRY_PORT: String(entryPort),
-      SSH_PROXY_PORT: String(sshPort),
-      PUBLIC_HOST: '127.0.0.1',
-      PUBLIC_API_URL: apiUrl,
-    });
-    user = await lab.t.createUser(`first${suffix}`);
-    ({ short_id: shortId, id: hostId } = await lab.createHost(user.id));
-    mkdirSync(project);
+    await w.start({ env: { ENTRY_PORT: String(entryPort) } });
     writeFileSync(path.join(project, 'README.md'), 'local only\n');
   });
-
-  after(async () => {
-    kill();
-    await lab?.close();
-    rmSync(work, { recursive: true, force: true });
-  });
+  after(() => w.stop());
 
   it('init checks the gateway, its port, the short ID and the password before saving, with exit codes 4, 2, 1', async () => {
     const home = client('init', null);
@@ -63,49 +29,49 @@ describe("ccp's first run, against a real workspace", { skip, timeout: 1_200_000
       run(home, ['init', '--gateway', gateway, '--short-id', id], extra);
 
     // The entry-link port (what the access command shows) is named as such, with the API's address.
-    const entryPort = await init(entryUrl, shortId);
+    const entryPort = await init(entryUrl, w.shortId);
     assert.equal(entryPort.code, 4, entryPort.stderr);
     assert.match(entryPort.stderr, /is the gateway's entry-link port/);
-    assert.ok(entryPort.stderr.includes(`ccp init --gateway ${apiUrl}`), entryPort.stderr);
+    assert.ok(entryPort.stderr.includes(`ccp init --gateway ${w.apiUrl}`), entryPort.stderr);
     // Nothing listening, and not a gateway at all.
-    const closed = await init(`http://127.0.0.1:${await freePort()}`, shortId);
+    const closed = await init(`http://127.0.0.1:${await freePort()}`, w.shortId);
     assert.equal(closed.code, 2, closed.stderr);
     assert.match(closed.stderr, /cannot reach the gateway/);
-    const elsewhere = await init(`${apiUrl}/dashboard-not-api`, shortId);
+    const elsewhere = await init(`${w.apiUrl}/dashboard-not-api`, w.shortId);
     assert.equal(elsewhere.code, 4, elsewhere.stderr);
     assert.match(elsewhere.stderr, /does not answer as a cloud-cli-proxy gateway/);
     // Unknown short ID, wrong password, a short ID of the wrong form.
-    const unknown = await init(apiUrl, 'zzzzzzzz');
+    const unknown = await init(w.apiUrl, 'zzzzzzzz');
     assert.equal(unknown.code, 1, unknown.stderr);
     assert.match(unknown.stderr, /no host with short ID zzzzzzzz/);
-    const wrong = await init(apiUrl, shortId, { CCP_PASSWORD: 'not-the-password' });
+    const wrong = await init(w.apiUrl, w.shortId, { CCP_PASSWORD: 'not-the-password' });
     assert.equal(wrong.code, 1, wrong.stderr);
     assert.match(wrong.stderr, /wrong password for host/);
-    const typo = await init(apiUrl, 'k3m9');
+    const typo = await init(w.apiUrl, 'k3m9');
     assert.equal(typo.code, 4, typo.stderr);
     assert.equal(existsSync(configFile(home)), false, 'nothing saved after a failed check');
 
     // In a terminal: the password is asked, a wrong one asked again; then saved, with the session command.
     const login = ccp(
       home,
-      `login --gateway ${apiUrl} --short-id ${shortId} --session-command 'bash --norc'`,
+      `login --gateway ${w.apiUrl} --short-id ${w.shortId} --session-command 'bash --norc'`,
       { CCP_PASSWORD: '' },
     );
-    await login.waitFor(`Password for host ${shortId}:`);
+    await login.waitFor(`Password for host ${w.shortId}:`);
     login.type('not-the-password\r');
     await login.waitFor('wrong password, try again');
-    login.type(`${user.password}\r`);
+    login.type(`${w.user.password}\r`);
     assert.equal(await login.exitCode(30_000), 0, login.screen);
     assert.match(
       login.screen,
-      new RegExp(`host ${shortId} \\(first${suffix}'s\\): password accepted; created`),
+      new RegExp(`host ${w.shortId} \\(${w.user.username}'s\\): password accepted; created`),
     );
     assert.match(login.screen, /saved .*config\.yaml/);
     const saved = readFileSync(configFile(home), 'utf8');
     assert.match(saved, /session_command: bash --norc/);
     assert.doesNotMatch(saved, /password/);
     // The check started nothing.
-    assert.equal((await lab.t.request('GET', `/v1/admin/hosts/${hostId}`)).body.status, 'created');
+    assert.equal((await w.lab.t.request('GET', `/v1/admin/hosts/${w.hostId}`)).body.status, 'created');
   });
 
   it('doctor says what is ready and what to do, starting nothing; its exit code is the one ccp would end with', async () => {
@@ -126,14 +92,14 @@ describe("ccp's first run, against a real workspace", { skip, timeout: 1_200_000
     for (const line of [
       /ok\s+config: /,
       /ok\s+gateway: .* answers as the gateway's API/,
-      new RegExp(`ok\\s+host: ${shortId} \\(first${suffix}'s\\): password accepted`),
+      new RegExp(`ok\\s+host: ${w.shortId} \\(${w.user.username}'s\\): password accepted`),
       /ok\s+host state: created; ccp starts it when you connect/,
       /skip\s+workspace: the host is created/,
       /ok\s+local git: git version/,
       /ready for `ccp`/,
     ])
       assert.match(stopped.screen, line);
-    assert.equal((await lab.t.request('GET', `/v1/admin/hosts/${hostId}`)).body.status, 'created');
+    assert.equal((await w.lab.t.request('GET', `/v1/admin/hosts/${w.hostId}`)).body.status, 'created');
   });
 
   it('after a reattach in another mount mode, or the same one, the shell is in the live folder', async () => {

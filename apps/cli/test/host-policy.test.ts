@@ -1,61 +1,19 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { promisify } from 'node:util';
 import { labUnavailable } from '../../../test/lab/lab.js';
-import { freePort, type LabGateway, startLabGateway } from '../../gateway/test/helpers/lab-gateway.js';
-import { CLI_DIR, ccpDriver } from './helpers/ccp-driver.js';
-
-const exec = promisify(execFile);
+import { CcpWorkspace } from './helpers/ccp-workspace.js';
 
 /**
  * A ccp session on a host whose maximum lifetime comes: the terminal shows the warning, `ccp extend` moves the
  * stop, and when it comes ccp ends with exit 6 saying the lifecycle policy stopped the host, and why.
  */
 describe('ccp and the lifecycle policy of its host', { skip: labUnavailable(), timeout: 900_000 }, () => {
-  const work = mkdtempSync(path.join(tmpdir(), 'ccp-policy-'));
-  const project = path.join(work, 'project');
-  let lab: LabGateway;
-  let apiUrl: string;
-  let user: { id: string; password: string };
-  let shortId: string;
-  let hostId: string;
+  const w = new CcpWorkspace('pol', { session_command: 'bash --norc' });
+  const { client, ccp, run } = w.driver;
+  const host = async () => (await w.lab.t.request('GET', `/v1/admin/hosts/${w.hostId}`)).body;
 
-  const { client, ccp, run, kill } = ccpDriver({
-    work,
-    project,
-    config: () => ({ gateway: apiUrl, short_id: shortId, session_command: 'bash --norc' }),
-    password: () => user.password,
-  });
-  const host = async () => (await lab.t.request('GET', `/v1/admin/hosts/${hostId}`)).body;
-
-  before(async () => {
-    const [httpPort, sshPort] = [await freePort(), await freePort()];
-    await exec('npm', ['run', 'bundle'], { cwd: CLI_DIR });
-    apiUrl = `http://127.0.0.1:${httpPort}`;
-    lab = await startLabGateway({
-      HTTP_HOST: '127.0.0.1',
-      HTTP_PORT: String(httpPort),
-      SSH_PROXY_PORT: String(sshPort),
-      PUBLIC_HOST: '127.0.0.1',
-      PUBLIC_API_URL: apiUrl,
-      HOST_ACTIVITY_SECONDS: '1',
-      HOST_STOP_WARNING_SECONDS: '8',
-    });
-    user = await lab.t.createUser(`pol${randomBytes(3).toString('hex')}`);
-    ({ short_id: shortId, id: hostId } = await lab.createHost(user.id));
-    mkdirSync(project);
-  });
-
-  after(async () => {
-    kill();
-    await lab?.close();
-    rmSync(work, { recursive: true, force: true });
-  });
+  before(() => w.start({ env: { HOST_ACTIVITY_SECONDS: '1', HOST_STOP_WARNING_SECONDS: '8' } }));
+  after(() => w.stop());
 
   it('shows the warning, extends with `ccp extend`, and exits 6 naming the lifetime when the stop comes', async () => {
     const home = client('a');
@@ -67,7 +25,7 @@ describe('ccp and the lifecycle policy of its host', { skip: labUnavailable(), t
     // Its lifetime ends 20 s from now, whatever the start took.
     const startedAt = Date.parse((await host()).started_at);
     const lifetime = Math.ceil((Date.now() - startedAt) / 1000) + 20;
-    const set = await lab.t.request('PUT', `/v1/admin/hosts/${hostId}/lifecycle-policy`, {
+    const set = await w.lab.t.request('PUT', `/v1/admin/hosts/${w.hostId}/lifecycle-policy`, {
       body: { idle_timeout_seconds: null, max_lifetime_seconds: lifetime, schedule: null },
     });
     assert.equal(set.status, 200, JSON.stringify(set.body));
@@ -81,7 +39,7 @@ describe('ccp and the lifecycle policy of its host', { skip: labUnavailable(), t
     assert.equal(extended.code, 0, extended.stderr);
     assert.match(
       extended.stdout,
-      new RegExp(`host ${shortId} keeps running until at least \\S+ \\(then lifetime`),
+      new RegExp(`host ${w.shortId} keeps running until at least \\S+ \\(then lifetime`),
     );
     const moved = (await host()).lifecycle.planned_stop;
     assert.ok(
@@ -98,6 +56,6 @@ describe('ccp and the lifecycle policy of its host', { skip: labUnavailable(), t
   it('says there is nothing to extend when the host is not running', async () => {
     const result = await run(client('b'), ['extend']);
     assert.equal(result.code, 4, result.stderr);
-    assert.match(result.stderr, new RegExp(`host ${shortId} is not running; nothing to extend`));
+    assert.match(result.stderr, new RegExp(`host ${w.shortId} is not running; nothing to extend`));
   });
 });

@@ -423,6 +423,52 @@ describe('everyday use of the dashboard in Chromium', { skip, timeout: 300_000 }
     await admin.context().close();
   });
 
+  it("shows a host's bytes per hour on its page, and per host, egress IP and user on the Traffic page", async () => {
+    const host = await createHost(true);
+    assert.equal((await t.request('POST', `/v1/admin/hosts/${host.id}/start`)).status, 202);
+    await t.gateway.tasks.settled(host.id);
+    // What the host's egress gateway counted since: taken by the meter's next round.
+    runtime.egressTraffic.set(host.id, [{ egressIpId: null, sent: 1.5 * 2 ** 20, received: 6 * 2 ** 20 }]);
+    await t.gateway.egressMeter.sample();
+
+    const page = await pageAs('admin', ADMIN_PASSWORD, `/admin/hosts/${host.id}`);
+    await page
+      .getByTestId('host-traffic-total')
+      .filter({ hasText: 'Last 24 hours: sent 1.5 MiB, received 6.0 MiB' })
+      .waitFor();
+    // This hour has bars (the others none), the received one the chart's full height; hovering says the figures.
+    const hour = page.getByTestId('traffic-hour');
+    assert.equal(await hour.count(), 1);
+    assert.match((await hour.locator('title').textContent()) ?? '', /: sent 1\.5 MiB, received 6\.0 MiB$/);
+    const height = async (bar: string) => (await hour.locator(bar).boundingBox())?.height ?? 0;
+    const [sent, received] = [await height('.traffic-sent'), await height('.traffic-received')];
+    const chart = (await page.getByTestId('host-traffic-chart').boundingBox())?.height ?? 0;
+    assert.ok(received > chart * 0.7, `received bar ${received} px of ${chart}`);
+    assert.ok(Math.abs(sent / received - 0.25) < 0.02, `sent bar ${sent} px, received ${received} px`);
+    await page.mouse.move(0, 0);
+    await shot(page, 'host-traffic');
+    // The owner sees the same on their own host's page.
+    const own = await pageAs('dana', user.password, `/portal/hosts/${host.id}`);
+    await own
+      .getByTestId('host-traffic-total')
+      .filter({ hasText: 'Last 24 hours: sent 1.5 MiB, received 6.0 MiB' })
+      .waitFor();
+    await own.context().close();
+
+    await page.getByRole('link', { name: 'Traffic', exact: true }).click();
+    for (const [table, name] of [
+      ['traffic-hosts', host.short_id],
+      ['traffic-egress-ips', 'exit one (198.51.100.31)'],
+      ['traffic-users', 'dana'],
+    ] as const) {
+      const cells = page.getByTestId(table).locator('tr', { hasText: name }).locator('td');
+      await cells.first().waitFor();
+      assert.deepEqual(await cells.allTextContents(), [name, '1.5 MiB', '6.0 MiB', '7.5 MiB'], table);
+    }
+    await shot(page, 'traffic');
+    await page.context().close();
+  });
+
   it('lists the nodes on the overview, pins a host to one, and marks it while its node is silent', async () => {
     await startFar();
     // far says its images are built with its first heartbeat after its own check.

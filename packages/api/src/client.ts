@@ -338,6 +338,8 @@ export function createApiClient(options: ApiClientOptions = {}) {
       },
       egressTraffic: (query: S<typeof EgressTrafficQuery> = {}) =>
         get<S<typeof EgressTrafficTotals>>('/v1/user/egress-traffic', query),
+      egressTrafficHours: (query: S<typeof EgressTrafficQuery> = {}) =>
+        get<S<typeof EgressTrafficHours>>('/v1/user/egress-traffic/hours', query),
     },
   };
 }

@@ -1,9 +1,10 @@
 import Type from 'typebox';
 import { Timestamp } from './common.js';
+import { SESSION_NAME_PATTERN } from './tmux.js';
 
 /** A tmux session name, as `ccp --session` takes it. */
 export const TerminalSessionName = Type.String({
-  pattern: '^[A-Za-z0-9_-]{1,64}$',
+  pattern: SESSION_NAME_PATTERN,
   description: 'A tmux session name: letters, digits, `_` and `-`, at most 64',
 });
 

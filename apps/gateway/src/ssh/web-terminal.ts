@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { RecordedEvent, TerminalSession, TerminalTicket, TerminalTicketRequest } from '@ccp/api';
+import { LIST_SESSIONS, parseSessions } from '@ccp/api/tmux';
 import type { Logger } from 'pino';
 import ssh2, { type Client, type ClientChannel } from 'ssh2';
 import WebSocket from 'ws';
@@ -14,14 +15,7 @@ import { BackgroundEvents } from '../events/background-events.js';
 import type { EventBus } from '../events/event-bus.js';
 import { isoOut } from '../shared/clock.js';
 import type { Traffic } from './relay.js';
-import {
-  attachScript,
-  DEFAULT_SESSION,
-  freshSessionName,
-  LIST_SESSIONS,
-  parseSessions,
-  scrollCommand,
-} from './tmux-attach.js';
+import { attachScript, DEFAULT_SESSION, freshSessionName, scrollCommand } from './tmux-attach.js';
 
 type Portal = 'admin' | 'user';
 

@@ -5,6 +5,7 @@ import Docker from 'dockerode';
 import { ensureLab, type LabDescription } from '../../../../test/lab/lab.js';
 import type { GatewayOptions } from '../../src/gateway.js';
 import { HOST_LABEL } from '../../src/runtime/container-specs.js';
+import { releaseUplink } from '../../src/runtime/uplink-guard.js';
 import { buildTestImages, labEgressEnv } from './lab-egress.js';
 import { type DatabaseKind, startTestGateway, type TestGateway } from './test-gateway.js';
 
@@ -13,14 +14,17 @@ const docker = new Docker({ socketPath: '/var/run/docker.sock' });
 export { freeLoopbackPort as freePort } from '../../src/egress/loopback-ports.js';
 
 /**
- * Removes every container and volume of these hosts (what a test made, whatever state it left), and unmounts
- * their homes (loop-mounted ext4 images in the gateway's DATA_DIR) with their mount points' immutable flag
- * lifted, so that the test's data directory can be removed and no loop device is left behind.
+ * Removes every container, volume and uplink guard of these hosts (what a test made, whatever state it left),
+ * and unmounts their homes (loop-mounted ext4 images in the gateway's DATA_DIR) with their mount points'
+ * immutable flag lifted, so that the test's data directory can be removed and no loop device is left behind.
  */
 export async function removeHostResources(hostIds: Iterable<string>): Promise<void> {
   const ids = [...hostIds];
   releaseHomesOf(ids);
   for (const hostId of ids) {
+    // The host-side nftables table guarding its gateway's uplink outlives the containers; left behind, every
+    // test's tables pile up and each later nft call reads them all (hundreds made a guard take over 10 s).
+    await releaseUplink(hostId).catch(() => {});
     const filters = { label: [`${HOST_LABEL}=${hostId}`] };
     for (const container of await docker.listContainers({ all: true, filters }))
       await docker

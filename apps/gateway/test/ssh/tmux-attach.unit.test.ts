@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { attachScript, parseSessions, scrollCommand } from '../../src/ssh/tmux-attach.js';
+import { parseSessions } from '@ccp/api/tmux';
+import { attachScript, scrollCommand } from '../../src/ssh/tmux-attach.js';
 import { parseControl } from '../../src/ssh/web-terminal.js';
 
 describe('the browser terminal: its tmux commands and the controls it takes', () => {

@@ -10,6 +10,7 @@ import { HostLifecycle } from '../../components/host-lifecycle';
 import { HostResources } from '../../components/host-resources';
 import { HostTask } from '../../components/host-task';
 import { HostTerminal } from '../../components/host-terminal';
+import { HostTrafficChart } from '../../components/host-traffic-chart';
 import { HostPolicyPanel } from '../../components/lifecycle-policy-panel';
 import { NodeUnavailableNotice } from '../../components/node-unavailable';
 import { HostResizeForm } from '../../components/resources-panel';
@@ -165,6 +166,7 @@ export function HostDetail() {
       </div>
       <HostResizeForm host={h} />
       <HostPolicyPanel hostId={h.id} />
+      <HostTrafficChart hostId={h.id} scope="admin" />
       <Section title="Delete">
         <ConfirmButton
           label="Delete host"

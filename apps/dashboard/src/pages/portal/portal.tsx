@@ -11,6 +11,7 @@ import { HostLifecycle } from '../../components/host-lifecycle';
 import { HostResources } from '../../components/host-resources';
 import { HostTask } from '../../components/host-task';
 import { HostTerminal } from '../../components/host-terminal';
+import { HostTrafficChart } from '../../components/host-traffic-chart';
 import { KeysPanel } from '../../components/keys-panel';
 import { NodeUnavailableNotice } from '../../components/node-unavailable';
 import { OwnQuotas } from '../../components/resources-panel';
@@ -115,6 +116,7 @@ export function PortalHost() {
         <ErrorText error={action.error} />
         {taskId ? <HostTask hostId={h.id} taskId={taskId} scope="user" /> : null}
       </Section>
+      <HostTrafficChart hostId={h.id} scope="user" />
     </>
   );
 }
