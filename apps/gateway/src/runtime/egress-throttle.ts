@@ -10,6 +10,8 @@ import { runInNetns } from './netns.js';
  */
 const LIMITED = '1:20';
 const FREE = '1:10';
+/** The kernel's usual largest offload segment, which a lifted limit gives back. */
+const FULL_GSO = 65536;
 
 const ways = [
   // To the workspace: the relay's packets go to its services' ports.
@@ -18,37 +20,46 @@ const ways = [
   { device: GATEWAY_NETWORK.uplinkInterface, relayMatch: 'sport' },
 ] as const;
 
-function shapingCommands(bytesPerSecond: number): string {
-  const lines: string[] = [];
-  // A burst of about a tenth of a second, never below what one full-size packet needs.
-  const burst = Math.max(16 * 1024, Math.round(bytesPerSecond / 10));
+/** `ip -batch` and `tc -batch` lines that shape both ways to `bytesPerSecond`. */
+function shapingCommands(bytesPerSecond: number): { ip: string; tc: string } {
+  const ip: string[] = [];
+  const tc: string[] = [];
+  // A burst of about a tenth of a second, never below what a few full-size packets need.
+  const burst = Math.max(4 * 1024, Math.round(bytesPerSecond / 10));
   for (const { device, relayMatch } of ways) {
-    lines.push(`qdisc add dev ${device} root handle 1: htb default 20`);
-    lines.push(`class add dev ${device} parent 1: classid ${FREE} htb rate 10gbit quantum 60000`);
-    lines.push(
+    // Offload segments no larger than the burst: one of 64 KiB would overshoot a small rate by itself.
+    ip.push(`link set dev ${device} gso_max_size ${Math.min(burst, FULL_GSO)}`);
+    tc.push(`qdisc add dev ${device} root handle 1: htb default 20`);
+    tc.push(`class add dev ${device} parent 1: classid ${FREE} htb rate 10gbit quantum 60000`);
+    tc.push(
       `class add dev ${device} parent 1: classid ${LIMITED} htb rate ${bytesPerSecond}bps burst ${burst}`,
     );
     for (const port of Object.values(WORKSPACE_PORTS))
-      lines.push(
+      tc.push(
         `filter add dev ${device} parent 1: protocol ip prio 1 u32 match ip ${relayMatch} ${port} 0xffff flowid ${FREE}`,
       );
   }
-  return `${lines.join('\n')}\n`;
+  return { ip: `${ip.join('\n')}\n`, tc: `${tc.join('\n')}\n` };
 }
 
 async function shaped(gatewayPid: number): Promise<boolean> {
-  const { stdout } = await runInNetns(gatewayPid, 'tc', [
-    'qdisc',
-    'show',
-    'dev',
-    WORKSPACE_LINK.gatewayInterface,
-  ]);
+  const device = WORKSPACE_LINK.gatewayInterface;
+  const { stdout } = await runInNetns(gatewayPid, 'tc', ['qdisc', 'show', 'dev', device]);
   return /\bqdisc htb 1: root\b/.test(stdout);
 }
 
 async function lift(gatewayPid: number): Promise<void> {
-  for (const { device } of ways)
+  for (const { device } of ways) {
     await runInNetns(gatewayPid, 'tc', ['qdisc', 'del', 'dev', device, 'root']).catch(() => undefined);
+    await runInNetns(gatewayPid, 'ip', [
+      'link',
+      'set',
+      'dev',
+      device,
+      'gso_max_size',
+      String(FULL_GSO),
+    ]).catch(() => undefined);
+  }
 }
 
 /**
@@ -63,5 +74,7 @@ export async function throttleGateway(
   if (bytesPerSecond === null) return lift(gatewayPid);
   if (applied === bytesPerSecond && (await shaped(gatewayPid))) return;
   await lift(gatewayPid);
-  await runInNetns(gatewayPid, 'tc', ['-batch', '-'], { input: shapingCommands(bytesPerSecond) });
+  const commands = shapingCommands(bytesPerSecond);
+  await runInNetns(gatewayPid, 'ip', ['-batch', '-'], { input: commands.ip });
+  await runInNetns(gatewayPid, 'tc', ['-batch', '-'], { input: commands.tc });
 }

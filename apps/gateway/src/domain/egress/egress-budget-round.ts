@@ -122,15 +122,28 @@ export async function monthUse(traffic: Pick<EgressTrafficRepository, 'totals'>,
  */
 export class EgressBudgetRound {
   private running: Promise<void> | null = null;
+  private next: Promise<void> | null = null;
 
   constructor(private readonly options: EgressBudgetRoundOptions) {}
 
-  /** One round; one under way is joined, not run twice. */
+  /**
+   * One round. Rounds never overlap: one asked for while another runs follows it (once, for all who asked), so
+   * it sees what changed meanwhile, such as a budget just raised.
+   */
   round(): Promise<void> {
-    this.running ??= this.roundNow().finally(() => {
-      this.running = null;
-    });
-    return this.running;
+    if (!this.running) {
+      this.running = this.roundNow().finally(() => {
+        this.running = null;
+      });
+      return this.running;
+    }
+    this.next ??= this.running
+      .catch(() => undefined)
+      .then(() => {
+        this.next = null;
+        return this.round();
+      });
+    return this.next;
   }
 
   private async roundNow(): Promise<void> {
