@@ -162,10 +162,12 @@ export class EgressBudgetRound {
         const egressIpId = activeBinding(bindings.get(host.id) ?? [])?.egress_ip_id ?? null;
         let throttle: number | null = null;
         let stopBy: AppliedBudget | null = null;
+        let passedAny = false;
         for (const budget of budgetsOfHost(host, egressIpId, rows, settings)) {
           const use = used(budget.scope, budget.subjectId);
           const state = budgetState(budget, use);
           if (state === 'under') continue;
+          passedAny = true;
           const key = `${budget.scope}/${budget.subjectId}`;
           if (!passed.has(key)) passed.set(key, await this.mark(budget, state, month, now));
           const told = passed.get(key);
@@ -175,8 +177,12 @@ export class EgressBudgetRound {
             throttle = Math.min(throttle ?? Number.POSITIVE_INFINITY, budget.throttleBytesPerSecond);
           if (budget.action === 'stop') stopBy ??= budget;
         }
+        // Raised or removed since: the banner goes (with the throttle's event, or on its own).
+        const cleared = !passedAny && host.egress_budget_notice !== null;
+        if (cleared) await hosts.update(host.id, { egress_budget_notice: null });
         if (stopBy) await this.stop(host, stopBy);
-        else await this.throttle(host, throttle);
+        else if (!(await this.throttle(host, throttle)) && cleared)
+          this.options.bus.notify({ type: 'host.status_changed', host: await this.view(host.id) });
       } catch (error) {
         log.warn({ err: error, hostId: host.id }, 'the egress budget round failed for a host');
       }
@@ -252,13 +258,16 @@ export class EgressBudgetRound {
     );
   }
 
-  /** Sets the host's throttle to `rate` (null lifts it); the limit is checked for each round it holds. */
-  private async throttle(host: HostWithOwner, rate: number | null): Promise<void> {
+  /**
+   * Sets the host's throttle to `rate` (null lifts it); the limit is checked for each round it holds. Answers
+   * whether it changed (and an event with the host's view was sent).
+   */
+  private async throttle(host: HostWithOwner, rate: number | null): Promise<boolean> {
     const current =
       host.egress_throttle_bytes_per_second === null ? null : Number(host.egress_throttle_bytes_per_second);
-    if (rate === null && current === null) return;
-    if (!(await this.options.runtime.throttleEgress(host.id, rate))) return;
-    if (rate === current) return;
+    if (rate === null && current === null) return false;
+    if (!(await this.options.runtime.throttleEgress(host.id, rate))) return false;
+    if (rate === current) return false;
     const { hosts, bus } = this.options;
     await hosts.update(host.id, { egress_throttle_bytes_per_second: rate });
     const common = { actor: systemActor, userId: host.user_id, hostId: host.id };
@@ -280,6 +289,7 @@ export class EgressBudgetRound {
         host: await this.view(host.id),
       });
     }
+    return true;
   }
 
   private async stop(host: HostWithOwner, budget: AppliedBudget): Promise<void> {
