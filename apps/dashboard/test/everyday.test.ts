@@ -237,6 +237,41 @@ describe('everyday use of the dashboard in Chromium', { skip, timeout: 300_000 }
     await page.context().close();
   });
 
+  it("sets a host's egress budget on its page, and shows the banner of a reached and throttled budget until it is raised", async () => {
+    const host = await createHost(true);
+    assert.equal((await t.request('POST', `/v1/admin/hosts/${host.id}/start`)).status, 202);
+    await t.gateway.tasks.idle();
+    const page = await pageAs('admin', ADMIN_PASSWORD, `/admin/hosts/${host.id}`);
+    const panel = page.getByTestId('egress-budget-form');
+    await panel.getByLabel('Limit per month, MiB').fill('1');
+    await panel.getByLabel('At the limit').selectOption('throttle');
+    await panel.getByLabel('Throttle to, KiB/s').fill('64');
+    await panel.getByRole('button', { name: 'Save budget' }).click();
+    const use = page.getByTestId('egress-budget-use');
+    await use
+      .filter({ hasText: /0 B of 1\.0 MiB used in \d{4}-\d\d \(under; at the limit: throttle\)/ })
+      .waitFor();
+    // The meter finds 1.5 MiB moved: the budget is reached and the host throttled, live on the page.
+    runtime.egressTraffic.set(host.id, [{ egressIpId: null, sent: 0, received: 1536 * 1024 }]);
+    await t.gateway.egressMeter.sample();
+    await t.gateway.egressBudgetRound.round();
+    const notice = page.getByTestId('egress-notice');
+    await notice.waitFor({ timeout: 5000 });
+    assert.match((await notice.textContent()) ?? '', /Egress budget reached: 1\.5 MiB of 1\.0 MiB/);
+    assert.match((await notice.textContent()) ?? '', /throttled to 64\.0 KiB\/s each way/);
+    assert.equal(runtime.throttles.get(host.id), 64 * 1024);
+    await page.reload();
+    await notice.waitFor();
+    await shot(page, 'admin-host-egress-budget-throttled');
+    await panel.getByLabel('Limit per month, MiB').fill('10');
+    await panel.getByRole('button', { name: 'Save budget' }).click();
+    await page.getByTestId('egress-throttled').waitFor({ state: 'detached', timeout: 5000 });
+    assert.equal(runtime.throttles.get(host.id), undefined, 'a raised budget lifts the throttle');
+    await use.filter({ hasText: /1\.5 MiB of 10\.0 MiB used/ }).waitFor();
+    await notice.waitFor({ state: 'detached', timeout: 5000 });
+    await page.context().close();
+  });
+
   it("shows a user's failed host with its reason and the next step", async () => {
     const host = await createHost(true);
     const page = await pageAs('dana', user.password, `/portal/hosts/${host.id}`);

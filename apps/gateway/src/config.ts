@@ -5,6 +5,11 @@ import type { HostResources } from '@ccp/api';
 import { parse as parseDotenv } from 'dotenv';
 import { ClusterVariables, type NodeSettings, nodeSettings } from './cluster/settings.js';
 import { AccessVariables, parseDuration } from './domain/access/settings.js';
+import {
+  type EgressBudgetSettings,
+  EgressBudgetVariables,
+  egressBudgetSettings,
+} from './domain/egress/settings.js';
 import type { HostLifecycleSettings } from './domain/hosts/lifecycle-scheduler.js';
 import { HostsVariables, hostLifecycleSettings } from './domain/hosts/settings.js';
 import { type EgressProbe, type EgressSettings, EgressVariables, egressSettings } from './egress/settings.js';
@@ -32,6 +37,11 @@ export const SETTINGS = [
   { title: 'Workspaces', source: 'apps/gateway/src/runtime/settings.ts', variables: RuntimeVariables },
   { title: 'Host checks', source: 'apps/gateway/src/domain/hosts/settings.ts', variables: HostsVariables },
   { title: 'Egress', source: 'apps/gateway/src/egress/settings.ts', variables: EgressVariables },
+  {
+    title: 'Egress budgets and pause',
+    source: 'apps/gateway/src/domain/egress/settings.ts',
+    variables: EgressBudgetVariables,
+  },
   { title: 'Cluster', source: 'apps/gateway/src/cluster/settings.ts', variables: ClusterVariables },
   { title: 'Logging', source: 'apps/gateway/src/logger.ts', variables: LoggingVariables },
 ] as const;
@@ -83,6 +93,8 @@ export interface Config extends HttpSettings {
   hostCheckSeconds: number;
   /** Idle stop, maximum lifetime and weekly schedule: the global defaults and how the rounds run. */
   hostLifecycle: HostLifecycleSettings;
+  /** Monthly egress budgets' defaults and the pause when an exit is in doubt. */
+  egressBudgets: EgressBudgetSettings;
   /**
    * How much of an IPv6 address names one caller for the failure limits (RATE_LIMIT_IPV6_PREFIX, bits): a /64 is
    * one subscriber's, so per full address an attacker would have 2^64 of them. IPv4 counts per address.
@@ -123,6 +135,7 @@ export function loadConfig(env: Env): Config {
   const runtime = readVariables(RuntimeVariables, env, problems);
   const hosts = readVariables(HostsVariables, env, problems);
   const egress = readVariables(EgressVariables, env, problems);
+  const egressBudgets = readVariables(EgressBudgetVariables, env, problems);
   const cluster = readVariables(ClusterVariables, env, problems);
   const logging = readVariables(LoggingVariables, env, problems);
 
@@ -190,6 +203,7 @@ export function loadConfig(env: Env): Config {
     egressMeterSeconds: egress.EGRESS_METER_SECONDS,
     hostCheckSeconds: hosts.HOST_CHECK_SECONDS,
     hostLifecycle: hostLifecycleSettings(hosts, problems),
+    egressBudgets: egressBudgetSettings(egressBudgets),
     rateLimitIpv6Prefix: access.RATE_LIMIT_IPV6_PREFIX,
     metricsBind: parseHostPort(http.METRICS_BIND),
     trustProxy: http.TRUST_PROXY,

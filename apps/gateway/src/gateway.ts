@@ -14,9 +14,12 @@ import { FailureRateLimiter } from './domain/access/rate-limiter.js';
 import { SecretBox } from './domain/access/secret-box.js';
 import { EventsService } from './domain/activity/events-service.js';
 import { StatusService } from './domain/activity/status-service.js';
+import { EgressBudgetRound } from './domain/egress/egress-budget-round.js';
+import { EgressBudgetsService } from './domain/egress/egress-budgets-service.js';
 import { EgressIpsService, type EgressTester } from './domain/egress/egress-ips-service.js';
 import { EgressMeter } from './domain/egress/egress-meter.js';
 import { EgressTrafficService } from './domain/egress/egress-traffic-service.js';
+import { ExitDoubtPause } from './domain/egress/exit-doubt-pause.js';
 import { AccessScripts } from './domain/entry/access-scripts.js';
 import { BootstrapService } from './domain/entry/bootstrap-service.js';
 import { CliBundle } from './domain/entry/cli-bundle.js';
@@ -104,6 +107,8 @@ export interface Gateway {
   metrics: GatewayMetrics;
   /** Reads the egress gateways' byte counters into the hourly figures (every EGRESS_METER_SECONDS). */
   egressMeter: EgressMeter;
+  egressBudgetRound: EgressBudgetRound;
+  exitDoubtPause: ExitDoubtPause;
   listen(): Promise<void>;
   close(): Promise<void>;
 }
@@ -372,6 +377,38 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     log: logger.child({ component: 'host-policy' }),
     ...(options.clock ? { now: options.clock } : {}),
   });
+  const egressBudgetRound = new EgressBudgetRound({
+    budgets: repositories.egressBudgets,
+    traffic: repositories.egressTraffic,
+    hosts: repositories.hosts,
+    runtime,
+    lifecycle,
+    access,
+    tasks: taskRunner,
+    bus,
+    tell: (hostId, text) => lifecycleScheduler.tellUsers(hostId, text),
+    accessSettings,
+    settings: config.egressBudgets,
+    log: logger.child({ component: 'egress-budgets' }),
+  });
+  const exitDoubtPause = new ExitDoubtPause({
+    hosts: repositories.hosts,
+    egressIps: repositories.egressIps,
+    runtime,
+    bus,
+    tell: (hostId, text) => lifecycleScheduler.tellUsers(hostId, text),
+    accessSettings,
+    node: taskRunner.node,
+    enabled: config.egressBudgets.pauseWhenInDoubt,
+    log: logger.child({ component: 'exit-doubt-pause' }),
+  });
+  const egressBudgets = new EgressBudgetsService(
+    repositories.egressBudgets,
+    repositories.egressTraffic,
+    { hosts: repositories.hosts, users: repositories.users, egressIps: repositories.egressIps },
+    config.egressBudgets,
+    () => egressBudgetRound.round(),
+  );
   const tasks = new TasksService(repositories.tasks);
   const entry = new EntryService(
     repositories.hosts,
@@ -424,6 +461,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     sshKeys,
     egressIps,
     egressTraffic,
+    egressBudgets,
     hosts,
     lifecycle,
     resources,
@@ -481,6 +519,8 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     ssh,
     metrics,
     egressMeter,
+    egressBudgetRound,
+    exitDoubtPause,
     async listen() {
       await http.listen({ host: config.httpHost, port: config.httpPort });
       await entryListener?.listen({ host: config.httpHost, port: config.entryPort });
@@ -498,7 +538,10 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       // The egress figures are kept as long as the event log.
       every(3600, 'egress-traffic-retention', () => egressTraffic.prune(config.eventRetentionDays));
       if (config.egressMeterSeconds > 0)
-        every(config.egressMeterSeconds, 'egress-meter', () => egressMeter.sample());
+        every(config.egressMeterSeconds, 'egress-meter', async () => {
+          await egressMeter.sample();
+          await egressBudgetRound.round();
+        });
       if (live) every(60, 'live-message-retention', () => live.prune());
       if (config.hostCheckSeconds > 0)
         every(config.hostCheckSeconds, 'host-check', () =>
@@ -513,9 +556,12 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
         every(config.egressHealthSeconds, 'egress-health', async () => {
           if (checking) return; // a slow round (failing upstreams time out) is not stacked
           checking = true;
-          await lifecycle.checkUpstreams(access.system('egress health round')).finally(() => {
-            checking = false;
-          });
+          await lifecycle
+            .checkUpstreams(access.system('egress health round'))
+            .then(() => exitDoubtPause.round())
+            .finally(() => {
+              checking = false;
+            });
         });
       }
       unwatch = runtime.watch(
@@ -530,6 +576,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       await lifecycle.reconcile(access.system('start-up reconcile'), nodes.name);
       lifecycle.follow();
       lifecycleScheduler.follow();
+      exitDoubtPause.follow();
       if (config.hostLifecycle.roundSeconds > 0)
         every(config.hostLifecycle.roundSeconds, 'host-lifecycle-policy', () => lifecycleScheduler.round());
       taskRunner.start();

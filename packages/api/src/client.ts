@@ -9,6 +9,12 @@ import type {
   EgressTestResult,
   UpdateEgressIpRequest,
 } from './egress.js';
+import type {
+  EgressBudget,
+  EgressBudgetList,
+  EgressBudgetRequest,
+  EgressBudgetScope,
+} from './egress-budgets.js';
 import type { EgressTrafficHours, EgressTrafficQuery, EgressTrafficTotals } from './egress-traffic.js';
 import type { EventList, EventQuery, SseMessage, SseTopic } from './events.js';
 import type { DashboardStats, Health } from './health.js';
@@ -301,6 +307,15 @@ export function createApiClient(options: ApiClientOptions = {}) {
           get<S<typeof EgressTrafficTotals>>('/v1/admin/egress-traffic', query),
         hours: (query: S<typeof EgressTrafficQuery> = {}) =>
           get<S<typeof EgressTrafficHours>>('/v1/admin/egress-traffic/hours', query),
+      },
+      egressBudgets: {
+        list: () => get<S<typeof EgressBudgetList>>('/v1/admin/egress-budgets'),
+        get: (scope: S<typeof EgressBudgetScope>, subjectId: string) =>
+          get<S<typeof EgressBudget>>(`/v1/admin/egress-budgets/${scope}/${id(subjectId)}`),
+        set: (scope: S<typeof EgressBudgetScope>, subjectId: string, body: S<typeof EgressBudgetRequest>) =>
+          call<S<typeof EgressBudget>>('PUT', `/v1/admin/egress-budgets/${scope}/${id(subjectId)}`, body),
+        remove: (scope: S<typeof EgressBudgetScope>, subjectId: string) =>
+          del(`/v1/admin/egress-budgets/${scope}/${id(subjectId)}`),
       },
       nodes: () => get<S<typeof NodeList>>('/v1/admin/nodes'),
       quotas: () => get<S<typeof UserResourcesList>>('/v1/admin/quotas'),

@@ -4,11 +4,13 @@
  */
 
 import type { EgressTestResult } from './egress.js';
+import type { EgressBudgetNotice } from './egress-budgets.js';
 import type { Actor, EventLevel } from './events.js';
 import type { Host, ImageStatus, Task } from './hosts.js';
 import type { LifecyclePolicy, StopReason } from './lifecycle-policy.js';
 import type { HostResources, Quotas, ResourceDefaults } from './resources.js';
 
+type BudgetPassed = Omit<EgressBudgetNotice, 'message' | 'at' | 'state'>;
 type Access = { username: string; client_address: string };
 /**
  * A login attempt; over SSH also the method (password, publickey). `username` only when it names an account: any
@@ -109,6 +111,17 @@ export interface RecordedEvents {
   'host.stop_extended': { data: { until: string }; host: Host };
   /** The policy queued an ordinary stop task. */
   'host.policy_stop': { data: { reason: StopReason; task_id: string; last_activity_at: string | null } };
+  /** A budget the host counts against passed its warning share (`reached`: its limit); users were told. */
+  'host.egress_budget_warning': { data: BudgetPassed & { terminals_told: number }; host: Host };
+  'host.egress_budget_reached': { data: BudgetPassed & { terminals_told: number }; host: Host };
+  'host.egress_throttled': { data: { bytes_per_second: number }; host: Host };
+  'host.egress_throttle_lifted': { data: { bytes_per_second: number }; host: Host };
+  /** Its upstream failed or its exit drifted: the workspace's processes are frozen until the exit is verified. */
+  'host.paused': {
+    data: { reason: string; egress_ip_id: string | null; terminals_told: number };
+    host: Host;
+  };
+  'host.resumed': { data: { paused_since: string }; host: Host };
   'host.scheduled_start': { data: { task_id: string } };
   'host.scheduled_start_failed': { data: { code: string; error: string } };
   'binding.created': { data: Binding; host: Host };

@@ -70,6 +70,7 @@ export const StopReason = Type.Union([
   Type.Literal('idle'),
   Type.Literal('lifetime'),
   Type.Literal('schedule'),
+  Type.Literal('egress_budget'),
 ]);
 
 export const ActivitySignal = Type.Union(

@@ -15,6 +15,7 @@ const REASONS: Record<string, string> = {
   idle: 'idle: no session, terminal output, CPU or network use',
   lifetime: 'its maximum lifetime',
   schedule: 'its weekly schedule',
+  egress_budget: 'its monthly egress budget',
 };
 
 /**

@@ -24,6 +24,7 @@ import {
 } from './container-specs.js';
 import { desktopPasswordArchive } from './desktop-secret.js';
 import { EGRESS_GATEWAY_LIMITS, GATEWAY_NETWORK, WORKSPACE_PORTS } from './egress-gateway-files.js';
+import { throttleGateway } from './egress-throttle.js';
 import { asRuntimeError, ignoreStatus, lastLogLines, statusCode } from './engine-errors.js';
 import { EngineWatcher, HOST_ID } from './engine-watcher.js';
 import { MOUNTS_IN_WORKSPACE } from './folder-mount-points.js';
@@ -103,6 +104,8 @@ interface StartMade {
 interface ContainerFacts {
   id: string;
   running: boolean;
+  /** Frozen by `freeze` (docker pause). */
+  paused: boolean;
   pid: number;
   uplinkAddress: string | null;
   labels: Record<string, string>;
@@ -137,6 +140,8 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
   private readonly lock = new HostLock();
   /** Egress bytes read from gateways (before a stop or a switch) that the meter has not taken yet. */
   private readonly unreadTraffic = new Map<string, MeteredTraffic[]>();
+  /** The rate `throttleEgress` set last on each host's gateway (by its process). */
+  private readonly throttles = new Map<string, { pid: number; rate: number }>();
   private readonly provisioning: HostProvisioning;
   private readonly watcher: EngineWatcher;
   private readonly homes: HomeVolumes;
@@ -412,6 +417,32 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
     this.unreadTraffic.set(hostId, kept);
   }
 
+  async throttleEgress(hostId: string, bytesPerSecond: number | null): Promise<boolean> {
+    checkHostId(hostId);
+    // Without the host's lock, like the meter: the budget round must not wait for a long start.
+    return this.guard(async () => {
+      const gateway = await this.find(hostId, 'egress-gateway');
+      if (!gateway?.running) return false;
+      const applied = this.throttles.get(hostId);
+      await throttleGateway(gateway.pid, bytesPerSecond, applied?.pid === gateway.pid ? applied.rate : null);
+      if (bytesPerSecond === null) this.throttles.delete(hostId);
+      else this.throttles.set(hostId, { pid: gateway.pid, rate: bytesPerSecond });
+      return true;
+    });
+  }
+
+  async freeze(hostId: string, frozen: boolean): Promise<boolean> {
+    checkHostId(hostId);
+    return this.guard(async () => {
+      const workspace = await this.find(hostId, 'workspace');
+      if (!workspace?.running) return false;
+      if (workspace.paused === frozen) return true;
+      const container = this.docker.getContainer(workspace.id);
+      await (frozen ? container.pause() : container.unpause());
+      return true;
+    });
+  }
+
   async exec(hostId: string, command: string[], timeoutMs: number): Promise<ExecResult | null> {
     checkHostId(hostId);
     return this.guard(async () => {
@@ -586,6 +617,8 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
       const container = await this.find(hostId, role);
       if (container?.running) {
         if (role === 'egress-gateway') await this.keepEgressTraffic(hostId, container.pid, null);
+        // A frozen workspace would not hear the stop signal until killed.
+        if (container.paused) await this.docker.getContainer(container.id).unpause().catch(ignoreStatus(409));
         await this.docker
           .getContainer(container.id)
           .stop({ t: this.timeouts.stopSeconds })
@@ -758,6 +791,7 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
       return {
         id: info.Id,
         running: info.State.Running && !info.State.Restarting && info.State.Pid > 0,
+        paused: info.State.Paused,
         pid: info.State.Pid,
         uplinkAddress: info.NetworkSettings.Networks[UPLINK_NETWORK]?.IPAddress || null,
         labels: info.Config.Labels ?? {},

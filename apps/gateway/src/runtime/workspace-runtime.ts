@@ -169,6 +169,16 @@ export interface WorkspaceRuntime {
    * before its counters went away. Empty when nothing was counted.
    */
   takeEgressTraffic(hostId: string): Promise<MeteredTraffic[]>;
+  /**
+   * Holds the running host's traffic through its upstream to `bytesPerSecond` each way, in its egress gateway
+   * where the workspace cannot lift it; null lifts it. False when the host is not running.
+   */
+  throttleEgress(hostId: string, bytesPerSecond: number | null): Promise<boolean>;
+  /**
+   * Freezes the running workspace's processes (`true`, the cgroup freezer) or thaws them; its sessions' TCP
+   * connections stay open meanwhile. False when the workspace is not running.
+   */
+  freeze(hostId: string, frozen: boolean): Promise<boolean>;
   /** Ids of every host the engine holds something for (by label). */
   hostIds(): Promise<string[]>;
   /** The workspace image a new container would use. */

@@ -649,7 +649,7 @@ function stopText(stop: { by: StopRequester; at: string }, user: CredentialHolde
   // The gateway stops hosts by itself for their lifecycle policy, or when their owner's account ends.
   if (by.kind === 'system')
     return host.policyStopReason
-      ? `stopped by the gateway at ${at} for its lifecycle policy, ${policyStopText(host.policyStopReason)}`
+      ? `stopped by the gateway at ${at} for its ${host.policyStopReason === 'egress_budget' ? 'egress budget' : 'lifecycle policy'}, ${policyStopText(host.policyStopReason)}`
       : `stopped by the gateway at ${at}, as the account was disabled or expired`;
   const who =
     by.username === user.username

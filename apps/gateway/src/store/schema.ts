@@ -116,6 +116,13 @@ export interface HostsTable {
   planned_start_at: IsoTime | null;
   /** Why the policy stopped the host last; cleared when it starts. */
   policy_stop_reason: string | null;
+  /** The rate (each way) a reached egress budget holds the host to; null: not throttled (migration 0014). */
+  egress_throttle_bytes_per_second: number | string | null;
+  /** JSON of the budget warning or limit its users were told of last (HostEgressState's `budget`). */
+  egress_budget_notice: string | null;
+  /** Why its workspace is frozen while its exit is in doubt, and since when; null: not paused. */
+  paused_reason: string | null;
+  paused_at: string | null;
 }
 
 export interface BindingsTable {
@@ -209,6 +216,28 @@ export interface DatabaseSchema {
   nodes: NodesTable;
   live_messages: LiveMessagesTable;
   egress_traffic: EgressTrafficTable;
+  egress_budgets: EgressBudgetsTable;
+  egress_budget_marks: EgressBudgetMarksTable;
+}
+
+/** A monthly egress budget of a host, a user or an egress IP (migration 0014). */
+export interface EgressBudgetsTable {
+  scope: string;
+  subject_id: string;
+  limit_bytes: number | string;
+  warning_percent: number;
+  action: string;
+  throttle_bytes_per_second: number | string;
+  updated_at: string;
+}
+
+/** When a budget's warning share and limit were passed in a month (users are told once a month). */
+export interface EgressBudgetMarksTable {
+  scope: string;
+  subject_id: string;
+  month: string;
+  warned_at: string | null;
+  reached_at: string | null;
 }
 
 /** Bytes through a host's upstream in one hour (`hour`: its start, an IsoTime), per egress IP. */

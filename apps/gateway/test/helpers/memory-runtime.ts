@@ -170,6 +170,22 @@ export class MemoryRuntime implements WorkspaceRuntime {
   /** Bytes the next takeEgressTraffic hands out, per host (tests of the meter set them). */
   readonly egressTraffic = new Map<string, MeteredTraffic[]>();
 
+  /** The rate throttleEgress set per host, and the hosts frozen. */
+  readonly throttles = new Map<string, number>();
+  readonly frozen = new Set<string>();
+
+  async throttleEgress(hostId: string, bytesPerSecond: number | null): Promise<boolean> {
+    if (bytesPerSecond === null) this.throttles.delete(hostId);
+    else this.throttles.set(hostId, bytesPerSecond);
+    return true;
+  }
+
+  async freeze(hostId: string, frozen: boolean): Promise<boolean> {
+    if (frozen) this.frozen.add(hostId);
+    else this.frozen.delete(hostId);
+    return true;
+  }
+
   async takeEgressTraffic(hostId: string): Promise<MeteredTraffic[]> {
     const taken = this.egressTraffic.get(hostId) ?? [];
     this.egressTraffic.delete(hostId);

@@ -6,6 +6,7 @@ import { api } from '../../api';
 import { Field } from '../../components/field';
 import { HostAccess } from '../../components/host-access';
 import { HostDesktop } from '../../components/host-desktop';
+import { HostEgressBudgetPanel, HostEgressNotice } from '../../components/host-egress';
 import { HostLifecycle } from '../../components/host-lifecycle';
 import { HostResources } from '../../components/host-resources';
 import { HostTask } from '../../components/host-task';
@@ -82,6 +83,7 @@ export function HostDetail() {
       </p>
       {nodeLost(h) ? <NodeUnavailableNotice host={h} scope="admin" /> : null}
       <HostResources host={h} />
+      <HostEgressNotice host={h} />
       {h.last_error ? (
         <p className="error" role="alert">
           {h.last_error}
@@ -167,6 +169,7 @@ export function HostDetail() {
       <HostResizeForm host={h} />
       <HostPolicyPanel hostId={h.id} />
       <HostTrafficChart hostId={h.id} scope="admin" />
+      <HostEgressBudgetPanel hostId={h.id} />
       <Section title="Delete">
         <ConfirmButton
           label="Delete host"

@@ -7,6 +7,7 @@ import { api } from '../../api';
 import { InputField } from '../../components/field';
 import { HostAccess } from '../../components/host-access';
 import { HostDesktop, OpenDesktopButton } from '../../components/host-desktop';
+import { HostEgressNotice } from '../../components/host-egress';
 import { HostLifecycle } from '../../components/host-lifecycle';
 import { HostResources } from '../../components/host-resources';
 import { HostTask } from '../../components/host-task';
@@ -81,6 +82,7 @@ export function PortalHost() {
       {h.status === 'failed' ? <HostFailure host={h} /> : null}
       {nodeLost(h) ? <NodeUnavailableNotice host={h} scope="user" /> : null}
       <HostLifecycle host={h} scope="user" />
+      <HostEgressNotice host={h} />
       <HostTraffic hostId={h.id} />
       <Section title="Access">
         <HostAccess host={h} scope="user" />

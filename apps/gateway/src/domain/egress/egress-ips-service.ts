@@ -259,7 +259,7 @@ function logged(view: EgressIp) {
   };
 }
 
-function failedChecks(result: EgressTestResult): string[] {
+export function failedChecks(result: EgressTestResult): string[] {
   return Object.entries(result.checks)
     .filter(([, check]) => !check.ok)
     .map(([name, check]) => `${name}: ${check.error ?? 'failed'}`);

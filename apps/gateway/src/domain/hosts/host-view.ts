@@ -1,6 +1,7 @@
 import type { Host, HostResources, HostStatus, SseMessage } from '@ccp/api';
 import { isoOut } from '../../shared/clock.js';
 import type { BindingDetail, HostsRepository, HostWithOwner } from '../../store/hosts-repository.js';
+import { hostEgressState } from '../egress/host-egress-state.js';
 import { passwordInTheClearWarning } from '../entry/download-transport.js';
 import { alertsOf, resourcesOf } from '../quotas/host-resources.js';
 import { lifecycleState } from './lifecycle-state.js';
@@ -100,6 +101,7 @@ export function hostView(
     resources: resourcesOf(row, access.resourceDefaults),
     resource_alerts: alertsOf(row),
     lifecycle: lifecycleState(row),
+    egress: hostEgressState(row),
   };
 }
 

@@ -58,6 +58,7 @@ const REASON_TEXT: Record<StopReason, string> = {
   idle: 'idle: no session, terminal output, CPU or network use for its idle timeout',
   lifetime: 'lifetime: it ran for its maximum lifetime',
   schedule: 'schedule: its weekly schedule stops it',
+  egress_budget: 'egress_budget: it reached its monthly egress budget (an admin raises it)',
 };
 
 /** What a refused SSH login or a stopped session is told of a policy stop (ccp repeats it). */
@@ -231,17 +232,27 @@ export class LifecycleScheduler {
     }
   }
 
+  /**
+   * Writes a line to the host's attached SSH terminals and its tmux clients (the budgets and the pause tell
+   * users this way too); answers how many SSH terminals got it.
+   */
+  async tellUsers(hostId: string, text: string): Promise<number> {
+    const { probe, log } = this.options;
+    const told = this.options.tellSessions(hostId, text);
+    await probe
+      .tellTerminals(hostId, text)
+      .catch((error: unknown) => log.debug({ err: error, hostId }, 'tmux did not take the notice'));
+    return told;
+  }
+
   /** Tells users of a coming stop: an event (and with it a live message), their SSH terminals, tmux clients. */
   private async warn(host: HostWithOwner, reason: StopReason, stopAt: number): Promise<void> {
-    const { bus, probe, accessSettings, log } = this.options;
+    const { bus, accessSettings } = this.options;
     const minutes = Math.max(1, Math.round((stopAt - this.now()) / 60_000));
     const text =
       `host ${host.short_id} stops in about ${minutes} min at ${isoOf(stopAt)} (${REASON_TEXT[reason]}); ` +
       `to keep it running: \`ccp extend\`, or Extend at ${portalHostUrl(accessSettings, host.id)}`;
-    const told = this.options.tellSessions(host.id, text);
-    await probe
-      .tellTerminals(host.id, text)
-      .catch((error: unknown) => log.debug({ err: error, hostId: host.id }, 'tmux did not take the notice'));
+    const told = await this.tellUsers(host.id, text);
     await bus.emit({
       type: 'host.stop_warning',
       level: 'warn',
