@@ -14,6 +14,8 @@ import { FailureRateLimiter } from './domain/access/rate-limiter.js';
 import { SecretBox } from './domain/access/secret-box.js';
 import { EventsService } from './domain/activity/events-service.js';
 import { StatusService } from './domain/activity/status-service.js';
+import { EgressDecisionLog } from './domain/egress/egress-decision-log.js';
+import { EgressDecisionsService } from './domain/egress/egress-decisions-service.js';
 import { EgressIpsService, type EgressTester } from './domain/egress/egress-ips-service.js';
 import { EgressMeter } from './domain/egress/egress-meter.js';
 import { EgressTrafficService } from './domain/egress/egress-traffic-service.js';
@@ -104,6 +106,8 @@ export interface Gateway {
   metrics: GatewayMetrics;
   /** Reads the egress gateways' byte counters into the hourly figures (every EGRESS_METER_SECONDS). */
   egressMeter: EgressMeter;
+  /** Reads what egress policies blocked into the per-minute counts (every EGRESS_POLICY_LOG_SECONDS). */
+  egressDecisionLog: EgressDecisionLog;
   listen(): Promise<void>;
   close(): Promise<void>;
 }
@@ -297,6 +301,18 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     repositories.egressTraffic,
     logger.child({ component: 'egress-meter' }),
   );
+  const egressDecisions = new EgressDecisionsService(
+    repositories.egressDecisions,
+    () => config.egress.policy,
+  );
+  const egressDecisionLog = new EgressDecisionLog(
+    runtime,
+    repositories.hosts,
+    repositories.egressDecisions,
+    bus,
+    config.egressPolicyLog.destinations,
+    logger.child({ component: 'egress-decisions' }),
+  );
   const metrics = new GatewayMetrics({
     sshSessions: () => ssh.sessionCount(),
     vncSessions: () => vnc.sessionCount(),
@@ -306,6 +322,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     // Read at scrape time, when the service below exists.
     resources: () => resources.metrics(),
     egressTraffic: () => egressTraffic.allTime(),
+    egressDecisions: () => egressDecisions.allTime(),
   });
 
   const resources = new ResourcesService(
@@ -424,6 +441,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     sshKeys,
     egressIps,
     egressTraffic,
+    egressDecisions,
     hosts,
     lifecycle,
     resources,
@@ -481,6 +499,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     ssh,
     metrics,
     egressMeter,
+    egressDecisionLog,
     async listen() {
       await http.listen({ host: config.httpHost, port: config.httpPort });
       await entryListener?.listen({ host: config.httpHost, port: config.entryPort });
@@ -499,6 +518,9 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       every(3600, 'egress-traffic-retention', () => egressTraffic.prune(config.eventRetentionDays));
       if (config.egressMeterSeconds > 0)
         every(config.egressMeterSeconds, 'egress-meter', () => egressMeter.sample());
+      every(3600, 'egress-decisions-retention', () => egressDecisions.prune(config.eventRetentionDays));
+      if (config.egressPolicyLog.seconds > 0)
+        every(config.egressPolicyLog.seconds, 'egress-decisions', () => egressDecisionLog.read());
       if (live) every(60, 'live-message-retention', () => live.prune());
       if (config.hostCheckSeconds > 0)
         every(config.hostCheckSeconds, 'host-check', () =>

@@ -4,6 +4,7 @@ export * from './cli.js';
 export * from './client.js';
 export * from './common.js';
 export * from './egress.js';
+export * from './egress-decisions.js';
 export * from './egress-policy.js';
 export * from './egress-traffic.js';
 export * from './event-map.js';

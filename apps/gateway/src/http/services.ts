@@ -2,6 +2,7 @@ import type { Access } from '../domain/access/access.js';
 import type { AuthService } from '../domain/access/auth-service.js';
 import type { EventsService } from '../domain/activity/events-service.js';
 import type { StatusService } from '../domain/activity/status-service.js';
+import type { EgressDecisionsService } from '../domain/egress/egress-decisions-service.js';
 import type { EgressIpsService } from '../domain/egress/egress-ips-service.js';
 import type { EgressTrafficService } from '../domain/egress/egress-traffic-service.js';
 import type { AccessScripts } from '../domain/entry/access-scripts.js';
@@ -32,6 +33,7 @@ export interface HttpServices {
   sshKeys: SshKeysService;
   egressIps: EgressIpsService;
   egressTraffic: EgressTrafficService;
+  egressDecisions: EgressDecisionsService;
   hosts: HostsService;
   lifecycle: HostLifecycle;
   resources: ResourcesService;

@@ -1,5 +1,5 @@
 import type { ProxyConfig } from '@ccp/api';
-import type { UpstreamCounters } from '../egress/tunnel-engine.js';
+import type { ReadDecisions, UpstreamCounters } from '../egress/tunnel-engine.js';
 import { DomainError } from '../shared/errors.js';
 
 /** One upstream a host may send its traffic through. */
@@ -169,6 +169,11 @@ export interface WorkspaceRuntime {
    * before its counters went away. Empty when nothing was counted.
    */
   takeEgressTraffic(hostId: string): Promise<MeteredTraffic[]>;
+  /**
+   * What the running egress gateway's policy blocked or would have blocked since the last call (each call takes
+   * them), counted per minute and destination; nothing when it is not running or its policy records nothing.
+   */
+  takeEgressDecisions(hostId: string): Promise<ReadDecisions>;
   /** Ids of every host the engine holds something for (by label). */
   hostIds(): Promise<string[]>;
   /** The workspace image a new container would use. */

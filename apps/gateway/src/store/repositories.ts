@@ -2,6 +2,7 @@ import type { ClusterBus } from '../shared/cluster-messages.js';
 import { AccessTicketsRepository } from './access-tickets-repository.js';
 import { AuthFailuresRepository } from './auth-failures-repository.js';
 import type { Database } from './database.js';
+import { EgressDecisionsRepository } from './egress-decisions-repository.js';
 import { EgressIpsRepository } from './egress-ips-repository.js';
 import { EgressTrafficRepository } from './egress-traffic-repository.js';
 import { EventsRepository } from './events-repository.js';
@@ -26,6 +27,7 @@ export interface Repositories {
   nodes: NodesRepository;
   liveMessages: LiveMessagesRepository;
   egressTraffic: EgressTrafficRepository;
+  egressDecisions: EgressDecisionsRepository;
 }
 
 export function createRepositories(database: Database, cluster: ClusterBus): Repositories {
@@ -42,5 +44,6 @@ export function createRepositories(database: Database, cluster: ClusterBus): Rep
     nodes: new NodesRepository(database.db),
     liveMessages: new LiveMessagesRepository(database.db),
     egressTraffic: new EgressTrafficRepository(database.db),
+    egressDecisions: new EgressDecisionsRepository(database.db),
   };
 }

@@ -8,6 +8,7 @@ import { registerHostExtendRoute } from '../portal/host-extend.js';
 import { registerHostTerminalRoutes } from '../portal/host-terminal.js';
 import { registerSseRoute } from '../portal/sse.js';
 import { registerAdminActivityRoutes } from './activity.js';
+import { registerAdminEgressDecisionsRoutes } from './egress-decisions.js';
 import { registerAdminEgressRoutes } from './egress-ips.js';
 import { registerAdminEgressTrafficRoutes } from './egress-traffic.js';
 import { registerAdminHostRoutes } from './hosts.js';
@@ -24,6 +25,7 @@ export function adminRoutes(admin: Api, services: HttpServices): void {
   registerAdminUserRoutes(admin, services);
   registerAdminEgressRoutes(admin, services);
   registerAdminEgressTrafficRoutes(admin, services);
+  registerAdminEgressDecisionsRoutes(admin, services);
   registerAdminHostRoutes(admin, services);
   registerHostDesktopRoutes(admin, services, 'admin');
   registerHostExtendRoute(admin, services, 'admin');
