@@ -9,6 +9,7 @@ import type {
   EgressTestResult,
   UpdateEgressIpRequest,
 } from './egress.js';
+import type { EgressDecisions, EgressDecisionsQuery } from './egress-decisions.js';
 import type { EgressTrafficHours, EgressTrafficQuery, EgressTrafficTotals } from './egress-traffic.js';
 import type { EventList, EventQuery, SseMessage, SseTopic } from './events.js';
 import type { DashboardStats, Health } from './health.js';
@@ -302,6 +303,8 @@ export function createApiClient(options: ApiClientOptions = {}) {
         hours: (query: S<typeof EgressTrafficQuery> = {}) =>
           get<S<typeof EgressTrafficHours>>('/v1/admin/egress-traffic/hours', query),
       },
+      egressDecisions: (hostId: string, query: S<typeof EgressDecisionsQuery> = {}) =>
+        get<S<typeof EgressDecisions>>(`/v1/admin/hosts/${id(hostId)}/egress-decisions`, query),
       nodes: () => get<S<typeof NodeList>>('/v1/admin/nodes'),
       quotas: () => get<S<typeof UserResourcesList>>('/v1/admin/quotas'),
       removeNode: (name: string) => del(`/v1/admin/nodes/${id(name)}`),
@@ -338,6 +341,8 @@ export function createApiClient(options: ApiClientOptions = {}) {
       },
       egressTraffic: (query: S<typeof EgressTrafficQuery> = {}) =>
         get<S<typeof EgressTrafficTotals>>('/v1/user/egress-traffic', query),
+      egressDecisions: (hostId: string, query: S<typeof EgressDecisionsQuery> = {}) =>
+        get<S<typeof EgressDecisions>>(`/v1/user/hosts/${id(hostId)}/egress-decisions`, query),
     },
   };
 }

@@ -6,6 +6,7 @@ import { api } from '../../api';
 import { Field } from '../../components/field';
 import { HostAccess } from '../../components/host-access';
 import { HostDesktop } from '../../components/host-desktop';
+import { HostEgressDecisions } from '../../components/host-egress-decisions';
 import { HostLifecycle } from '../../components/host-lifecycle';
 import { HostResources } from '../../components/host-resources';
 import { HostTask } from '../../components/host-task';
@@ -165,6 +166,7 @@ export function HostDetail() {
       </div>
       <HostResizeForm host={h} />
       <HostPolicyPanel hostId={h.id} />
+      <HostEgressDecisions hostId={h.id} scope="admin" />
       <Section title="Delete">
         <ConfirmButton
           label="Delete host"

@@ -7,6 +7,7 @@ import { api } from '../../api';
 import { InputField } from '../../components/field';
 import { HostAccess } from '../../components/host-access';
 import { HostDesktop, OpenDesktopButton } from '../../components/host-desktop';
+import { HostEgressDecisions } from '../../components/host-egress-decisions';
 import { HostLifecycle } from '../../components/host-lifecycle';
 import { HostResources } from '../../components/host-resources';
 import { HostTask } from '../../components/host-task';
@@ -81,6 +82,7 @@ export function PortalHost() {
       {nodeLost(h) ? <NodeUnavailableNotice host={h} scope="user" /> : null}
       <HostLifecycle host={h} scope="user" />
       <HostTraffic hostId={h.id} />
+      <HostEgressDecisions hostId={h.id} scope="user" />
       <Section title="Access">
         <HostAccess host={h} scope="user" />
         <HostDesktop host={h} scope="user" />
