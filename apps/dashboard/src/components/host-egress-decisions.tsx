@@ -58,14 +58,17 @@ export function HostEgressDecisions({ hostId, scope }: { hostId: string; scope: 
             {showAllowList ? 'Hide the allow-list' : 'Turn this log into an allow-list'}
           </ActionButton>
           {showAllowList && (
-            <div className="copy-field" data-testid="egress-allow-list">
+            <div data-testid="egress-allow-list">
               <p className="hint">
                 {allowList.rules.length} allow rule{allowList.rules.length === 1 ? '' : 's'} for what log-only
                 mode let through, ahead of the policy's own rules, enforced. Apply it as EGRESS_POLICY (and
                 restart the hosts) until policies can be set per host here.
               </p>
-              <pre>{policyText}</pre>
-              <CopyButton text={policyText} />
+              <div className="copy-field">
+                <span className="copy-label">EGRESS_POLICY</span>
+                <pre>{policyText}</pre>
+                <CopyButton text={policyText} />
+              </div>
             </div>
           )}
         </div>
