@@ -114,7 +114,10 @@ describe('everyday use of the dashboard in Chromium', { skip, timeout: 300_000 }
   before(async () => {
     mkdirSync(SHOTS, { recursive: true });
     // Workspaces that show no activity: the lifecycle policy's rounds, run by hand, decide by the policy alone.
-    t = await startTestGateway('sqlite', NODE_TIMING, runtime, {
+    // A log-only policy, whose decisions the test hands the memory runtime (its rounds run by hand).
+    const policy = { mode: 'log-only', default_action: 'allow', rules: [] };
+    const env = { ...NODE_TIMING, EGRESS_POLICY: JSON.stringify(policy), EGRESS_POLICY_LOG_SECONDS: '0' };
+    t = await startTestGateway('sqlite', env, runtime, {
       activityProbe: {
         sample: async () => ({ cpuSeconds: 0, networkBytes: 0, terminalOutputAt: null, pid: 1 }),
         tellTerminals: async () => {},
@@ -620,6 +623,61 @@ describe('everyday use of the dashboard in Chromium', { skip, timeout: 300_000 }
     const moved = (await t.request('GET', `/v1/admin/hosts/${farHost.id}`)).body;
     assert.deepEqual([moved.node, moved.status], ['local', 'stopped']);
     await page.context().close();
+  });
+
+  it("lists a host's blocked destinations, and turns the log-only ones into an allow-list to copy", async () => {
+    // Started: the rounds read the hosts the runtime holds.
+    const host = (await t.createHost(user.id, egressIpId)) as { id: string };
+    const now = new Date().toISOString();
+    const minute = `${now.slice(0, 16)}:00.000Z`;
+    runtime.egressDecisions.set(host.id, {
+      counts: [
+        {
+          minute,
+          decision: 'would_block',
+          destination: 'api.example.com',
+          port: 443,
+          count: 3,
+          lastSeen: now,
+        },
+        { minute, decision: 'blocked', destination: '203.0.113.50', port: 22, count: 1, lastSeen: now },
+      ],
+      refused: 0,
+      overflowed: false,
+    });
+    await t.gateway.egressDecisionLog.read();
+    const admin = await pageAs('admin', ADMIN_PASSWORD, `/admin/hosts/${host.id}`);
+    const table = admin.getByTestId('egress-decisions');
+    const wouldBlock = table.getByRole('row', { name: /api\.example\.com/ });
+    await wouldBlock.filter({ hasText: 'would be blocked' }).waitFor();
+    assert.deepEqual((await wouldBlock.getByRole('cell').allTextContents()).slice(0, 3), [
+      'api.example.com',
+      '443',
+      '3',
+    ]);
+    await table
+      .getByRole('row', { name: /203\.0\.113\.50/ })
+      .filter({ hasText: 'blocked' })
+      .waitFor();
+    await admin.getByRole('button', { name: 'Turn this log into an allow-list' }).click();
+    const allowList = JSON.parse(
+      (await admin.getByTestId('egress-allow-list').locator('pre').textContent()) ?? '',
+    );
+    assert.deepEqual(allowList, {
+      mode: 'enforce',
+      default_action: 'allow',
+      rules: [{ action: 'allow', domain: 'api.example.com', port: '443' }],
+    });
+    await shot(admin, 'egress-decisions');
+    // The owner sees the table too, without the admin's action.
+    const own = await pageAs('dana', user.password, `/portal/hosts/${host.id}`);
+    await own
+      .getByTestId('egress-decisions')
+      .getByRole('row', { name: /api\.example\.com/ })
+      .waitFor();
+    assert.equal(await own.getByRole('button', { name: 'Turn this log into an allow-list' }).count(), 0);
+    await own.context().close();
+    await admin.context().close();
   });
 });
 

@@ -89,6 +89,9 @@ export interface Config extends HttpSettings {
   egressHealthSeconds: number;
   /** How often the egress meter reads the gateways' byte counters (EGRESS_METER_SECONDS; 0 turns it off). */
   egressMeterSeconds: number;
+  /** How often the egress policy's decisions are read (EGRESS_POLICY_LOG_SECONDS; 0 turns it off), and the
+   * cap on distinct destinations a host and minute (EGRESS_POLICY_LOG_DESTINATIONS). */
+  egressPolicyLog: { seconds: number; destinations: number };
   /** How often this node's running hosts are compared with its engine (HOST_CHECK_SECONDS); 0 turns it off. */
   hostCheckSeconds: number;
   /** Idle stop, maximum lifetime and weekly schedule: the global defaults and how the rounds run. */
@@ -201,6 +204,10 @@ export function loadConfig(env: Env): Config {
     workspaceImageVariant: runtime.WORKSPACE_IMAGE_VARIANT,
     egressHealthSeconds: hosts.EGRESS_HEALTH_SECONDS,
     egressMeterSeconds: egress.EGRESS_METER_SECONDS,
+    egressPolicyLog: {
+      seconds: egress.EGRESS_POLICY_LOG_SECONDS,
+      destinations: egress.EGRESS_POLICY_LOG_DESTINATIONS,
+    },
     hostCheckSeconds: hosts.HOST_CHECK_SECONDS,
     hostLifecycle: hostLifecycleSettings(hosts, problems),
     egressBudgets: egressBudgetSettings(egressBudgets),

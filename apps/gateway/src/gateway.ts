@@ -16,6 +16,8 @@ import { EventsService } from './domain/activity/events-service.js';
 import { StatusService } from './domain/activity/status-service.js';
 import { EgressBudgetRound } from './domain/egress/egress-budget-round.js';
 import { EgressBudgetsService } from './domain/egress/egress-budgets-service.js';
+import { EgressDecisionLog } from './domain/egress/egress-decision-log.js';
+import { EgressDecisionsService } from './domain/egress/egress-decisions-service.js';
 import { EgressIpsService, type EgressTester } from './domain/egress/egress-ips-service.js';
 import { EgressMeter } from './domain/egress/egress-meter.js';
 import { EgressTrafficService } from './domain/egress/egress-traffic-service.js';
@@ -109,6 +111,8 @@ export interface Gateway {
   egressMeter: EgressMeter;
   egressBudgetRound: EgressBudgetRound;
   exitDoubtPause: ExitDoubtPause;
+  /** Reads what egress policies blocked into the per-minute counts (every EGRESS_POLICY_LOG_SECONDS). */
+  egressDecisionLog: EgressDecisionLog;
   listen(): Promise<void>;
   close(): Promise<void>;
 }
@@ -302,6 +306,18 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     repositories.egressTraffic,
     logger.child({ component: 'egress-meter' }),
   );
+  const egressDecisions = new EgressDecisionsService(
+    repositories.egressDecisions,
+    () => config.egress.policy,
+  );
+  const egressDecisionLog = new EgressDecisionLog(
+    runtime,
+    repositories.hosts,
+    repositories.egressDecisions,
+    bus,
+    config.egressPolicyLog.destinations,
+    logger.child({ component: 'egress-decisions' }),
+  );
   const metrics = new GatewayMetrics({
     sshSessions: () => ssh.sessionCount(),
     vncSessions: () => vnc.sessionCount(),
@@ -311,6 +327,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     // Read at scrape time, when the service below exists.
     resources: () => resources.metrics(),
     egressTraffic: () => egressTraffic.allTime(),
+    egressDecisions: () => egressDecisions.allTime(),
   });
 
   const resources = new ResourcesService(
@@ -462,6 +479,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     egressIps,
     egressTraffic,
     egressBudgets,
+    egressDecisions,
     hosts,
     lifecycle,
     resources,
@@ -521,6 +539,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     egressMeter,
     egressBudgetRound,
     exitDoubtPause,
+    egressDecisionLog,
     async listen() {
       await http.listen({ host: config.httpHost, port: config.httpPort });
       await entryListener?.listen({ host: config.httpHost, port: config.entryPort });
@@ -542,6 +561,9 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
           await egressMeter.sample();
           await egressBudgetRound.round();
         });
+      every(3600, 'egress-decisions-retention', () => egressDecisions.prune(config.eventRetentionDays));
+      if (config.egressPolicyLog.seconds > 0)
+        every(config.egressPolicyLog.seconds, 'egress-decisions', () => egressDecisionLog.read());
       if (live) every(60, 'live-message-retention', () => live.prune());
       if (config.hostCheckSeconds > 0)
         every(config.hostCheckSeconds, 'host-check', () =>

@@ -15,6 +15,7 @@ import type {
   EgressBudgetRequest,
   EgressBudgetScope,
 } from './egress-budgets.js';
+import type { EgressDecisions, EgressDecisionsQuery } from './egress-decisions.js';
 import type { EgressTrafficHours, EgressTrafficQuery, EgressTrafficTotals } from './egress-traffic.js';
 import type { EventList, EventQuery, SseMessage, SseTopic } from './events.js';
 import type { DashboardStats, Health } from './health.js';
@@ -317,6 +318,8 @@ export function createApiClient(options: ApiClientOptions = {}) {
         remove: (scope: S<typeof EgressBudgetScope>, subjectId: string) =>
           del(`/v1/admin/egress-budgets/${scope}/${id(subjectId)}`),
       },
+      egressDecisions: (hostId: string, query: S<typeof EgressDecisionsQuery> = {}) =>
+        get<S<typeof EgressDecisions>>(`/v1/admin/hosts/${id(hostId)}/egress-decisions`, query),
       nodes: () => get<S<typeof NodeList>>('/v1/admin/nodes'),
       quotas: () => get<S<typeof UserResourcesList>>('/v1/admin/quotas'),
       removeNode: (name: string) => del(`/v1/admin/nodes/${id(name)}`),
@@ -355,6 +358,8 @@ export function createApiClient(options: ApiClientOptions = {}) {
         get<S<typeof EgressTrafficTotals>>('/v1/user/egress-traffic', query),
       egressTrafficHours: (query: S<typeof EgressTrafficQuery> = {}) =>
         get<S<typeof EgressTrafficHours>>('/v1/user/egress-traffic/hours', query),
+      egressDecisions: (hostId: string, query: S<typeof EgressDecisionsQuery> = {}) =>
+        get<S<typeof EgressDecisions>>(`/v1/user/hosts/${id(hostId)}/egress-decisions`, query),
     },
   };
 }

@@ -79,6 +79,20 @@ export interface RecordedEvents {
   };
   'host.failover': { data: { from_egress_ip_id: string; to_egress_ip_id: string } };
   'host.egress.restarted': { data: { detail: string } };
+  /**
+   * What the host's egress policy blocked (or in log-only mode would have) since the last round, summed: one
+   * event per host and round, never one per connection. `uncounted`: past the cap on destinations a minute.
+   */
+  'host.egress_decisions': {
+    data: {
+      blocked: number;
+      would_block: number;
+      destinations: number;
+      uncounted: number;
+      refused_lines: number;
+      log_full: boolean;
+    };
+  };
   'host.resources_changed': {
     /** `home_grows`: `next_start` where a running home could not grow online. */
     data: { before: HostResources; after: HostResources; running: boolean; home_grows: 'now' | 'next_start' };

@@ -5,6 +5,7 @@ export * from './client.js';
 export * from './common.js';
 export * from './egress.js';
 export * from './egress-budgets.js';
+export * from './egress-decisions.js';
 export * from './egress-policy.js';
 export * from './egress-traffic.js';
 export * from './event-map.js';

@@ -1,5 +1,6 @@
 import type { GatewayConfigParams } from './tunnel-engine.js';
-import { BLOCKED_TAG, v2rayPolicyRules } from './v2ray-policy.js';
+import { v2rayDecisionLog } from './v2ray-decisions.js';
+import { BLOCKED_TAG, policyRecordsDecisions, v2rayPolicyRules, WOULD_BLOCK_TAG } from './v2ray-policy.js';
 import { v2rayCountersParts } from './v2ray-stats.js';
 import { assertPort, DNS_OUT_TAG, PROXY_TAG, tunnelConfig, type V2rayConfig } from './v2ray-tunnel.js';
 
@@ -41,7 +42,12 @@ export function v2rayGatewayConfig(params: GatewayConfigParams): V2rayConfig {
       ...policyRules,
     ],
   });
-  if (policyRules.length > 0)
+  if (policyRules.length > 0 && params.policy?.mode === 'enforce')
     config.outbounds.push({ tag: BLOCKED_TAG, protocol: 'blackhole', settings: {} });
-  return counters ? { ...config, ...counters.sections } : config;
+  // log-only: the upstream's own outbound again, under a tag of its own for the log.
+  const upstream = config.outbounds.find((outbound) => outbound.tag === PROXY_TAG);
+  if (policyRules.length > 0 && params.policy?.mode === 'log-only' && upstream)
+    config.outbounds.push({ ...upstream, tag: WOULD_BLOCK_TAG });
+  const decisionLog = policyRecordsDecisions(params.policy) ? { log: v2rayDecisionLog() } : {};
+  return { ...config, ...decisionLog, ...(counters ? counters.sections : {}) };
 }

@@ -3,7 +3,7 @@ import { isIP, isIPv4 } from 'node:net';
 import { EgressPolicy } from '@ccp/api';
 import Type, { type Static } from 'typebox';
 import Value from 'typebox/value';
-import { defineFormat, wholeNumber } from '../shared/settings.js';
+import { defineFormat, positiveWhole, wholeNumber } from '../shared/settings.js';
 import { v2rayPolicyRules } from './v2ray-policy.js';
 
 /** The public defaults (docs/egress-probe.md says what each proves). */
@@ -95,12 +95,20 @@ export const EgressVariables = Type.Object({
     Type.String({
       typeText: 'JSON',
       description:
-        'What every workspace may reach through its upstream: `{"mode":"enforce","default_action":"allow","rules":[{"action":"deny","domain":"*.example.com"}]}`; `mode` is `off`, `log-only` (no effect yet) or `enforce`; a rule names a `domain` (exact or `*.`), an `address` or CIDR, and/or `ports`',
+        'What every workspace may reach through its upstream: `{"mode":"enforce","default_action":"allow","rules":[{"action":"deny","domain":"*.example.com"}]}`; `mode` is `off`, `log-only` (blocks nothing, records what it would block) or `enforce`; a rule names a `domain` (exact or `*.`), an `address` or CIDR, and/or `ports`',
     }),
   ),
   EGRESS_METER_SECONDS: wholeNumber(
     60,
     "How often the egress meter reads each egress gateway's byte counters into the hourly figures; `0` turns it off (counts then wait in the gateways)",
+  ),
+  EGRESS_POLICY_LOG_SECONDS: wholeNumber(
+    30,
+    "How often each egress gateway's log of what its policy blocked (or in log-only mode would block) is read into the per-minute counts; `0` turns it off",
+  ),
+  EGRESS_POLICY_LOG_DESTINATIONS: positiveWhole(
+    200,
+    'Distinct destinations counted per host and minute in that log; the decisions past them are summed as uncounted, and shown so',
   ),
   V2RAY_BIN: Type.String({
     default: 'v2ray',

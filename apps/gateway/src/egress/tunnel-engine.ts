@@ -54,6 +54,29 @@ export interface UpstreamCounters {
   received: number;
 }
 
+/** What an egress policy did with a connection: refused it (`enforce`), or let it through (`log-only`). */
+export type PolicyDecision = 'blocked' | 'would_block';
+
+/** How often the policy decided one way about one destination within one minute (`minute`: its start). */
+export interface DecisionCount {
+  minute: string;
+  decision: PolicyDecision;
+  /** A DNS name (lower case) or an IP address. */
+  destination: string;
+  port: number;
+  count: number;
+  lastSeen: string;
+}
+
+/** The decisions read from an egress gateway's log since the last reading. */
+export interface ReadDecisions {
+  counts: DecisionCount[];
+  /** Lines of the policy's that named no plausible destination (never stored). */
+  refused: number;
+  /** The log had filled its space since the last reading: decisions after that were lost. */
+  overflowed: boolean;
+}
+
 /** The short-lived tunnel the control plane's egress test talks through. */
 export interface TestConfigParams {
   upstream: ResolvedUpstream;
@@ -89,4 +112,10 @@ export interface TunnelEngine {
    */
   counterCommand(port: number): readonly string[];
   parseCounters(output: string): UpstreamCounters;
+  /**
+   * The file in the egress gateway where the engine logs its policy's decisions (while the policy records
+   * them), read and emptied by the runtime; `parseDecisions` reads its text.
+   */
+  readonly decisionLogPath: string;
+  parseDecisions(text: string, readAt: Date): ReadDecisions;
 }

@@ -22,10 +22,10 @@ export interface V2rayRoutingRule {
   outboundTag: string;
 }
 
-/** The parts of a v2ray 4.34 config we write. No `log` section: v2ray's default keeps the access log off. */
 /** A v2ray DNS server: a DoH URL, or one that answers only the listed domains. */
 export type V2rayDnsServer = string | { address: string; domains: string[] };
 
+/** The parts of a v2ray 4.34 config we write. */
 export interface V2rayConfig {
   dns: { servers: V2rayDnsServer[]; tag: string };
   inbounds: V2rayInbound[];
@@ -35,6 +35,8 @@ export interface V2rayConfig {
   stats?: Record<string, never>;
   api?: { tag: string; services: string[] };
   policy?: { system: { statsInboundUplink: boolean; statsInboundDownlink: boolean } };
+  /** Only while an egress policy records its decisions (v2ray-decisions.ts). */
+  log?: { error: string; loglevel: 'info' };
 }
 
 export const PROXY_TAG = 'proxy';

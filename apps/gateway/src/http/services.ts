@@ -3,6 +3,7 @@ import type { AuthService } from '../domain/access/auth-service.js';
 import type { EventsService } from '../domain/activity/events-service.js';
 import type { StatusService } from '../domain/activity/status-service.js';
 import type { EgressBudgetsService } from '../domain/egress/egress-budgets-service.js';
+import type { EgressDecisionsService } from '../domain/egress/egress-decisions-service.js';
 import type { EgressIpsService } from '../domain/egress/egress-ips-service.js';
 import type { EgressTrafficService } from '../domain/egress/egress-traffic-service.js';
 import type { AccessScripts } from '../domain/entry/access-scripts.js';
@@ -34,6 +35,7 @@ export interface HttpServices {
   egressIps: EgressIpsService;
   egressTraffic: EgressTrafficService;
   egressBudgets: EgressBudgetsService;
+  egressDecisions: EgressDecisionsService;
   hosts: HostsService;
   lifecycle: HostLifecycle;
   resources: ResourcesService;

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import type { ContainerCreateOptions } from 'dockerode';
+import { DECISION_LOG_BYTES, DECISION_LOG_DIR } from './decision-log.js';
 import { DESKTOP_PASSWORD_FILE } from './desktop-secret.js';
 import { GATEWAY_NETWORK, relayEnvironment, WORKSPACE_LINK } from './egress-gateway-files.js';
 import { MOUNTS_IN_WORKSPACE } from './folder-mount-points.js';
@@ -104,6 +105,8 @@ export function egressGatewayContainer(params: EgressGatewayContainerParams): Co
       SecurityOpt: ['no-new-privileges'],
       Sysctls: GATEWAY_SYSCTLS,
       Binds: binds,
+      // The log of the egress policy's decisions (decision-log.ts), bounded, in the gateway's own memory.
+      Tmpfs: { [DECISION_LOG_DIR]: `rw,nosuid,nodev,noexec,mode=1777,size=${DECISION_LOG_BYTES}` },
       Memory: memory,
       MemorySwap: memory,
       PidsLimit: params.limits.pids,

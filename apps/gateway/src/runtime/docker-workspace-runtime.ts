@@ -7,7 +7,7 @@ import path from 'node:path';
 import type Docker from 'dockerode';
 import { type VerificationPlan, verificationPlan } from '../egress/egress-verification.js';
 import type { EgressSettings } from '../egress/settings.js';
-import type { TunnelEngine } from '../egress/tunnel-engine.js';
+import type { ReadDecisions, TunnelEngine } from '../egress/tunnel-engine.js';
 import { execCapped } from './container-exec.js';
 import {
   egressGatewayContainer,
@@ -22,6 +22,7 @@ import {
   workspaceLimitsConfig,
   workspaceSpecHash,
 } from './container-specs.js';
+import { takeDecisionLog } from './decision-log.js';
 import { desktopPasswordArchive } from './desktop-secret.js';
 import { EGRESS_GATEWAY_LIMITS, GATEWAY_NETWORK, WORKSPACE_PORTS } from './egress-gateway-files.js';
 import { throttleGateway } from './egress-throttle.js';
@@ -390,6 +391,19 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
       const taken = this.unreadTraffic.get(hostId) ?? [];
       this.unreadTraffic.delete(hostId);
       return taken;
+    });
+  }
+
+  async takeEgressDecisions(hostId: string): Promise<ReadDecisions> {
+    checkHostId(hostId);
+    const none: ReadDecisions = { counts: [], refused: 0, overflowed: false };
+    return this.guard(async () => {
+      const gateway = await this.find(hostId, 'egress-gateway');
+      if (!gateway?.running) return none;
+      const { engine } = this.options;
+      const log = takeDecisionLog(gateway.pid, engine.decisionLogPath);
+      if (!log) return none;
+      return { ...engine.parseDecisions(log.text, new Date()), overflowed: log.overflowed };
     });
   }
 

@@ -1,5 +1,5 @@
 import type { ProxyConfig } from '@ccp/api';
-import type { UpstreamCounters } from '../egress/tunnel-engine.js';
+import type { ReadDecisions, UpstreamCounters } from '../egress/tunnel-engine.js';
 import { DomainError } from '../shared/errors.js';
 
 /** One upstream a host may send its traffic through. */
@@ -179,6 +179,11 @@ export interface WorkspaceRuntime {
    * connections stay open meanwhile. False when the workspace is not running.
    */
   freeze(hostId: string, frozen: boolean): Promise<boolean>;
+  /**
+   * What the running egress gateway's policy blocked or would have blocked since the last call (each call takes
+   * them), counted per minute and destination; nothing when it is not running or its policy records nothing.
+   */
+  takeEgressDecisions(hostId: string): Promise<ReadDecisions>;
   /** Ids of every host the engine holds something for (by label). */
   hostIds(): Promise<string[]>;
   /** The workspace image a new container would use. */

@@ -16,6 +16,7 @@ import { hostLifecyclePolicy } from './migrations/0008-host-lifecycle-policy.js'
 import { resourcesAndQuotas } from './migrations/0009-resources-and-quotas.js';
 import { egressPolicyAndMetering } from './migrations/0010-egress-policy-and-metering.js';
 import { egressBudgetsAndPause } from './migrations/0014-egress-budgets-and-pause.js';
+import { egressDecisions } from './migrations/0013-egress-decisions.js';
 import type { DatabaseSchema } from './schema.js';
 import type { DatabaseConfig } from './settings.js';
 
@@ -107,6 +108,7 @@ function migrations(kind: DialectKind): Record<string, Migration> {
     '0009-resources-and-quotas': resourcesAndQuotas(),
     '0010-egress-policy-and-metering': egressPolicyAndMetering,
     '0014-egress-budgets-and-pause': egressBudgetsAndPause,
+    '0013-egress-decisions': egressDecisions,
   };
 }
 

@@ -3,6 +3,7 @@ import { AccessTicketsRepository } from './access-tickets-repository.js';
 import { AuthFailuresRepository } from './auth-failures-repository.js';
 import type { Database } from './database.js';
 import { EgressBudgetsRepository } from './egress-budgets-repository.js';
+import { EgressDecisionsRepository } from './egress-decisions-repository.js';
 import { EgressIpsRepository } from './egress-ips-repository.js';
 import { EgressTrafficRepository } from './egress-traffic-repository.js';
 import { EventsRepository } from './events-repository.js';
@@ -28,6 +29,7 @@ export interface Repositories {
   liveMessages: LiveMessagesRepository;
   egressTraffic: EgressTrafficRepository;
   egressBudgets: EgressBudgetsRepository;
+  egressDecisions: EgressDecisionsRepository;
 }
 
 export function createRepositories(database: Database, cluster: ClusterBus): Repositories {
@@ -45,5 +47,6 @@ export function createRepositories(database: Database, cluster: ClusterBus): Rep
     liveMessages: new LiveMessagesRepository(database.db),
     egressTraffic: new EgressTrafficRepository(database.db),
     egressBudgets: new EgressBudgetsRepository(database.db),
+    egressDecisions: new EgressDecisionsRepository(database.db),
   };
 }

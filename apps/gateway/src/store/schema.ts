@@ -218,6 +218,8 @@ export interface DatabaseSchema {
   egress_traffic: EgressTrafficTable;
   egress_budgets: EgressBudgetsTable;
   egress_budget_marks: EgressBudgetMarksTable;
+  egress_decisions: EgressDecisionsTable;
+  egress_decisions_uncounted: EgressDecisionsUncountedTable;
 }
 
 /** A monthly egress budget of a host, a user or an egress IP (migration 0014). */
@@ -238,6 +240,27 @@ export interface EgressBudgetMarksTable {
   month: string;
   warned_at: string | null;
   reached_at: string | null;
+}
+
+/** How often a host's egress policy decided one way about one destination in one minute (its start). */
+export interface EgressDecisionsTable {
+  minute: IsoTime;
+  host_id: string;
+  user_id: string;
+  decision: 'blocked' | 'would_block';
+  destination: string;
+  port: number;
+  /** bigint: PostgreSQL returns it as text. */
+  count: number | string;
+  last_seen: IsoTime;
+}
+
+/** Decisions of a minute left uncounted past the cap on distinct destinations: how many, about how many. */
+export interface EgressDecisionsUncountedTable {
+  minute: IsoTime;
+  host_id: string;
+  destinations: number;
+  count: number | string;
 }
 
 /** Bytes through a host's upstream in one hour (`hour`: its start, an IsoTime), per egress IP. */

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { EgressPolicy } from '@ccp/api';
 import { v2rayGatewayConfig } from '../../src/egress/gateway-config.js';
-import { BLOCKED_TAG, v2rayPolicyRules } from '../../src/egress/v2ray-policy.js';
+import { BLOCKED_TAG, v2rayPolicyRules, WOULD_BLOCK_TAG } from '../../src/egress/v2ray-policy.js';
 import { gatewayParams, VARIANTS } from './variants.js';
 
 const policy: EgressPolicy = {
@@ -34,9 +34,15 @@ describe('egress policy in the v2ray routing', () => {
     ]);
   });
 
-  it('off and log-only route nothing differently', () => {
+  it('off routes nothing differently; log-only sends what it would deny to the upstream under its own tag', () => {
     assert.deepEqual(v2rayPolicyRules({ ...policy, mode: 'off' }, 'tproxy', 'proxy'), []);
-    assert.deepEqual(v2rayPolicyRules({ ...policy, mode: 'log-only' }, 'tproxy', 'proxy'), []);
+    const logged = v2rayPolicyRules({ ...policy, mode: 'log-only' }, 'tproxy', 'proxy');
+    const enforced = v2rayPolicyRules(policy, 'tproxy', 'proxy');
+    assert.deepEqual(
+      logged.map((rule) => rule.outboundTag),
+      enforced.map((rule) => (rule.outboundTag === BLOCKED_TAG ? WOULD_BLOCK_TAG : rule.outboundTag)),
+    );
+    assert.ok(logged.some((rule) => rule.outboundTag === WOULD_BLOCK_TAG));
   });
 
   it('refuses a rule that matches nothing, a bad address and a backwards port range', () => {

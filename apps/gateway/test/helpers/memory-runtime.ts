@@ -1,3 +1,4 @@
+import type { ReadDecisions } from '../../src/egress/tunnel-engine.js';
 import {
   type ExecResult,
   type ImageStatus,
@@ -189,6 +190,15 @@ export class MemoryRuntime implements WorkspaceRuntime {
   async takeEgressTraffic(hostId: string): Promise<MeteredTraffic[]> {
     const taken = this.egressTraffic.get(hostId) ?? [];
     this.egressTraffic.delete(hostId);
+    return taken;
+  }
+
+  /** What the next takeEgressDecisions hands out, per host (tests of the decision log set them). */
+  readonly egressDecisions = new Map<string, ReadDecisions>();
+
+  async takeEgressDecisions(hostId: string): Promise<ReadDecisions> {
+    const taken = this.egressDecisions.get(hostId) ?? { counts: [], refused: 0, overflowed: false };
+    this.egressDecisions.delete(hostId);
     return taken;
   }
 

@@ -7,6 +7,7 @@ import { Field } from '../../components/field';
 import { HostAccess } from '../../components/host-access';
 import { HostDesktop } from '../../components/host-desktop';
 import { HostEgressBudgetPanel, HostEgressNotice } from '../../components/host-egress';
+import { HostEgressDecisions } from '../../components/host-egress-decisions';
 import { HostLifecycle } from '../../components/host-lifecycle';
 import { HostResources } from '../../components/host-resources';
 import { HostTask } from '../../components/host-task';
@@ -170,6 +171,7 @@ export function HostDetail() {
       <HostPolicyPanel hostId={h.id} />
       <HostTrafficChart hostId={h.id} scope="admin" />
       <HostEgressBudgetPanel hostId={h.id} />
+      <HostEgressDecisions hostId={h.id} scope="admin" />
       <Section title="Delete">
         <ConfirmButton
           label="Delete host"

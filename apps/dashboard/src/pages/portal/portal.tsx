@@ -8,6 +8,7 @@ import { InputField } from '../../components/field';
 import { HostAccess } from '../../components/host-access';
 import { HostDesktop, OpenDesktopButton } from '../../components/host-desktop';
 import { HostEgressNotice } from '../../components/host-egress';
+import { HostEgressDecisions } from '../../components/host-egress-decisions';
 import { HostLifecycle } from '../../components/host-lifecycle';
 import { HostResources } from '../../components/host-resources';
 import { HostTask } from '../../components/host-task';
@@ -84,6 +85,7 @@ export function PortalHost() {
       <HostLifecycle host={h} scope="user" />
       <HostEgressNotice host={h} />
       <HostTraffic hostId={h.id} />
+      <HostEgressDecisions hostId={h.id} scope="user" />
       <Section title="Access">
         <HostAccess host={h} scope="user" />
         <HostDesktop host={h} scope="user" />

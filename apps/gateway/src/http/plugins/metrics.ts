@@ -24,6 +24,8 @@ export interface MetricsSource {
     hosts: Array<{ id: string; sent: number; received: number }>;
     egressIps: Array<{ id: string; sent: number; received: number }>;
   }>;
+  /** Connections egress policies blocked or would have blocked since the figures began, per decision. */
+  egressDecisions?(): Promise<Array<{ decision: string; count: number }>>;
 }
 
 type Counts = Awaited<ReturnType<MetricsSource['counts']>>;
@@ -186,6 +188,19 @@ export class GatewayMetrics {
       Math.round(Date.parse(r.tested_at) / 1000),
     );
     this.egressTrafficCounters(registers);
+    const decisions = source.egressDecisions?.bind(source);
+    if (decisions)
+      new Counter({
+        name: 'ccp_egress_policy_decisions_total',
+        help: 'Connections egress policies blocked (decision="blocked") or would have blocked in log-only mode (decision="would_block"), from the per-minute counts',
+        labelNames: ['decision'],
+        registers,
+        async collect() {
+          const read = await decisions().catch(() => null);
+          this.reset();
+          for (const row of read ?? []) this.inc({ decision: row.decision }, row.count);
+        },
+      });
   }
 
   /**

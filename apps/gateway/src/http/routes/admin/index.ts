@@ -9,6 +9,7 @@ import { registerHostTerminalRoutes } from '../portal/host-terminal.js';
 import { registerSseRoute } from '../portal/sse.js';
 import { registerAdminActivityRoutes } from './activity.js';
 import { registerAdminEgressBudgetRoutes } from './egress-budgets.js';
+import { registerAdminEgressDecisionsRoutes } from './egress-decisions.js';
 import { registerAdminEgressRoutes } from './egress-ips.js';
 import { registerAdminEgressTrafficRoutes } from './egress-traffic.js';
 import { registerAdminHostRoutes } from './hosts.js';
@@ -26,6 +27,7 @@ export function adminRoutes(admin: Api, services: HttpServices): void {
   registerAdminEgressRoutes(admin, services);
   registerAdminEgressTrafficRoutes(admin, services);
   registerAdminEgressBudgetRoutes(admin, services);
+  registerAdminEgressDecisionsRoutes(admin, services);
   registerAdminHostRoutes(admin, services);
   registerHostDesktopRoutes(admin, services, 'admin');
   registerHostExtendRoute(admin, services, 'admin');

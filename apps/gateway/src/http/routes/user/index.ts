@@ -8,6 +8,7 @@ import { registerHostExtendRoute } from '../portal/host-extend.js';
 import { registerHostTerminalRoutes } from '../portal/host-terminal.js';
 import { registerSseRoute } from '../portal/sse.js';
 import { registerUserAccountRoutes } from './account.js';
+import { registerUserEgressDecisionsRoutes } from './egress-decisions.js';
 import { registerUserEgressTrafficRoutes } from './egress-traffic.js';
 import { registerUserHostRoutes } from './hosts.js';
 
@@ -21,6 +22,7 @@ export function userRoutes(user: Api, services: HttpServices): void {
   registerUserAccountRoutes(user, services);
   registerUserHostRoutes(user, services);
   registerUserEgressTrafficRoutes(user, services);
+  registerUserEgressDecisionsRoutes(user, services);
   registerHostDesktopRoutes(user, services, 'user');
   registerHostExtendRoute(user, services, 'user');
   registerHostTerminalRoutes(user, services, 'user');
