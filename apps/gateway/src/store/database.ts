@@ -15,8 +15,8 @@ import { nodes } from './migrations/0007-nodes.js';
 import { hostLifecyclePolicy } from './migrations/0008-host-lifecycle-policy.js';
 import { resourcesAndQuotas } from './migrations/0009-resources-and-quotas.js';
 import { egressPolicyAndMetering } from './migrations/0010-egress-policy-and-metering.js';
-import { egressBudgetsAndPause } from './migrations/0014-egress-budgets-and-pause.js';
 import { egressDecisions } from './migrations/0013-egress-decisions.js';
+import { egressBudgetsAndPause } from './migrations/0014-egress-budgets-and-pause.js';
 import type { DatabaseSchema } from './schema.js';
 import type { DatabaseConfig } from './settings.js';
 
@@ -107,8 +107,8 @@ function migrations(kind: DialectKind): Record<string, Migration> {
     '0008-host-lifecycle-policy': hostLifecyclePolicy,
     '0009-resources-and-quotas': resourcesAndQuotas(),
     '0010-egress-policy-and-metering': egressPolicyAndMetering,
-    '0014-egress-budgets-and-pause': egressBudgetsAndPause,
     '0013-egress-decisions': egressDecisions,
+    '0014-egress-budgets-and-pause': egressBudgetsAndPause,
   };
 }
 
