@@ -311,6 +311,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
   const resources = new ResourcesService(
     repositories.hosts,
     repositories.users,
+    repositories.quotaLock,
     runtime,
     bus,
     accessSettings,

@@ -11,6 +11,7 @@ import { NodesRepository } from './nodes-repository.js';
 import { SshKeysRepository } from './ssh-keys-repository.js';
 import { StatsRepository } from './stats-repository.js';
 import { TasksRepository } from './tasks-repository.js';
+import { UserQuotaLock } from './user-quota-lock.js';
 import { UsersRepository } from './users-repository.js';
 
 export interface Repositories {
@@ -26,6 +27,7 @@ export interface Repositories {
   nodes: NodesRepository;
   liveMessages: LiveMessagesRepository;
   egressTraffic: EgressTrafficRepository;
+  quotaLock: UserQuotaLock;
 }
 
 export function createRepositories(database: Database, cluster: ClusterBus): Repositories {
@@ -42,5 +44,6 @@ export function createRepositories(database: Database, cluster: ClusterBus): Rep
     nodes: new NodesRepository(database.db),
     liveMessages: new LiveMessagesRepository(database.db),
     egressTraffic: new EgressTrafficRepository(database.db),
+    quotaLock: new UserQuotaLock(database.db, database.kind),
   };
 }
