@@ -368,6 +368,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     probe: options.activityProbe ?? new DockerActivityProbe(docker.docker),
     sessions: (hostId) => dialer.openStreams(hostId),
     tellSessions: (hostId, text) => ssh.tellSessions(hostId, text),
+    cluster,
     accessSettings,
     settings: config.hostLifecycle,
     log: logger.child({ component: 'host-policy' }),

@@ -32,6 +32,14 @@ export const clusterMessageSchemas = {
   'host.upstream_switch_requested': Type.Object({ hostId: Type.String({ minLength: 1 }) }),
   /** An egress IP's upstream was edited: each node switches its own running hosts that use it. */
   'egress_ip.upstream_changed': Type.Object({ egressIpId: Type.String({ minLength: 1 }) }),
+  /**
+   * A policy stop of the host is coming: each gateway writes `text` to its own SSH terminals of the host (the
+   * host's node ran the round and told its own). The text names the host, the time and how to extend.
+   */
+  'host.stop_warning': Type.Object({
+    hostId: Type.String({ minLength: 1 }),
+    text: Type.String({ minLength: 1, maxLength: 2000 }),
+  }),
 } satisfies Record<string, TSchema>;
 
 export type ClusterMessageName = keyof typeof clusterMessageSchemas;

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { EventBus } from '../../events/event-bus.js';
 import { systemActor } from '../../events/event-bus.js';
 import type { WorkspaceActivityProbe, WorkspaceActivitySample } from '../../runtime/workspace-activity.js';
+import type { ClusterBus } from '../../shared/cluster-messages.js';
 import type { HostPatch, HostsRepository, HostWithOwner } from '../../store/hosts-repository.js';
 import type { UsersRepository } from '../../store/users-repository.js';
 import type { Access } from '../access/access.js';
@@ -47,6 +48,8 @@ export interface LifecycleSchedulerOptions {
   sessions: (hostId: string) => number;
   /** Writes a line to this gateway's SSH terminals of a host; answers how many (SshProxy.tellSessions). */
   tellSessions: (hostId: string, text: string) => number;
+  /** The other gateways on the database, whose SSH sessions to a host are told of its coming stop too. */
+  cluster: Pick<ClusterBus, 'publish' | 'subscribe'>;
   accessSettings: AccessSettings;
   settings: HostLifecycleSettings;
   log: Logger;
@@ -87,6 +90,10 @@ export class LifecycleScheduler {
    * forgotten (its activity stays: it is older than the start, which plans count from).
    */
   follow(): void {
+    // Another gateway's round warned of a stop: the sessions attached here see the line as well.
+    this.options.cluster.subscribe('host.stop_warning', ({ hostId, text }) => {
+      this.options.tellSessions(hostId, text);
+    });
     this.options.bus.on('host.started', async ({ hostId }) => {
       if (!hostId) return;
       await this.options.hosts.update(hostId, {
@@ -231,7 +238,10 @@ export class LifecycleScheduler {
     }
   }
 
-  /** Tells users of a coming stop: an event (and with it a live message), their SSH terminals, tmux clients. */
+  /**
+   * Tells users of a coming stop: an event (and with it a live message), their SSH terminals at every gateway,
+   * tmux clients in the workspace.
+   */
   private async warn(host: HostWithOwner, reason: StopReason, stopAt: number): Promise<void> {
     const { bus, probe, accessSettings, log } = this.options;
     const minutes = Math.max(1, Math.round((stopAt - this.now()) / 60_000));
@@ -239,6 +249,9 @@ export class LifecycleScheduler {
       `host ${host.short_id} stops in about ${minutes} min at ${isoOf(stopAt)} (${REASON_TEXT[reason]}); ` +
       `to keep it running: \`ccp extend\`, or Extend at ${portalHostUrl(accessSettings, host.id)}`;
     const told = this.options.tellSessions(host.id, text);
+    await this.options.cluster
+      .publish('host.stop_warning', { hostId: host.id, text })
+      .catch((error: unknown) => log.warn({ err: error, hostId: host.id }, 'other gateways were not told'));
     await probe
       .tellTerminals(host.id, text)
       .catch((error: unknown) => log.debug({ err: error, hostId: host.id }, 'tmux did not take the notice'));
