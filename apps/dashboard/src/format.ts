@@ -4,6 +4,15 @@ export function when(iso: string | null | undefined): string {
   return new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
 }
 
+/** How long until an instant, in minutes and hours ("in 26 min", "in 2 h 5 min"); "now" once it is past. */
+export function timeLeft(iso: string, now = Date.now()): string {
+  const minutes = Math.floor((Date.parse(iso) - now) / 60_000);
+  if (minutes < 1) return 'now';
+  if (minutes < 60) return `in ${minutes} min`;
+  const hours = Math.floor(minutes / 60);
+  return minutes % 60 === 0 ? `in ${hours} h` : `in ${hours} h ${minutes % 60} min`;
+}
+
 /** `datetime-local` input value (local time) from an ISO timestamp, and back. */
 export function toLocalInput(iso: string | null): string {
   if (!iso) return '';

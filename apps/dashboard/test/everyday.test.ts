@@ -77,6 +77,8 @@ async function signIn(page: Page, username: string, password: string): Promise<v
  */
 describe('everyday use of the dashboard in Chromium', { skip, timeout: 300_000 }, () => {
   const runtime = new MemoryRuntime();
+  /** When a tmux pane of a host last printed, as the activity probe reports it. */
+  const terminalOutputAt = new Map<string, number>();
   let t: TestGateway;
   let vite: { url: string; child: ChildProcess };
   let browser: Browser;
@@ -113,13 +115,18 @@ describe('everyday use of the dashboard in Chromium', { skip, timeout: 300_000 }
 
   before(async () => {
     mkdirSync(SHOTS, { recursive: true });
-    // Workspaces that show no activity: the lifecycle policy's rounds, run by hand, decide by the policy alone.
-    // A log-only policy, whose decisions the test hands the memory runtime (its rounds run by hand).
+    // Workspaces that show no activity but the terminal output a test sets: the lifecycle policy's rounds, run by
+    // hand, decide by the policy alone. A log-only egress policy, whose decisions the test hands the memory runtime.
     const policy = { mode: 'log-only', default_action: 'allow', rules: [] };
     const env = { ...NODE_TIMING, EGRESS_POLICY: JSON.stringify(policy), EGRESS_POLICY_LOG_SECONDS: '0' };
     t = await startTestGateway('sqlite', env, runtime, {
       activityProbe: {
-        sample: async () => ({ cpuSeconds: 0, networkBytes: 0, terminalOutputAt: null, pid: 1 }),
+        sample: async (hostId) => ({
+          cpuSeconds: 0,
+          networkBytes: 0,
+          terminalOutputAt: terminalOutputAt.get(hostId) ?? null,
+          pid: 1,
+        }),
         tellTerminals: async () => {},
       },
     });
@@ -406,6 +413,64 @@ describe('everyday use of the dashboard in Chromium', { skip, timeout: 300_000 }
     await own.getByTestId('quota-hosts').filter({ hasText: '1 of 1' }).waitFor();
     await own.context().close();
     await admin.context().close();
+  });
+
+  it("shows a running host's limits, last activity and time left, and a user's quota use, to admins and the user", async () => {
+    const created = await t.request('POST', '/v1/admin/users', {
+      body: { username: 'lena', password: 'lena-password' },
+    });
+    const lena = created.body.id as string;
+    const quotas = { hosts: 3, running_hosts: 2, cpus: 4, memory_mb: 8192, home_mb: 30720 };
+    await t.request('PUT', `/v1/admin/users/${lena}/resources`, { body: { quotas } });
+    const newHost = async (resources: Record<string, number>) =>
+      (
+        await t.request('POST', '/v1/admin/hosts', {
+          body: { user_id: lena, egress_ip_id: egressIpId, resources },
+        })
+      ).body as { id: string; short_id: string };
+    const host = await newHost({ cpus: 2, memory_mb: 3072, pids: 800, home_mb: 12288 });
+    await newHost({ home_mb: 4096 });
+    assert.equal((await t.request('POST', `/v1/admin/hosts/${host.id}/start`)).status, 202);
+    await t.gateway.tasks.idle();
+    // Its agent prints now (after its start); it stops after half an hour without activity.
+    terminalOutputAt.set(host.id, Date.now());
+    await t.request('PUT', `/v1/admin/hosts/${host.id}/lifecycle-policy`, {
+      body: { idle_timeout_seconds: 1800, max_lifetime_seconds: null, schedule: null },
+    });
+    await t.gateway.lifecycleScheduler.round();
+    const lifecycle = (await t.request('GET', `/v1/admin/hosts/${host.id}`)).body.lifecycle;
+    assert.equal(lifecycle.last_activity_signal, 'terminal');
+    assert.equal(lifecycle.planned_stop.reason, 'idle');
+
+    const limits = /2 CPUs · 3072 MiB memory · 800 processes · 12288 MiB home/;
+    const activity = /Last active .+ \(a terminal printed\)/;
+    const timeLeft = /stops at .+, in (28|29) min \(idle/;
+    const admin = await pageAs('admin', ADMIN_PASSWORD, `/admin/hosts/${host.id}`);
+    await admin.getByTestId('host-lifecycle').filter({ hasText: timeLeft }).waitFor();
+    assert.match((await admin.getByTestId('host-resources').textContent()) ?? '', limits);
+    assert.match((await admin.getByTestId('host-lifecycle').textContent()) ?? '', activity);
+    await shot(admin, 'limits-admin-host');
+    await admin.goto(`/admin/users/${lena}`);
+    await admin.getByTestId('quota-hosts').filter({ hasText: '2 of 3' }).waitFor();
+    assert.equal(await admin.getByTestId('quota-running_hosts').textContent(), '1 of 2');
+    assert.equal(await admin.getByTestId('quota-cpus').textContent(), '2 of 4');
+    assert.equal(await admin.getByTestId('quota-memory_mb').textContent(), '3072 of 8192 MiB');
+    assert.equal(await admin.getByTestId('quota-home_mb').textContent(), '16384 of 30720 MiB');
+    await shot(admin, 'limits-admin-user-quotas');
+    await admin.goto('/admin/quotas');
+    await admin.getByTestId('quotas').getByRole('row', { name: /lena/ }).waitFor();
+    await shot(admin, 'limits-admin-quotas');
+    await admin.context().close();
+
+    const own = await pageAs('lena', 'lena-password', `/portal/hosts/${host.id}`);
+    await own.getByTestId('host-lifecycle').filter({ hasText: timeLeft }).waitFor();
+    assert.match((await own.getByTestId('host-resources').textContent()) ?? '', limits);
+    assert.match((await own.getByTestId('host-lifecycle').textContent()) ?? '', activity);
+    await shot(own, 'limits-portal-host');
+    await own.getByRole('link', { name: 'Account' }).click();
+    await own.getByTestId('quota-memory_mb').filter({ hasText: '3072 of 8192 MiB' }).waitFor();
+    await shot(own, 'limits-portal-account');
+    await own.context().close();
   });
 
   it("sets a user's lifecycle defaults and a host's own policy on their pages, refusing a bad time zone", async () => {

@@ -484,7 +484,7 @@ describe('dashboard journeys in Chromium', { skip, timeout: 900_000 }, () => {
     await signIn(page, 'walker', userPassword);
     await page.waitForURL('**/portal/keys');
 
-    await page.getByRole('link', { name: 'Password' }).click();
+    await page.getByRole('link', { name: 'Account' }).click();
     await page.getByLabel('Current password').fill(userPassword);
     await page.getByLabel('New password').fill('short');
     await page.getByRole('button', { name: 'Change password' }).click();

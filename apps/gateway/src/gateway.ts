@@ -333,6 +333,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
   const resources = new ResourcesService(
     repositories.hosts,
     repositories.users,
+    repositories.quotaLock,
     runtime,
     bus,
     accessSettings,
@@ -389,6 +390,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     probe: options.activityProbe ?? new DockerActivityProbe(docker.docker),
     sessions: (hostId) => dialer.openStreams(hostId),
     tellSessions: (hostId, text) => ssh.tellSessions(hostId, text),
+    cluster,
     accessSettings,
     settings: config.hostLifecycle,
     log: logger.child({ component: 'host-policy' }),
@@ -454,6 +456,8 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
   bus.on('egress_ip.upstream_changed', ({ egressIpId, replaced }) =>
     lifecycle.egressChanged(access.system('egress IP changed'), egressIpId, replaced),
   );
+  bus.on('host.policy_stop', async ({ data }) => metrics.countPolicyStop(data.reason));
+  bus.on('host.stop_warning', async ({ data }) => metrics.countStopWarning(data.reason));
   bus.on('runtime.notice', ({ notice }) => lifecycle.runtimeNotice(access.system('engine notice'), notice));
   // This node joined again after it was removed (recorded events are this gateway's own). Not a full reconcile:
   // the tasks it runs now are not interrupted.

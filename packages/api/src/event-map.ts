@@ -120,7 +120,10 @@ export interface RecordedEvents {
   'host.stale_workspace_stopped': { data: { node: string; placed_on: string } };
   'host.policy_changed': { data: { policy: LifecyclePolicy }; host: Host };
   'user.host_policy_changed': { data: Username & { policy: LifecyclePolicy } };
-  /** Users were told the policy stops the host at `stop_at`: `terminals_told` SSH terminals got the line. */
+  /**
+   * Users were told the policy stops the host at `stop_at`: `terminals_told` SSH terminals at the host's node got
+   * the line (the other gateways write it to theirs).
+   */
   'host.stop_warning': { data: { reason: StopReason; stop_at: string; terminals_told: number }; host: Host };
   'host.stop_extended': { data: { until: string }; host: Host };
   /** The policy queued an ordinary stop task. */

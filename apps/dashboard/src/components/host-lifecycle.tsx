@@ -1,7 +1,8 @@
 import type { Host } from '@ccp/api';
 import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useEffect, useState } from 'react';
 import { api } from '../api';
-import { when } from '../format';
+import { timeLeft, when } from '../format';
 import { ActionButton, ErrorText } from './ui';
 
 const SIGNALS: Record<string, string> = {
@@ -30,13 +31,19 @@ export function HostLifecycle({ host, scope }: { host: Host; scope: 'admin' | 'u
   });
   const { last_activity_at, last_activity_signal, planned_stop, planned_start_at } = host.lifecycle;
   const running = host.status === 'running';
+  // The time left counts down between the host's updates.
+  const [now, setNow] = useState(Date.now);
+  useEffect(() => {
+    const timer = setInterval(() => setNow(Date.now()), 30_000);
+    return () => clearInterval(timer);
+  }, []);
   return (
     <div data-testid="host-lifecycle">
       {running && planned_stop?.warned_at ? (
         <div className="notice" role="alert" data-testid="stop-warning">
           <p>
             <strong>
-              This host stops at {when(planned_stop.at)} ({REASONS[planned_stop.reason]}).
+              {`This host stops at ${when(planned_stop.at)}, ${timeLeft(planned_stop.at, now)} (${REASONS[planned_stop.reason]}).`}
             </strong>{' '}
             Extend keeps it running; so does <code>ccp extend</code>.
           </p>
@@ -46,9 +53,11 @@ export function HostLifecycle({ host, scope }: { host: Host; scope: 'admin' | 'u
         Last active {when(last_activity_at)}
         {last_activity_signal ? ` (${SIGNALS[last_activity_signal]})` : ''}
         {running && planned_stop
-          ? ` · stops at ${when(planned_stop.at)} (${REASONS[planned_stop.reason]})`
+          ? ` · stops at ${when(planned_stop.at)}, ${timeLeft(planned_stop.at, now)} (${REASONS[planned_stop.reason]})`
           : ''}
-        {!running && planned_start_at ? ` · starts at ${when(planned_start_at)} (its schedule)` : ''}
+        {!running && planned_start_at
+          ? ` · starts at ${when(planned_start_at)}, ${timeLeft(planned_start_at, now)} (its schedule)`
+          : ''}
       </p>
       {running && planned_stop ? (
         <ActionButton pending={extend.isPending} onClick={() => extend.mutate()}>

@@ -19,7 +19,7 @@ const NAV: Record<Role, { to: string; label: string; end?: boolean }[]> = {
   user: [
     { to: '/portal', label: 'My hosts', end: true },
     { to: '/portal/keys', label: 'SSH keys' },
-    { to: '/portal/account', label: 'Password' },
+    { to: '/portal/account', label: 'Account' },
   ],
 };
 

@@ -97,7 +97,7 @@ function PolicyForm(props: {
       }}
     >
       <p className="muted">Blank: {props.inheritsFrom}. 0: never.</p>
-      <div className="row wrap">
+      <div className="row wrap top">
         <InputField
           label="Idle stop after, minutes"
           error={errors.idle_timeout_seconds}
@@ -112,7 +112,7 @@ function PolicyForm(props: {
         />
       </div>
       <p className="muted">Weekly schedule (blank time zone: {props.inheritsFrom})</p>
-      <div className="row wrap">
+      <div className="row wrap top">
         <InputField
           label="Time zone"
           error={errors['schedule.time_zone']}

@@ -32,6 +32,14 @@ export const clusterMessageSchemas = {
   'host.upstream_switch_requested': Type.Object({ hostId: Type.String({ minLength: 1 }) }),
   /** An egress IP's upstream was edited: each node switches its own running hosts that use it. */
   'egress_ip.upstream_changed': Type.Object({ egressIpId: Type.String({ minLength: 1 }) }),
+  /**
+   * A line for the host's users (a coming policy stop, an egress budget, a pause): each gateway writes `text` to
+   * its own SSH terminals of the host (the sender told its own).
+   */
+  'host.terminal_notice': Type.Object({
+    hostId: Type.String({ minLength: 1 }),
+    text: Type.String({ minLength: 1, maxLength: 2000 }),
+  }),
 } satisfies Record<string, TSchema>;
 
 export type ClusterMessageName = keyof typeof clusterMessageSchemas;

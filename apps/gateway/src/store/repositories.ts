@@ -13,6 +13,7 @@ import { NodesRepository } from './nodes-repository.js';
 import { SshKeysRepository } from './ssh-keys-repository.js';
 import { StatsRepository } from './stats-repository.js';
 import { TasksRepository } from './tasks-repository.js';
+import { UserQuotaLock } from './user-quota-lock.js';
 import { UsersRepository } from './users-repository.js';
 
 export interface Repositories {
@@ -30,6 +31,7 @@ export interface Repositories {
   egressTraffic: EgressTrafficRepository;
   egressBudgets: EgressBudgetsRepository;
   egressDecisions: EgressDecisionsRepository;
+  quotaLock: UserQuotaLock;
 }
 
 export function createRepositories(database: Database, cluster: ClusterBus): Repositories {
@@ -48,5 +50,6 @@ export function createRepositories(database: Database, cluster: ClusterBus): Rep
     egressTraffic: new EgressTrafficRepository(database.db),
     egressBudgets: new EgressBudgetsRepository(database.db),
     egressDecisions: new EgressDecisionsRepository(database.db),
+    quotaLock: new UserQuotaLock(database.db, database.kind),
   };
 }

@@ -30,6 +30,18 @@ export class TasksRepository {
     return (await this.findById(id))!;
   }
 
+  /** The user's hosts whose start (or bootstrap) task is queued or running. */
+  async hostsWithStartUnderway(userId: string): Promise<string[]> {
+    const rows = await this.db
+      .selectFrom('tasks')
+      .select('host_id')
+      .where('user_id', '=', userId)
+      .where('kind', 'in', ['start', 'bootstrap'])
+      .where('status', 'in', UNFINISHED)
+      .execute();
+    return rows.flatMap((row) => (row.host_id ? [row.host_id] : []));
+  }
+
   /** The unfinished task of a host, if any. */
   findActiveForHost(hostId: string): Promise<TaskRow | undefined> {
     return this.db

@@ -33,6 +33,12 @@ for (const kind of DATABASES) {
     const host = async (id: string) => (await t.request('GET', `/v1/admin/hosts/${id}`)).body;
     const events = async (id: string, type: string) =>
       (await t.request('GET', `/v1/admin/events?host_id=${id}&type=${type}`)).body.events;
+    /** A series of /metrics by its name and labels as printed (`name{reason="schedule"}`). */
+    const metric = async (series: string) => {
+      const text = (await t.request('GET', '/metrics')).body as string;
+      const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+      return line === undefined ? undefined : Number(line.slice(series.length + 1));
+    };
 
     it('starts the stopped host at its start time and stops it at its stop time, warned ahead', async () => {
       const user = await t.createUser('scheduled');
@@ -85,6 +91,8 @@ for (const kind of DATABASES) {
       assert.equal(warnings[0].data.reason, 'schedule');
       assert.match(warnings[0].message, /stops in about 10 min/);
       assert.equal((await host(created.id)).status, 'running');
+      assert.equal(await metric('ccp_host_stop_warnings_total{reason="schedule"}'), 1);
+      assert.equal(await metric('ccp_host_policy_stops_total{reason="schedule"}'), 0);
 
       now = stopAt - 1000;
       await round();
@@ -101,6 +109,8 @@ for (const kind of DATABASES) {
       const task = (await t.request('GET', `/v1/admin/tasks/${stop.data.task_id}`)).body;
       assert.equal(task.kind, 'stop', 'an ordinary stop task');
       assert.equal(task.requested_by, 'system');
+      assert.equal(await metric('ccp_host_policy_stops_total{reason="schedule"}'), 1);
+      assert.equal(await metric('ccp_host_policy_stops_total{reason="idle"}'), 0);
 
       await round();
       assert.equal(

@@ -1,8 +1,85 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import { needs } from '../../../../test/support/needs.js';
 import { MemoryRuntime } from '../helpers/memory-runtime.js';
 import { passingTester } from '../helpers/passing-tester.js';
-import { DATABASES, startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
+import {
+  createPostgresDatabase,
+  DATABASES,
+  startTestGateway,
+  type TestGateway,
+} from '../helpers/test-gateway.js';
+
+type Answer = { status: number; body: any };
+/** Each answer's status and error code, sorted, for a message that says what came back. */
+const outcomes = (answers: Answer[]) =>
+  answers.map((a) => `${a.status}${a.body?.code ? ` ${a.body.code}` : ''}`).sort();
+
+/**
+ * Starts of a user's hosts asked at the same moment, spread over the gateways given (the user's token on every
+ * other one): with a quota of one running host, exactly one passes and one host runs.
+ */
+async function simultaneousStarts(gateways: TestGateway[], exit: string, username: string): Promise<void> {
+  const [first] = gateways;
+  const user = await first!.createUser(username);
+  await first!.request('PUT', `/v1/admin/users/${user.id}/resources`, {
+    body: { quotas: { running_hosts: 1 } },
+  });
+  const hosts: string[] = [];
+  for (let i = 0; i < 4; i++)
+    hosts.push((await first!.createHost(user.id, exit, { start: false })).id as string);
+  const answers = await Promise.all(
+    hosts.map((id, i) => {
+      const via = gateways[i % gateways.length]!;
+      return i % 2
+        ? via.request('POST', `/v1/user/hosts/${id}/start`, { token: user.token })
+        : via.request('POST', `/v1/admin/hosts/${id}/start`);
+    }),
+  );
+  assert.deepEqual(outcomes(answers), [
+    '202',
+    '409 quota_exceeded',
+    '409 quota_exceeded',
+    '409 quota_exceeded',
+  ]);
+  for (const refused of answers.filter((a) => a.status === 409))
+    assert.equal(refused.body.quota, 'running_hosts');
+  const until = Date.now() + 15_000;
+  for (;;) {
+    await Promise.all(gateways.map((g) => g.gateway.tasks.idle()));
+    const statuses = await Promise.all(
+      hosts.map(async (id) => (await first!.request('GET', `/v1/admin/hosts/${id}`)).body.status),
+    );
+    if (!statuses.includes('starting') || Date.now() > until) {
+      assert.deepEqual(statuses.sort(), ['created', 'created', 'created', 'running']);
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** Creations of hosts for one user at the same moment, spread over the gateways: a quota of one host holds. */
+async function simultaneousCreations(gateways: TestGateway[], exit: string, username: string): Promise<void> {
+  const [first] = gateways;
+  const user = await first!.createUser(username);
+  await first!.request('PUT', `/v1/admin/users/${user.id}/resources`, { body: { quotas: { hosts: 1 } } });
+  const answers = await Promise.all(
+    [0, 1, 2, 3].map((i) =>
+      gateways[i % gateways.length]!.request('POST', '/v1/admin/hosts', {
+        body: { user_id: user.id, egress_ip_id: exit },
+      }),
+    ),
+  );
+  assert.deepEqual(outcomes(answers), [
+    '201',
+    '409 quota_exceeded',
+    '409 quota_exceeded',
+    '409 quota_exceeded',
+  ]);
+  const usage = await first!.request('GET', `/v1/admin/users/${user.id}/resources`);
+  assert.equal(usage.body.usage.hosts, 1);
+}
 
 /**
  * Each quota refuses what would pass it with 409 `quota_exceeded` naming the quota and its use, through the API
@@ -107,6 +184,12 @@ for (const kind of DATABASES) {
       assert.equal((await t.request('GET', `/v1/admin/hosts/${b.id}`)).body.status, 'running');
     });
 
+    it('lets exactly one of simultaneous starts through a quota of one running host', () =>
+      simultaneousStarts([t], exit, 'sami'));
+
+    it('lets exactly one of simultaneous creations through a quota of one host', () =>
+      simultaneousCreations([t], exit, 'sven'));
+
     it('refuses a start past the CPU quota, and a resize of a running host past it', async () => {
       const user = await t.createUser('cora');
       await setQuotas(user.id, { cpus: 1.5 });
@@ -203,3 +286,35 @@ for (const kind of DATABASES) {
     });
   });
 }
+
+describe('quotas across two gateways on one PostgreSQL database', { skip: needs('postgres') }, () => {
+  let database: Awaited<ReturnType<typeof createPostgresDatabase>>;
+  const gateways: TestGateway[] = [];
+  let exit: string;
+
+  before(async () => {
+    database = await createPostgresDatabase();
+    const shared = { DATABASE_URL: database.url, ADMIN_JWT_SECRET: randomBytes(36).toString('base64') };
+    const a = await startTestGateway('postgres', { ...shared, NODE_NAME: 'a' }, new MemoryRuntime(), {
+      egressTester: passingTester,
+    });
+    gateways.push(a);
+    gateways.push(
+      await startTestGateway('postgres', { ...shared, NODE_NAME: 'b' }, new MemoryRuntime(), {
+        egressTester: passingTester,
+        secretsFrom: a.dataDir,
+      }),
+    );
+    exit = await a.createEgressIp('198.51.100.22');
+  });
+  after(async () => {
+    for (const gateway of gateways) await gateway.close();
+    await database?.drop();
+  });
+
+  it('lets exactly one of starts asked at both gateways at once through a quota of one running host', () =>
+    simultaneousStarts(gateways, exit, 'ines'));
+
+  it('lets exactly one of creations asked at both gateways at once through a quota of one host', () =>
+    simultaneousCreations(gateways, exit, 'olaf'));
+});

@@ -158,7 +158,9 @@ export function UserDetail() {
               ))}
             </ul>
           )}
-          <Link to={`/admin/hosts?user=${u.id}`}>Create a host for {u.username}</Link>
+          <p>
+            <Link to={`/admin/hosts?user=${u.id}`}>Create a host for {u.username}</Link>
+          </p>
         </Section>
       </div>
       <KeysPanel

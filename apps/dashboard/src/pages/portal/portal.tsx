@@ -80,6 +80,7 @@ export function PortalHost() {
       <p className="hint">
         Started {when(h.started_at)} · egress {h.bindings.find((b) => b.active)?.ip_address ?? '—'}
       </p>
+      <HostResources host={h} />
       {h.status === 'failed' ? <HostFailure host={h} /> : null}
       {nodeLost(h) ? <NodeUnavailableNotice host={h} scope="user" /> : null}
       <HostLifecycle host={h} scope="user" />

@@ -4,7 +4,7 @@ import type { WorkspaceRuntime } from '../../runtime/workspace-runtime.js';
 import type { HostsRepository, HostWithOwner } from '../../store/hosts-repository.js';
 import { confirmSystem, type HostGrant, hostOf, type SystemGrant } from '../access/grants.js';
 import { errors } from '../errors.js';
-import type { TaskRunner } from '../tasks/task-runner.js';
+import type { TaskAdmission, TaskRunner } from '../tasks/task-runner.js';
 import type { HostReconciler } from './host-reconciler.js';
 import type { HostRecords } from './host-records.js';
 import type { HostResourcePolicy } from './host-tasks.js';
@@ -31,8 +31,9 @@ export class HostCommands {
   async start(grant: HostGrant, kind: 'start' | 'bootstrap' = 'start'): Promise<TaskAccepted> {
     const host = await this.requireReachable(hostOf(grant, 'operate').id);
     if (!(await this.records.activeUpstream(host.id))) throw noEgressBound(grant.actor);
-    await this.resources.admitStart(host, grant.actor);
-    return this.queue(kind, host, grant.actor);
+    return this.queue(kind, host, grant.actor, (insert) =>
+      this.resources.admitStart(host, grant.actor, insert),
+    );
   }
 
   /** Queues a stop; a start still running for the host is cancelled first (its task fails as `cancelled`). */
@@ -104,14 +105,16 @@ export class HostCommands {
       );
   }
 
-  private async queue(kind: TaskKind, host: HostWithOwner, actor: Actor): Promise<TaskAccepted> {
-    const row = await this.tasks.submit({
-      kind,
-      hostId: host.id,
-      userId: host.user_id,
-      actor,
-      node: host.node ?? this.tasks.node,
-    });
+  private async queue(
+    kind: TaskKind,
+    host: HostWithOwner,
+    actor: Actor,
+    admission?: TaskAdmission,
+  ): Promise<TaskAccepted> {
+    const row = await this.tasks.submit(
+      { kind, hostId: host.id, userId: host.user_id, actor, node: host.node ?? this.tasks.node },
+      admission,
+    );
     return { task_id: row.id, status_url: `/v1/admin/tasks/${row.id}` };
   }
 

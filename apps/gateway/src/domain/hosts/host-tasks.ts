@@ -7,6 +7,7 @@ import type {
 } from '../../runtime/workspace-runtime.js';
 import { nowIso } from '../../shared/clock.js';
 import type { HostPatch, HostWithOwner } from '../../store/hosts-repository.js';
+import type { TasksRepository } from '../../store/tasks-repository.js';
 import { errors } from '../errors.js';
 import type { QueuedTask, TaskRunner } from '../tasks/task-runner.js';
 import type { HostRecords, StatusEvent } from './host-records.js';
@@ -17,8 +18,15 @@ import type { UpstreamSwitch } from './upstream-switch.js';
 /** A host's limits and the quotas its start must fit (ResourcesService). */
 export interface HostResourcePolicy {
   limitsOf(host: HostWithOwner): WorkspaceLimits;
-  /** Fails with 409 `quota_exceeded` when starting the host would pass one of its owner's quotas. */
-  admitStart(host: HostWithOwner, actor: Actor): Promise<void>;
+  /**
+   * Fails with 409 `quota_exceeded` when starting the host would pass one of its owner's quotas; else runs
+   * `queue` (given a repository when it runs inside the owner's quota lock).
+   */
+  admitStart<T>(
+    host: HostWithOwner,
+    actor: Actor,
+    queue: (tasks?: TasksRepository) => Promise<T>,
+  ): Promise<T>;
 }
 
 /** The work of each lifecycle task (start, stop, rebuild, remove), run by the host's node whichever gateway queued it. */
@@ -51,7 +59,7 @@ export class HostTasks {
       const upstream = await this.activeUpstream(current.id);
       if (!upstream) throw noEgressBound(actor);
       // Again when it runs: other hosts of the owner may have started since it was queued.
-      await this.resources.admitStart(current, actor);
+      await this.resources.admitStart(current, actor, async () => {});
       await this.setStatus(current, { status: 'starting', last_error: null }, actor);
       const { echoesOut } = await this.runtime.start(this.spec(current), upstream, progress, signal);
       this.current.set(current.id, upstream);

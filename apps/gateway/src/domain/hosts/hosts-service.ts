@@ -44,31 +44,34 @@ export class HostsService {
     if (input.egress_ip_id && !(await this.egressIps.findById(input.egress_ip_id)))
       throw errors.notFound('Egress IP');
     const own = input.resources ?? {};
-    await this.resources.admitNewHost(user.id, await this.resources.resourcesForNewHost(user.id, own), actor);
+    const resources = await this.resources.resourcesForNewHost(user.id, own);
     const node = await this.placement.place(input.node);
     const id = randomUUID();
     const key = generateEd25519(`cloud-cli-proxy@${id}`);
     const now = nowIso();
     for (let attempt = 0; ; attempt++) {
       try {
-        await this.hosts.insert({
-          id,
-          short_id: generateShortId(),
-          user_id: user.id,
-          status: 'created',
-          image: null,
-          last_error: null,
-          created_at: now,
-          updated_at: now,
-          started_at: null,
-          gateway_key_sealed: this.box.seal(key.privateKey),
-          gateway_public_key: key.publicKey,
-          node,
-          cpus: own.cpus ?? null,
-          memory_mb: own.memory_mb ?? null,
-          pids: own.pids ?? null,
-          home_mb: own.home_mb ?? null,
-        });
+        // The row is written inside the quota check, so simultaneous creations for the user are judged in turn.
+        await this.resources.admitNewHost(user.id, resources, actor, (hosts = this.hosts) =>
+          hosts.insert({
+            id,
+            short_id: generateShortId(),
+            user_id: user.id,
+            status: 'created',
+            image: null,
+            last_error: null,
+            created_at: now,
+            updated_at: now,
+            started_at: null,
+            gateway_key_sealed: this.box.seal(key.privateKey),
+            gateway_public_key: key.publicKey,
+            node,
+            cpus: own.cpus ?? null,
+            memory_mb: own.memory_mb ?? null,
+            pids: own.pids ?? null,
+            home_mb: own.home_mb ?? null,
+          }),
+        );
         break;
       } catch (error) {
         if (!violates(error, 'unique') || attempt >= 5) throw error;

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { EventBus } from '../../events/event-bus.js';
 import { systemActor } from '../../events/event-bus.js';
 import type { WorkspaceActivityProbe, WorkspaceActivitySample } from '../../runtime/workspace-activity.js';
+import type { ClusterBus } from '../../shared/cluster-messages.js';
 import type { HostPatch, HostsRepository, HostWithOwner } from '../../store/hosts-repository.js';
 import type { UsersRepository } from '../../store/users-repository.js';
 import type { Access } from '../access/access.js';
@@ -47,6 +48,8 @@ export interface LifecycleSchedulerOptions {
   sessions: (hostId: string) => number;
   /** Writes a line to this gateway's SSH terminals of a host; answers how many (SshProxy.tellSessions). */
   tellSessions: (hostId: string, text: string) => number;
+  /** The other gateways on the database, whose SSH sessions to a host are told of its coming stop too. */
+  cluster: Pick<ClusterBus, 'publish' | 'subscribe'>;
   accessSettings: AccessSettings;
   settings: HostLifecycleSettings;
   log: Logger;
@@ -88,6 +91,10 @@ export class LifecycleScheduler {
    * forgotten (its activity stays: it is older than the start, which plans count from).
    */
   follow(): void {
+    // Another gateway told the host's users something: the sessions attached here see the line as well.
+    this.options.cluster.subscribe('host.terminal_notice', ({ hostId, text }) => {
+      this.options.tellSessions(hostId, text);
+    });
     this.options.bus.on('host.started', async ({ hostId }) => {
       if (!hostId) return;
       await this.options.hosts.update(hostId, {
@@ -233,12 +240,15 @@ export class LifecycleScheduler {
   }
 
   /**
-   * Writes a line to the host's attached SSH terminals and its tmux clients (the budgets and the pause tell
-   * users this way too); answers how many SSH terminals got it.
+   * Writes a line to the host's attached SSH terminals at every gateway and its tmux clients (stop warnings,
+   * the budgets and the pause tell users this way); answers how many SSH terminals of this gateway got it.
    */
   async tellUsers(hostId: string, text: string): Promise<number> {
-    const { probe, log } = this.options;
+    const { probe, log, cluster } = this.options;
     const told = this.options.tellSessions(hostId, text);
+    await cluster
+      .publish('host.terminal_notice', { hostId, text })
+      .catch((error: unknown) => log.warn({ err: error, hostId }, 'other gateways were not told'));
     await probe
       .tellTerminals(hostId, text)
       .catch((error: unknown) => log.debug({ err: error, hostId }, 'tmux did not take the notice'));

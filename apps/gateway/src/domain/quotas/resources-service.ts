@@ -12,6 +12,8 @@ import type { EventBus } from '../../events/event-bus.js';
 import { RuntimeError, type WorkspaceRuntime } from '../../runtime/workspace-runtime.js';
 import { nowIso } from '../../shared/clock.js';
 import type { HostsRepository, HostWithOwner } from '../../store/hosts-repository.js';
+import type { TasksRepository } from '../../store/tasks-repository.js';
+import type { QuotaScope, UserQuotaLock } from '../../store/user-quota-lock.js';
 import type { UserRow, UsersRepository } from '../../store/users-repository.js';
 import { type HostGrant, hostOf } from '../access/grants.js';
 import { errors } from '../errors.js';
@@ -23,6 +25,7 @@ import {
   effectiveResources,
   newHostDelta,
   type QuotaDelta,
+  type QuotaExcess,
   quotaExcess,
   quotaUse,
   resizeDelta,
@@ -52,6 +55,7 @@ export class ResourcesService {
   constructor(
     private readonly hosts: HostsRepository,
     private readonly users: UsersRepository,
+    private readonly quotaLock: UserQuotaLock,
     private readonly runtime: WorkspaceRuntime,
     private readonly bus: EventBus,
     private readonly access: AccessSettings,
@@ -74,15 +78,40 @@ export class ResourcesService {
     );
   }
 
-  /** Refuses a new host past the user's quotas of hosts or home. */
-  async admitNewHost(userId: string, resources: HostResources, actor: Actor): Promise<void> {
-    await this.admit(userId, newHostDelta(resources), actor, null);
+  /**
+   * Refuses a new host past the user's quotas of hosts or home; `insert` writes the host's row (with the
+   * repository given, when the check holds the user's quota lock), so simultaneous creations are judged in turn.
+   */
+  async admitNewHost(
+    userId: string,
+    resources: HostResources,
+    actor: Actor,
+    insert: (hosts?: HostsRepository) => Promise<void>,
+  ): Promise<void> {
+    await this.admit(userId, newHostDelta(resources), actor, { hostId: null, counted: 'all' }, (writes) =>
+      insert(writes?.hosts),
+    );
   }
 
-  /** Refuses a start past the user's quotas of running hosts, CPUs or memory; a host already live passes. */
-  async admitStart(host: HostWithOwner, actor: Actor): Promise<void> {
-    if (LIVE_STATUSES.includes(host.status)) return;
-    await this.admit(host.user_id, startDelta(resourcesOf(host, this.global)), actor, host.id);
+  /**
+   * Refuses a start past the user's quotas of running hosts, CPUs or memory; a host already live passes.
+   * `queue` writes the start's task row (with the repository given, when the check holds the user's quota lock):
+   * a queued start counts as running for the next check, so of simultaneous starts only those that fit pass.
+   * Asked again when the task runs, the host's own task is not counted twice.
+   */
+  async admitStart<T>(
+    host: HostWithOwner,
+    actor: Actor,
+    queue: (tasks?: TasksRepository) => Promise<T>,
+  ): Promise<T> {
+    if (LIVE_STATUSES.includes(host.status)) return queue();
+    return this.admit(
+      host.user_id,
+      startDelta(resourcesOf(host, this.global)),
+      actor,
+      { hostId: host.id, counted: 'others' },
+      (writes) => queue(writes?.tasks),
+    );
   }
 
   /**
@@ -101,7 +130,13 @@ export class ResourcesService {
         `The home of host ${host.short_id} is ${homeSize} MiB and is never shrunk (its files would not fit); give ${homeSize} MiB or more`,
       );
     const live = LIVE_STATUSES.includes(host.status);
-    await this.admit(host.user_id, resizeDelta(before, after, live), grant.actor, host.id);
+    await this.admit(
+      host.user_id,
+      resizeDelta(before, after, live),
+      grant.actor,
+      { hostId: host.id, counted: 'all' },
+      async () => {},
+    );
     let home: 'now' | 'next_start';
     try {
       home = await this.runtime.resize(host.id, workspaceLimits(after));
@@ -190,28 +225,52 @@ export class ResourcesService {
     };
   }
 
-  private counted(host: HostWithOwner): CountedHost {
-    return { live: LIVE_STATUSES.includes(host.status), resources: resourcesOf(host, this.global) };
+  private counted(host: HostWithOwner, startsUnderway = new Set<string>()): CountedHost {
+    return {
+      live: LIVE_STATUSES.includes(host.status) || startsUnderway.has(host.id),
+      resources: resourcesOf(host, this.global),
+    };
   }
 
-  /** Refuses a change past a quota: 409 `quota_exceeded` naming it, and an event for the admins. */
-  private async admit(userId: string, delta: QuotaDelta, actor: Actor, hostId: string | null): Promise<void> {
-    const user = await this.requireUser(userId);
-    const quotas = quotasOf(user);
-    if (Object.values(quotas).every((quota) => quota === null)) return;
-    // The host being changed counts as it is now; its change is the delta.
-    const counted = (await this.hosts.list({ userId })).map((host) => this.counted(host));
-    const excess = quotaExcess(quotas, quotaUse(counted), delta);
-    if (!excess) return;
-    const message = describeExcess(excess, user.username);
+  /**
+   * Refuses a change past a quota: 409 `quota_exceeded` naming it, and an event for the admins. Else runs
+   * `reserve`, which writes what the change takes; with any quota set, the check and `reserve` hold the user's
+   * quota lock (and `reserve` gets the repositories that write inside it). `counted`: whether the host changed
+   * counts as it is now (its change is the delta), or only the user's other hosts do.
+   */
+  private async admit<T>(
+    userId: string,
+    delta: QuotaDelta,
+    actor: Actor,
+    change: { hostId: string | null; counted: 'all' | 'others' },
+    reserve: (writes?: QuotaScope['writes']) => Promise<T>,
+  ): Promise<T> {
+    const unlimited = (user: UserRow) => Object.values(quotasOf(user)).every((quota) => quota === null);
+    if (unlimited(await this.requireUser(userId))) return reserve();
+    const outcome = await this.quotaLock.hold<{ admitted: T } | { excess: QuotaExcess; username: string }>(
+      userId,
+      async (scope) => {
+        if (!scope.user) throw errors.notFound('User');
+        if (unlimited(scope.user)) return { admitted: await reserve(scope.writes) };
+        const counted = scope.hosts
+          .filter((host) => change.counted === 'all' || host.id !== change.hostId)
+          .map((host) => this.counted(host, scope.startsUnderway));
+        const excess = quotaExcess(quotasOf(scope.user), quotaUse(counted), delta);
+        if (excess) return { excess, username: scope.user.username };
+        return { admitted: await reserve(scope.writes) };
+      },
+    );
+    if ('admitted' in outcome) return outcome.admitted;
+    const { excess, username } = outcome;
+    const message = describeExcess(excess, username);
     await this.bus.emit({
       type: 'quota.exceeded',
       level: 'warn',
       message,
       actor,
-      userId: user.id,
-      hostId,
-      data: { username: user.username, ...excess },
+      userId,
+      hostId: change.hostId,
+      data: { username, ...excess },
     });
     throw errors.conflict('quota_exceeded', message, { ...excess });
   }

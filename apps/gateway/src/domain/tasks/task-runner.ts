@@ -78,6 +78,12 @@ export function taskView(row: TaskRow): Task {
   };
 }
 
+/**
+ * Writes a task's row through `insert`, around a check that must hold while it does (a quota's: see
+ * ResourcesService.admitStart); `insert` takes the repository to write with inside that check's lock.
+ */
+export type TaskAdmission = (insert: (tasks?: TasksRepository) => Promise<TaskRow>) => Promise<TaskRow>;
+
 /** Who asked for a stop: an admin or a user by name, or the gateway itself (an account disabled or expired). */
 export type StopRequester = { kind: 'admin' | 'user'; username: string } | { kind: 'system' };
 
@@ -146,7 +152,7 @@ export class TaskRunner {
     this.poll = null;
   }
 
-  async submit(request: TaskRequest): Promise<TaskRow> {
+  async submit(request: TaskRequest, admission?: TaskAdmission): Promise<TaskRow> {
     const { hostId } = request;
     const handler = this.handlerOf(request.kind);
     const local = request.node === this.node;
@@ -176,7 +182,7 @@ export class TaskRunner {
       request: JSON.stringify({ actor: request.actor, options: request.options ?? {} }),
     };
     if (!local) {
-      const inserted = await this.insert(row, hostId);
+      const inserted = await this.insert(row, hostId, admission);
       this.notify(inserted, 'task.queued');
       await this.cluster.publish('task.queued', { node: request.node });
       return inserted;
@@ -184,7 +190,7 @@ export class TaskRunner {
     // Claim the lock before the first await below, so a concurrent request here sees it busy.
     const claim = this.claim(lock, id, handler);
     try {
-      const inserted = await this.insert(row, hostId);
+      const inserted = await this.insert(row, hostId, admission);
       this.notify(inserted, 'task.queued');
       setImmediate(() => this.run(inserted, handler, claim));
       return inserted;
@@ -330,9 +336,10 @@ export class TaskRunner {
   private async insert(
     row: Parameters<TasksRepository['insert']>[0],
     hostId: string | null,
+    admission: TaskAdmission = (insert) => insert(),
   ): Promise<TaskRow> {
     try {
-      return await this.tasks.insert(row);
+      return await admission((tasks = this.tasks) => tasks.insert(row));
     } catch (error) {
       if (!hostId || !violates(error, 'unique')) throw error;
       // Another gateway's task for the host, unfinished.

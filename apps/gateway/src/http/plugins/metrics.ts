@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:http';
-import type { EgressTestResult, HostStatus, QuotaName, UserResources } from '@ccp/api';
+import type { EgressTestResult, HostStatus, QuotaName, StopReason, UserResources } from '@ccp/api';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { AuthService } from '../../domain/access/auth-service.js';
 import type { Api } from '../api.js';
@@ -47,6 +47,8 @@ export class GatewayMetrics {
   readonly registry = new Registry();
   private readonly requests: Counter<'method' | 'route' | 'status'>;
   private readonly duration: Histogram<'method' | 'route'>;
+  private readonly policyStops: Counter<'reason'>;
+  private readonly stopWarnings: Counter<'reason'>;
   private pending: Promise<Counts | null> | null = null;
   private pendingTraffic: Promise<Traffic | null> | null = null;
   /** The METRICS_BIND listener, once `listen` was called. */
@@ -68,6 +70,24 @@ export class GatewayMetrics {
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
       registers,
     });
+    // This gateway's lifecycle rounds (each node runs its own hosts'), counted as they act.
+    const reasons: StopReason[] = ['idle', 'lifetime', 'schedule'];
+    this.policyStops = new Counter({
+      name: 'ccp_host_policy_stops_total',
+      help: 'Hosts this gateway stopped for their lifecycle policy, by reason (idle, lifetime, schedule)',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.stopWarnings = new Counter({
+      name: 'ccp_host_stop_warnings_total',
+      help: 'Warnings of a coming policy stop this gateway sent (event, live message, terminals), by reason',
+      labelNames: ['reason'],
+      registers,
+    });
+    for (const reason of reasons) {
+      this.policyStops.inc({ reason }, 0);
+      this.stopWarnings.inc({ reason }, 0);
+    }
     const live = (name: string, help: string, read: () => number) =>
       new Gauge({
         name,
@@ -237,6 +257,16 @@ export class GatewayMetrics {
       'Bytes through each egress IP, sent and received (all hosts)',
       'egress_ip_id',
     );
+  }
+
+  /** A host stopped by its lifecycle policy (the `host.policy_stop` event). */
+  countPolicyStop(reason: StopReason): void {
+    this.policyStops.inc({ reason });
+  }
+
+  /** Users warned of a coming policy stop (the `host.stop_warning` event). */
+  countStopWarning(reason: StopReason): void {
+    this.stopWarnings.inc({ reason });
   }
 
   /** Counts HTTP requests and serves GET /metrics to admins on the main port. */
