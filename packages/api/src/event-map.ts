@@ -4,6 +4,7 @@
  */
 
 import type { EgressTestResult } from './egress.js';
+import type { EffectiveEgressPolicy, EgressPolicy } from './egress-policy.js';
 import type { Actor, EventLevel } from './events.js';
 import type { Host, ImageStatus, Task } from './hosts.js';
 import type { LifecyclePolicy, StopReason } from './lifecycle-policy.js';
@@ -104,6 +105,21 @@ export interface RecordedEvents {
   'host.stale_workspace_stopped': { data: { node: string; placed_on: string } };
   'host.policy_changed': { data: { policy: LifecyclePolicy }; host: Host };
   'user.host_policy_changed': { data: Username & { policy: LifecyclePolicy } };
+  /** A host's own egress policy was set (`policy`) or removed (null); `effective` is what it follows now. */
+  'host.egress_policy_changed': {
+    data: { policy: EgressPolicy | null; effective: EffectiveEgressPolicy };
+    host: Host;
+  };
+  'user.egress_policy_changed': { data: Username & { policy: EgressPolicy | null } };
+  /** A running host's egress gateway follows its policy now, `duration_ms` after it was asked to. */
+  'host.egress_policy_applied': {
+    data: {
+      mode: EffectiveEgressPolicy['mode'];
+      source: EffectiveEgressPolicy['source'];
+      duration_ms: number;
+    };
+  };
+  'host.egress_policy_apply_failed': { data: { code: string; error: string } };
   /** Users were told the policy stops the host at `stop_at`: `terminals_told` SSH terminals got the line. */
   'host.stop_warning': { data: { reason: StopReason; stop_at: string; terminals_told: number }; host: Host };
   'host.stop_extended': { data: { until: string }; host: Host };

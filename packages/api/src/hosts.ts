@@ -1,5 +1,6 @@
 import Type from 'typebox';
 import { NullableTimestamp, ShortId, Timestamp, Uuid } from './common.js';
+import { EffectiveEgressPolicy } from './egress-policy.js';
 import { HostLifecycleState } from './lifecycle-policy.js';
 import { NodeName } from './nodes.js';
 import { HostResources, HostResourcesRequest, ResourceAlert } from './resources.js';
@@ -59,6 +60,7 @@ export const Host = Type.Object({
       'What runs short on the running host now (memory near its limit or OOM kills, a nearly full home)',
   }),
   lifecycle: HostLifecycleState,
+  egress_policy: EffectiveEgressPolicy,
 });
 
 export const HostSshDetails = Type.Object({

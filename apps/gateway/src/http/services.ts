@@ -3,6 +3,7 @@ import type { AuthService } from '../domain/access/auth-service.js';
 import type { EventsService } from '../domain/activity/events-service.js';
 import type { StatusService } from '../domain/activity/status-service.js';
 import type { EgressIpsService } from '../domain/egress/egress-ips-service.js';
+import type { EgressPolicies } from '../domain/egress/egress-policies.js';
 import type { EgressTrafficService } from '../domain/egress/egress-traffic-service.js';
 import type { AccessScripts } from '../domain/entry/access-scripts.js';
 import type { BootstrapService } from '../domain/entry/bootstrap-service.js';
@@ -32,6 +33,7 @@ export interface HttpServices {
   sshKeys: SshKeysService;
   egressIps: EgressIpsService;
   egressTraffic: EgressTrafficService;
+  egressPolicies: EgressPolicies;
   hosts: HostsService;
   lifecycle: HostLifecycle;
   resources: ResourcesService;

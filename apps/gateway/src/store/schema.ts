@@ -35,6 +35,8 @@ export interface UsersTable {
   quota_cpus: number | null;
   quota_memory_mb: number | null;
   quota_home_mb: number | null;
+  /** JSON of an EgressPolicy: the default of the user's hosts (null: the gateway's). */
+  egress_policy: string | null;
 }
 
 export interface SshKeysTable {
@@ -116,6 +118,8 @@ export interface HostsTable {
   planned_start_at: IsoTime | null;
   /** Why the policy stopped the host last; cleared when it starts. */
   policy_stop_reason: string | null;
+  /** JSON of an EgressPolicy: the host's own (null: its owner's default). */
+  egress_policy: string | null;
 }
 
 export interface BindingsTable {

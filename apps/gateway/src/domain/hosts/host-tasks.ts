@@ -7,10 +7,11 @@ import type {
 } from '../../runtime/workspace-runtime.js';
 import { nowIso } from '../../shared/clock.js';
 import type { HostPatch, HostWithOwner } from '../../store/hosts-repository.js';
+import { effectiveEgressPolicy, gatewayPolicy } from '../egress/egress-policy.js';
 import { errors } from '../errors.js';
 import type { QueuedTask, TaskRunner } from '../tasks/task-runner.js';
 import type { HostRecords, StatusEvent } from './host-records.js';
-import { linuxUserFor } from './host-view.js';
+import { type AccessSettings, linuxUserFor } from './host-view.js';
 import { noEgressBound } from './lifecycle-errors.js';
 import type { UpstreamSwitch } from './upstream-switch.js';
 
@@ -34,6 +35,7 @@ export class HostTasks {
     private readonly resources: HostResourcePolicy,
     /** The VNC password of a host's desktop (Access.desktopPassword). */
     private readonly desktopPassword: (hostId: string) => string,
+    private readonly access: Pick<AccessSettings, 'egressPolicyDefault'>,
   ) {
     this.current = upstreams.inUse;
   }
@@ -129,6 +131,7 @@ export class HostTasks {
       authorizedKey: host.gateway_public_key ?? '',
       desktopPassword: this.desktopPassword(host.id),
       limits: this.resources.limitsOf(host),
+      egressPolicy: gatewayPolicy(effectiveEgressPolicy(host, this.access.egressPolicyDefault)),
     };
   }
 

@@ -9,6 +9,7 @@ import { registerHostTerminalRoutes } from '../portal/host-terminal.js';
 import { registerSseRoute } from '../portal/sse.js';
 import { registerAdminActivityRoutes } from './activity.js';
 import { registerAdminEgressRoutes } from './egress-ips.js';
+import { registerAdminEgressPolicyRoutes } from './egress-policies.js';
 import { registerAdminEgressTrafficRoutes } from './egress-traffic.js';
 import { registerAdminHostRoutes } from './hosts.js';
 import { registerAdminLifecyclePolicyRoutes } from './lifecycle-policies.js';
@@ -28,6 +29,7 @@ export function adminRoutes(admin: Api, services: HttpServices): void {
   registerHostDesktopRoutes(admin, services, 'admin');
   registerHostExtendRoute(admin, services, 'admin');
   registerAdminLifecyclePolicyRoutes(admin, services);
+  registerAdminEgressPolicyRoutes(admin, services);
   registerHostTerminalRoutes(admin, services, 'admin');
   registerAdminActivityRoutes(admin, services);
   registerCliReleaseRoute(admin, services, 'admin');
