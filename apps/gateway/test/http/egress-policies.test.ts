@@ -110,6 +110,25 @@ for (const kind of DATABASES) {
       assert.deepEqual(runtime.hosts.get(host.id)?.spec.egressPolicy, off);
     });
 
+    it('a policy set while the host starts is followed once it runs', async () => {
+      const user = await t.createUser('ulla');
+      const host = await newHost(user.id);
+      runtime.holdStarts = true;
+      await t.request('POST', `/v1/admin/hosts/${host.id}/start`);
+      for (
+        let i = 0;
+        i < 100 && (await t.request('GET', `/v1/admin/hosts/${host.id}`)).body.status !== 'starting';
+        i++
+      )
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      const set = await t.request('PUT', `/v1/admin/hosts/${host.id}/egress-policy`, { body: OWN });
+      assert.equal(set.status, 200);
+      runtime.releaseStarts();
+      await t.gateway.tasks.idle();
+      assert.equal((await t.request('GET', `/v1/admin/hosts/${host.id}`)).body.status, 'running');
+      assert.deepEqual(runtime.hosts.get(host.id)?.spec.egressPolicy, OWN);
+    });
+
     it('refuses rules it cannot enforce, naming the field and saying what is wanted', async () => {
       const user = await t.createUser('rafa');
       const host = await newHost(user.id);

@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import { type Actor, ALREADY_RUNNING } from '@ccp/api';
 import type {
   UpstreamSpec,
@@ -55,8 +56,13 @@ export class HostTasks {
       // Again when it runs: other hosts of the owner may have started since it was queued.
       await this.resources.admitStart(current, actor);
       await this.setStatus(current, { status: 'starting', last_error: null }, actor);
-      const { echoesOut } = await this.runtime.start(this.spec(current), upstream, progress, signal);
+      const spec = this.spec(current);
+      const { echoesOut } = await this.runtime.start(spec, upstream, progress, signal);
       this.current.set(current.id, upstream);
+      // A policy set while the host started reached no running gateway: the started one follows it now.
+      const policy = this.egressPolicyOf(await this.require(current.id));
+      if (!isDeepStrictEqual(policy, spec.egressPolicy ?? null))
+        await this.runtime.applyEgressPolicy(current.id, upstream, policy);
       await this.setStatus(
         current,
         { status: 'running', started_at: nowIso(), image: this.runtime.imageTag() },
@@ -131,8 +137,12 @@ export class HostTasks {
       authorizedKey: host.gateway_public_key ?? '',
       desktopPassword: this.desktopPassword(host.id),
       limits: this.resources.limitsOf(host),
-      egressPolicy: gatewayPolicy(effectiveEgressPolicy(host, this.access.egressPolicyDefault)),
+      egressPolicy: this.egressPolicyOf(host),
     };
+  }
+
+  private egressPolicyOf(host: HostWithOwner) {
+    return gatewayPolicy(effectiveEgressPolicy(host, this.access.egressPolicyDefault));
   }
 
   // The records' reads and writes under the names the task bodies above use.
