@@ -572,6 +572,52 @@ describe('everyday use of the dashboard in Chromium', { skip, timeout: 300_000 }
     await page.context().close();
   });
 
+  it("sets a host's egress policy on its page: its rules line by line, bad lines named, the policy in force shown", async () => {
+    const created = await t.request('POST', '/v1/admin/users', {
+      body: { username: 'egon', password: 'egon-password' },
+    });
+    const host = (
+      await t.request('POST', '/v1/admin/hosts', {
+        body: { user_id: created.body.id, egress_ip_id: egressIpId },
+      })
+    ).body as { id: string };
+    const admin = await pageAs('admin', ADMIN_PASSWORD, `/admin/hosts/${host.id}`);
+    const inForce = admin.getByTestId('effective-egress-policy');
+    await inForce.filter({ hasText: 'Follows none: everything allowed' }).waitFor();
+    await admin.getByLabel('Mode').selectOption('enforce');
+    await admin.getByLabel('Default action').selectOption('deny');
+    await admin
+      .getByLabel('Rules')
+      .fill('allow *.github.com\nallow 203.0.113.0/33 443\nlet everything through');
+    await admin.getByRole('button', { name: 'Save egress policy' }).click();
+    // Checked in the browser first, then by the gateway, each said of its line.
+    await admin
+      .getByText('line 3: write allow or deny, then a name, address or *, then a port if any')
+      .waitFor();
+    await admin.getByLabel('Rules').fill('allow *.github.com\nallow 203.0.113.0/33 443');
+    await admin.getByRole('button', { name: 'Save egress policy' }).click();
+    await admin.getByText('line 2: "203.0.113.0/33" is not an address or CIDR block').waitFor();
+    await admin.getByLabel('Rules').fill('allow *.github.com\nallow 203.0.113.0/24 443');
+    await admin.getByRole('button', { name: 'Save egress policy' }).click();
+    await inForce
+      .filter({ hasText: "Follows the host's own: mode enforce, default deny, 2 rules" })
+      .filter({ hasText: '203.0.113.0/24' })
+      .waitFor();
+    const policies = (await t.request('GET', `/v1/admin/hosts/${host.id}/egress-policy`)).body;
+    assert.deepEqual(policies.host, {
+      mode: 'enforce',
+      default_action: 'deny',
+      rules: [
+        { action: 'allow', domain: '*.github.com' },
+        { action: 'allow', address: '203.0.113.0/24', port: '443' },
+      ],
+    });
+    await shot(admin, 'host-egress-policy');
+    await admin.getByRole('button', { name: "Follow the owner's default" }).click();
+    await inForce.filter({ hasText: 'Follows none: everything allowed' }).waitFor();
+    await admin.context().close();
+  });
+
   it('lists the nodes on the overview, pins a host to one, and marks it while its node is silent', async () => {
     await startFar();
     // far says its images are built with its first heartbeat after its own check.

@@ -20,6 +20,7 @@ import { EgressDecisionLog } from './domain/egress/egress-decision-log.js';
 import { EgressDecisionsService } from './domain/egress/egress-decisions-service.js';
 import { EgressIpsService, type EgressTester } from './domain/egress/egress-ips-service.js';
 import { EgressMeter } from './domain/egress/egress-meter.js';
+import { EgressPolicies } from './domain/egress/egress-policies.js';
 import { EgressTrafficService } from './domain/egress/egress-traffic-service.js';
 import { ExitDoubtPause } from './domain/egress/exit-doubt-pause.js';
 import { AccessScripts } from './domain/entry/access-scripts.js';
@@ -42,6 +43,7 @@ import { sweepExpiredUsers } from './domain/users/expiry-sweep.js';
 import { SshKeysService } from './domain/users/ssh-keys-service.js';
 import { UsersService } from './domain/users/users-service.js';
 import { egressTesterFor } from './egress/egress-tester.js';
+import { pathCheckDestinations } from './egress/egress-verification.js';
 import { v2rayEngine } from './egress/v2ray-engine.js';
 import { BackgroundEvents } from './events/background-events.js';
 import { EventBus } from './events/event-bus.js';
@@ -149,6 +151,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     sshProxyPort: config.sshProxyPort,
     desktopUrl: (portal: Portal, hostId: string) => desktopPageUrl(config.publicApiUrl, portal, hostId),
     resourceDefaults: config.workspaceLimits,
+    egressPolicyDefault: config.egress.policy,
   };
   const sse = new SseHub({
     heartbeatMs: config.sseHeartbeatSeconds * 1000,
@@ -380,6 +383,14 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     config.hostLifecycle,
     options.clock,
   );
+  const egressPolicies = new EgressPolicies(
+    repositories.hosts,
+    repositories.users,
+    bus,
+    accessSettings,
+    lifecycle,
+    pathCheckDestinations(config.egress).rules,
+  );
   const lifecycleScheduler = new LifecycleScheduler({
     hosts: repositories.hosts,
     users: repositories.users,
@@ -488,6 +499,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     lifecycle,
     resources,
     hostPolicies,
+    egressPolicies,
     tasks,
     images,
     events,

@@ -16,6 +16,7 @@ import type {
   EgressBudgetScope,
 } from './egress-budgets.js';
 import type { EgressDecisions, EgressDecisionsQuery } from './egress-decisions.js';
+import type { EgressPolicy, HostEgressPolicies, UserEgressPolicies } from './egress-policy.js';
 import type { EgressTrafficHours, EgressTrafficQuery, EgressTrafficTotals } from './egress-traffic.js';
 import type { EventList, EventQuery, SseMessage, SseTopic } from './events.js';
 import type { DashboardStats, Health } from './health.js';
@@ -249,6 +250,12 @@ export function createApiClient(options: ApiClientOptions = {}) {
           get<S<typeof UserResources>>(`/v1/admin/users/${id(userId)}/resources`),
         hostPolicy: (userId: string) =>
           get<S<typeof LifecyclePolicy>>(`/v1/admin/users/${id(userId)}/host-policy`),
+        egressPolicy: (userId: string) =>
+          get<S<typeof UserEgressPolicies>>(`/v1/admin/users/${id(userId)}/egress-policy`),
+        setEgressPolicy: (userId: string, body: S<typeof EgressPolicy>) =>
+          call<S<typeof UserEgressPolicies>>('PUT', `/v1/admin/users/${id(userId)}/egress-policy`, body),
+        removeEgressPolicy: (userId: string) =>
+          call<S<typeof UserEgressPolicies>>('DELETE', `/v1/admin/users/${id(userId)}/egress-policy`),
         setHostPolicy: (userId: string, body: S<typeof LifecyclePolicy>) =>
           call<S<typeof LifecyclePolicy>>('PUT', `/v1/admin/users/${id(userId)}/host-policy`, body),
         setResources: (userId: string, body: S<typeof UserResourcesRequest>) =>
@@ -285,6 +292,12 @@ export function createApiClient(options: ApiClientOptions = {}) {
           call<S<typeof Host>>('PUT', `/v1/admin/hosts/${id(hostId)}/resources`, body),
         extend: (hostId: string, body: S<typeof ExtendRequest> = {}) =>
           post<S<typeof Host>>(`/v1/admin/hosts/${id(hostId)}/extend`, body),
+        egressPolicy: (hostId: string) =>
+          get<S<typeof HostEgressPolicies>>(`/v1/admin/hosts/${id(hostId)}/egress-policy`),
+        setEgressPolicy: (hostId: string, body: S<typeof EgressPolicy>) =>
+          call<S<typeof HostEgressPolicies>>('PUT', `/v1/admin/hosts/${id(hostId)}/egress-policy`, body),
+        removeEgressPolicy: (hostId: string) =>
+          call<S<typeof HostEgressPolicies>>('DELETE', `/v1/admin/hosts/${id(hostId)}/egress-policy`),
         lifecyclePolicy: (hostId: string) =>
           get<S<typeof LifecyclePolicies>>(`/v1/admin/hosts/${id(hostId)}/lifecycle-policy`),
         setLifecyclePolicy: (hostId: string, body: S<typeof LifecyclePolicy>) =>

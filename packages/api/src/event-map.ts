@@ -5,6 +5,7 @@
 
 import type { EgressTestResult } from './egress.js';
 import type { EgressBudgetNotice } from './egress-budgets.js';
+import type { EffectiveEgressPolicy, EgressPolicy } from './egress-policy.js';
 import type { Actor, EventLevel } from './events.js';
 import type { Host, ImageStatus, Task } from './hosts.js';
 import type { LifecyclePolicy, StopReason } from './lifecycle-policy.js';
@@ -120,6 +121,21 @@ export interface RecordedEvents {
   'host.stale_workspace_stopped': { data: { node: string; placed_on: string } };
   'host.policy_changed': { data: { policy: LifecyclePolicy }; host: Host };
   'user.host_policy_changed': { data: Username & { policy: LifecyclePolicy } };
+  /** A host's own egress policy was set (`policy`) or removed (null); `effective` is what it follows now. */
+  'host.egress_policy_changed': {
+    data: { policy: EgressPolicy | null; effective: EffectiveEgressPolicy };
+    host: Host;
+  };
+  'user.egress_policy_changed': { data: Username & { policy: EgressPolicy | null } };
+  /** A running host's egress gateway follows its policy now, `duration_ms` after it was asked to. */
+  'host.egress_policy_applied': {
+    data: {
+      mode: EffectiveEgressPolicy['mode'];
+      source: EffectiveEgressPolicy['source'];
+      duration_ms: number;
+    };
+  };
+  'host.egress_policy_apply_failed': { data: { code: string; error: string } };
   /**
    * Users were told the policy stops the host at `stop_at`: `terminals_told` SSH terminals at the host's node got
    * the line (the other gateways write it to theirs).

@@ -1,6 +1,7 @@
 import Type from 'typebox';
 import { NullableTimestamp, ShortId, Timestamp, Uuid } from './common.js';
 import { HostEgressState } from './egress-budgets.js';
+import { EffectiveEgressPolicy } from './egress-policy.js';
 import { HostLifecycleState } from './lifecycle-policy.js';
 import { NodeName } from './nodes.js';
 import { HostResources, HostResourcesRequest, ResourceAlert } from './resources.js';
@@ -61,6 +62,7 @@ export const Host = Type.Object({
   }),
   lifecycle: HostLifecycleState,
   egress: HostEgressState,
+  egress_policy: EffectiveEgressPolicy,
 });
 
 export const HostSshDetails = Type.Object({

@@ -1,5 +1,5 @@
 import type { EgressDecisions } from '@ccp/api';
-import { useQuery } from '@tanstack/react-query';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api } from '../api';
 import { when } from '../format';
@@ -9,7 +9,8 @@ import { ActionButton, CopyButton, Loading, Section } from './ui';
 /**
  * What the host's egress policy blocked, or in log-only mode would have blocked, over the last 24 hours: per
  * destination and port with counts and last seen. "Turn this log into an allow-list" shows the policy with an
- * allow rule for each name and address seen in log-only mode, as EGRESS_POLICY takes it, to copy and apply.
+ * allow rule for each name and address seen in log-only mode, enforced, and applies it as the host's own policy
+ * (a running host follows it at once), or copies it as EGRESS_POLICY takes it.
  */
 export function HostEgressDecisions({ hostId, scope }: { hostId: string; scope: 'admin' | 'user' }) {
   const read = useQuery({
@@ -18,6 +19,15 @@ export function HostEgressDecisions({ hostId, scope }: { hostId: string; scope: 
     refetchInterval: 30_000,
   });
   const [showAllowList, setShowAllowList] = useState(false);
+  const client = useQueryClient();
+  const apply = useMutation({
+    mutationFn: (policy: NonNullable<EgressDecisions['allow_list']['policy']>) =>
+      api.admin.hosts.setEgressPolicy(hostId, policy),
+    onSuccess: (updated) => {
+      client.setQueryData(['host', hostId, 'egress-policy'], updated);
+      void client.invalidateQueries({ queryKey: ['host', hostId] });
+    },
+  });
   if (!read.data) return <Loading error={read.error} />;
   const { destinations, uncounted, allow_list: allowList } = read.data;
   const policyText = allowList.policy ? JSON.stringify(allowList.policy) : '';
@@ -61,9 +71,28 @@ export function HostEgressDecisions({ hostId, scope }: { hostId: string; scope: 
             <div data-testid="egress-allow-list">
               <p className="hint">
                 {allowList.rules.length} allow rule{allowList.rules.length === 1 ? '' : 's'} for what log-only
-                mode let through, ahead of the policy's own rules, enforced. Apply it as EGRESS_POLICY (and
-                restart the hosts) until policies can be set per host here.
+                mode let through, ahead of the policy's own rules, enforced. Applied, it becomes this host's
+                own policy and its egress gateway follows it within seconds.
               </p>
+              {allowList.policy && (
+                <ActionButton
+                  kind="primary"
+                  pending={apply.isPending}
+                  onClick={() => allowList.policy && apply.mutate(allowList.policy)}
+                >
+                  Apply as this host's policy
+                </ActionButton>
+              )}
+              {apply.isSuccess && (
+                <p className="hint" data-testid="egress-allow-list-applied">
+                  Applied: the host follows the allow-list now.
+                </p>
+              )}
+              {apply.error && (
+                <p className="error" role="alert">
+                  {apply.error.message}
+                </p>
+              )}
               <div className="copy-field">
                 <span className="copy-label">EGRESS_POLICY</span>
                 <pre>{policyText}</pre>

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
+import type { EgressRule } from '@ccp/api';
 import {
   type CheckVerdict,
   type DnsReply,
@@ -168,4 +169,33 @@ export function probeLogVerdict(queriers: string[], name: string, exitIp: string
   if (strangers.length > 0)
     return { code: 'dns_leak', message: `the probe saw the lookup of ${name} from ${strangers.join(', ')}` };
   return null;
+}
+
+/**
+ * What the path check reaches from inside the workspace (path-check.ts): the IP echoes and the DoH resolver it
+ * asks the whoami over, as allow rules by address or name and port, and the names it asks the workspace's
+ * resolver (the echoes' hosts, the whoami name, the probe's zone). An enforced egress policy allows these
+ * before its own rules, so a policy that denies by default still lets a start or a switch prove its path.
+ */
+export function pathCheckDestinations(settings: EgressSettings): { rules: EgressRule[]; names: string[] } {
+  const rules: EgressRule[] = [];
+  const names: string[] = [];
+  const reach = (text: string) => {
+    const url = new URL(text);
+    const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+    const port = url.port || (url.protocol === 'https:' ? '443' : '80');
+    if (isIP(host) !== 0) rules.push({ action: 'allow', address: host, port });
+    else {
+      rules.push({ action: 'allow', domain: host, port });
+      names.push(host);
+    }
+  };
+  for (const url of settings.exitIpUrls) reach(url);
+  if (settings.dnsWhoami) {
+    reach(settings.dohUrl);
+    names.push(settings.dnsWhoami.toLowerCase());
+  }
+  if (settings.probe) names.push(settings.probe.dnsZone, `*.${settings.probe.dnsZone}`);
+  const unique = <T>(items: T[]) => [...new Map(items.map((item) => [JSON.stringify(item), item])).values()];
+  return { rules: unique(rules), names: unique(names) };
 }

@@ -95,7 +95,7 @@ export const EgressVariables = Type.Object({
     Type.String({
       typeText: 'JSON',
       description:
-        'What every workspace may reach through its upstream: `{"mode":"enforce","default_action":"allow","rules":[{"action":"deny","domain":"*.example.com"}]}`; `mode` is `off`, `log-only` (blocks nothing, records what it would block) or `enforce`; a rule names a `domain` (exact or `*.`), an `address` or CIDR, and/or `ports`',
+        'What workspaces may reach through their upstream, for hosts whose own policy and whose user\'s default are unset (docs/egress-policy.md): `{"mode":"enforce","default_action":"allow","rules":[{"action":"deny","domain":"*.example.com"}]}`; `mode` is `off`, `log-only` (blocks nothing, records what it would block) or `enforce`; a rule names a `domain` (exact or `*.`), an `address` or CIDR, and/or a `port`',
     }),
   ),
   EGRESS_METER_SECONDS: wholeNumber(
@@ -148,8 +148,8 @@ export interface EgressSettings {
   caFile: string | null;
   v2rayCommand: string;
   /**
-   * What every host's workspace may reach through its upstream (EGRESS_POLICY, JSON; null: everything). Applied
-   * when a host starts or switches upstream.
+   * What a host's workspace may reach through its upstream when neither the host nor its user sets a policy
+   * (EGRESS_POLICY, JSON; null: everything).
    */
   policy: EgressPolicy | null;
 }

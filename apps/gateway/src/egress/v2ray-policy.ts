@@ -1,5 +1,5 @@
-import { isIP } from 'node:net';
 import type { EgressPolicy, EgressRule } from '@ccp/api';
+import { checkedEgressPolicy } from './egress-policy-check.js';
 import type { V2rayRoutingRule } from './v2ray-tunnel.js';
 
 export const BLOCKED_TAG = 'policy-blocked';
@@ -21,34 +21,33 @@ type PolicyRule = Omit<V2rayRoutingRule, 'inboundTag'> & { domain?: string[]; ip
  * The routing of an enforced egress policy for traffic arriving at `inboundTag`: each rule in order, then the
  * default action; a denied connection goes to a blackhole outbound (`BLOCKED_TAG`). v2ray matches a domain on
  * the name sniffing recovered (TLS SNI, HTTP Host) and an address on traffic that has none. `log-only` routes
- * the same way, with what would be denied to `WOULD_BLOCK_TAG` (the upstream too); `off` routes nothing.
+ * the same way, with what would be denied to `WOULD_BLOCK_TAG` (the upstream too); `off` routes nothing. A rule
+ * that cannot be used throws a TypeError naming it.
  */
 export function v2rayPolicyRules(
   policy: EgressPolicy,
   inboundTag: string,
   allowTag: string,
 ): V2rayRoutingRule[] {
+  checkedEgressPolicy(policy);
   if (!policyRecordsDecisions(policy)) return [];
   const denyTag = policy.mode === 'enforce' ? BLOCKED_TAG : WOULD_BLOCK_TAG;
   const target = (action: EgressRule['action']) => (action === 'deny' ? denyTag : allowTag);
-  const rules: V2rayRoutingRule[] = policy.rules.map((rule, index) => ({
+  const rules: V2rayRoutingRule[] = policy.rules.map((rule) => ({
     type: 'field',
     inboundTag: [inboundTag],
-    ...matcher(rule, index),
+    ...matcher(rule),
     outboundTag: target(rule.action),
   }));
   rules.push({ type: 'field', inboundTag: [inboundTag], outboundTag: target(policy.default_action) });
   return rules;
 }
 
-function matcher(rule: EgressRule, index: number): Omit<PolicyRule, 'type' | 'outboundTag'> {
-  const where = `rules[${index}]`;
-  if (rule.domain === undefined && rule.address === undefined && rule.port === undefined)
-    throw new TypeError(`${where} matches nothing: give a domain, an address or a port`);
+function matcher(rule: EgressRule): Omit<PolicyRule, 'type' | 'outboundTag'> {
   return {
     ...(rule.domain === undefined ? {} : { domain: [v2rayDomain(rule.domain)] }),
-    ...(rule.address === undefined ? {} : { ip: [checkAddress(`${where}.address`, rule.address)] }),
-    ...(rule.port === undefined ? {} : { port: checkPorts(`${where}.port`, rule.port) }),
+    ...(rule.address === undefined ? {} : { ip: [rule.address] }),
+    ...(rule.port === undefined ? {} : { port: rule.port }),
   };
 }
 
@@ -56,21 +55,4 @@ function matcher(rule: EgressRule, index: number): Omit<PolicyRule, 'type' | 'ou
 function v2rayDomain(domain: string): string {
   if (!domain.startsWith('*.')) return `full:${domain}`;
   return `regexp:\\.${domain.slice(2).replaceAll('.', '\\.')}$`;
-}
-
-function checkAddress(name: string, value: string): string {
-  const [address = '', prefix, extra] = value.split('/');
-  const family = isIP(address);
-  const bits = family === 4 ? 32 : 128;
-  const length = prefix === undefined ? bits : Number(prefix);
-  if (family === 0 || extra !== undefined || !/^\d{0,3}$/.test(prefix ?? '') || length > bits)
-    throw new TypeError(`${name} is not an address or CIDR block: ${value}`);
-  return value;
-}
-
-function checkPorts(name: string, value: string): string {
-  const [from, to = from] = value.split('-').map(Number);
-  if (!from || !to || from > 65535 || to > 65535 || from > to)
-    throw new TypeError(`${name} is not a port or a range of ports: ${value}`);
-  return value;
 }

@@ -5,6 +5,7 @@ import type { StatusService } from '../domain/activity/status-service.js';
 import type { EgressBudgetsService } from '../domain/egress/egress-budgets-service.js';
 import type { EgressDecisionsService } from '../domain/egress/egress-decisions-service.js';
 import type { EgressIpsService } from '../domain/egress/egress-ips-service.js';
+import type { EgressPolicies } from '../domain/egress/egress-policies.js';
 import type { EgressTrafficService } from '../domain/egress/egress-traffic-service.js';
 import type { AccessScripts } from '../domain/entry/access-scripts.js';
 import type { BootstrapService } from '../domain/entry/bootstrap-service.js';
@@ -36,6 +37,7 @@ export interface HttpServices {
   egressTraffic: EgressTrafficService;
   egressBudgets: EgressBudgetsService;
   egressDecisions: EgressDecisionsService;
+  egressPolicies: EgressPolicies;
   hosts: HostsService;
   lifecycle: HostLifecycle;
   resources: ResourcesService;

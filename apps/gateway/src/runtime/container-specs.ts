@@ -90,6 +90,9 @@ export function egressGatewayContainer(params: EgressGatewayContainerParams): Co
       `EGRESS_TPROXY_MARK=0x${GATEWAY_NETWORK.tproxyMark.toString(16)}`,
       `EGRESS_TPROXY_TABLE=${GATEWAY_NETWORK.tproxyRouteTable}`,
       ...relayEnvironment(),
+      // Where the DNS filter answers the workspace when the files hold its rules (renderEgressGatewayFiles).
+      `EGRESS_DNS_FILTER_LISTEN=${WORKSPACE_LINK.gatewayAddress}:${GATEWAY_NETWORK.dnsPort}`,
+      `EGRESS_DNS_FILTER_UPSTREAM=127.0.0.1:${GATEWAY_NETWORK.filteredDnsPort}`,
       // The entrypoint refuses to start unless each of these holds.
       `EGRESS_SYSCTLS=${Object.entries(GATEWAY_SYSCTLS)
         .map(([key, value]) => `${key}=${value}`)

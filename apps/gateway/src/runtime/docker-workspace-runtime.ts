@@ -4,6 +4,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { rm, rmdir } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
+import type { EgressPolicy } from '@ccp/api';
 import type Docker from 'dockerode';
 import { type VerificationPlan, verificationPlan } from '../egress/egress-verification.js';
 import type { EgressSettings } from '../egress/settings.js';
@@ -308,6 +309,38 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
     );
   }
 
+  async applyEgressPolicy(
+    hostId: string,
+    upstream: UpstreamSpec,
+    policy: EgressPolicy | null,
+  ): Promise<void> {
+    checkHostId(hostId);
+    return this.lock.run(hostId, () =>
+      this.guard(async () => {
+        const gateway = await this.find(hostId, 'egress-gateway');
+        const workspace = await this.find(hostId, 'workspace');
+        if (!gateway?.running || !workspace?.running)
+          throw new RuntimeError('not_running', `host ${hostId} is not running`);
+        // An older entrypoint knows no DNS filter: its workspace would be left without a resolver.
+        if (gateway.image !== this.options.images.egressGateway)
+          throw new RuntimeError(
+            'egress_gateway_outdated',
+            'its egress gateway was made from an older image; the policy applies from its next start',
+          );
+        const { hostAddress } = await this.provisioning.ensureUplink();
+        const serverIp = await resolveServer(upstream.config.server);
+        await this.provisioning.writeGatewayFiles(hostId, upstream, serverIp, hostAddress, policy);
+        // The restart clears v2ray's counters: what they hold is kept first.
+        await this.keepEgressTraffic(hostId, gateway.pid, null);
+        const before = await v2rayPid(gateway.pid);
+        // As for a switch of upstream (above): the entrypoint reloads the same kill switch and restarts v2ray and
+        // the DNS filter; while they are down the workspace's packets are dropped. The relay is left alone.
+        process.kill(gateway.pid, 'SIGHUP');
+        await this.waitForGateway(gateway.id, before);
+      }),
+    );
+  }
+
   async state(hostId: string): Promise<WorkspaceState> {
     checkHostId(hostId);
     return this.guard(async () => {
@@ -516,7 +549,13 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
         this.provisioning.ensureVolumes(spec.hostId, spec.limits.homeMb),
       );
       await span('gateway files', () =>
-        this.provisioning.writeGatewayFiles(spec.hostId, upstream, serverIp, hostAddress),
+        this.provisioning.writeGatewayFiles(
+          spec.hostId,
+          upstream,
+          serverIp,
+          hostAddress,
+          spec.egressPolicy ?? null,
+        ),
       );
       await step(25, 'starting the egress gateway and the workspace');
       const previousWorkspace = (await this.find(spec.hostId, 'workspace'))?.id;

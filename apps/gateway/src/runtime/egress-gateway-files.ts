@@ -1,4 +1,5 @@
-import type { EgressPolicy } from '@ccp/api';
+import type { EgressPolicy, EgressRule } from '@ccp/api';
+import { dnsFilterLines, renderDnsFilterRules } from '../egress/dns-filter.js';
 import { renderGatewayFirewall } from '../egress/gateway-firewall.js';
 import type { ResolvedUpstream, TunnelDnsSettings, TunnelEngine } from '../egress/tunnel-engine.js';
 import { checkUplinkPolicy, type UplinkPolicy } from '../egress/uplink-guard.js';
@@ -29,6 +30,8 @@ export const GATEWAY_NETWORK = {
   tproxyRouteTable: 100,
   transparentPort: 12345,
   dnsPort: 53,
+  /** Where v2ray answers DNS when the DNS filter stands in front of it (the filter then takes dnsPort). */
+  filteredDnsPort: 5353,
   /** v2ray's counters of the upstream's bytes, on the gateway's loopback (egress meter). */
   countersPort: 10085,
 } as const;
@@ -69,8 +72,13 @@ export interface EgressGatewayFilesParams {
   dns: TunnelDnsSettings;
   /** The control plane's address on the uplink network: the only client of the relay. */
   relaySource: string;
-  /** What the workspace may reach (EGRESS_POLICY); everything without it. */
+  /** What the workspace may reach (the host's effective egress policy); everything without it. */
   policy?: EgressPolicy | null;
+  /**
+   * What the path check reaches from the workspace (egress-verification.ts pathCheckDestinations): allowed before
+   * an enforced policy's rules, its names answered by the DNS filter.
+   */
+  pathCheck?: { rules: EgressRule[]; names: string[] };
 }
 
 export interface EgressGatewayFiles {
@@ -80,6 +88,11 @@ export interface EgressGatewayFiles {
   ruleset: string;
   /** What the host lets the gateway send on the uplink (uplink-guard.ts), the kill switch outside its reach. */
   uplink: UplinkPolicy;
+  /**
+   * The DNS filter's rules (dns-filter.ts) when the policy refuses names: the filter then answers the workspace's
+   * DNS and asks v2ray on the loopback. Null: v2ray answers the workspace itself and no filter runs.
+   */
+  dnsFilter: string | null;
 }
 
 /**
@@ -87,16 +100,25 @@ export interface EgressGatewayFiles {
  * ruleset admits the relay's ports on the uplink from `relaySource` alone, and lets only their replies out.
  */
 export function renderEgressGatewayFiles(params: EgressGatewayFilesParams): EgressGatewayFiles {
+  const pathCheck = params.pathCheck ?? { rules: [], names: [] };
+  const policy =
+    params.policy?.mode === 'enforce'
+      ? { ...params.policy, rules: [...pathCheck.rules, ...params.policy.rules] }
+      : params.policy;
+  const filter = policy ? dnsFilterLines(policy, pathCheck.names) : null;
   const v2ray = params.engine.renderGatewayConfig({
     upstream: params.upstream,
     socketMark: GATEWAY_NETWORK.socketMark,
     transparentPort: GATEWAY_NETWORK.transparentPort,
-    // The address does not exist yet when v2ray starts: the container runs with ip_nonlocal_bind=1.
-    dnsListen: { address: WORKSPACE_LINK.gatewayAddress, port: GATEWAY_NETWORK.dnsPort },
+    // The address does not exist yet when v2ray (or the filter) starts: the container runs with
+    // ip_nonlocal_bind=1. Behind the filter, v2ray answers on the loopback, which the workspace cannot reach.
+    dnsListen: filter
+      ? { address: '127.0.0.1', port: GATEWAY_NETWORK.filteredDnsPort }
+      : { address: WORKSPACE_LINK.gatewayAddress, port: GATEWAY_NETWORK.dnsPort },
     dns: params.dns,
     sniffing: true,
     countersPort: GATEWAY_NETWORK.countersPort,
-    ...(params.policy ? { policy: params.policy } : {}),
+    ...(policy ? { policy } : {}),
   });
   const upstream = params.engine.upstreamEndpoint(params.upstream);
   const relayPorts = Object.values(WORKSPACE_PORTS);
@@ -112,5 +134,5 @@ export function renderEgressGatewayFiles(params: EgressGatewayFilesParams): Egre
     relay: { source: params.relaySource, ports: relayPorts },
   });
   const uplink = checkUplinkPolicy({ upstream, relay: { client: params.relaySource, ports: relayPorts } });
-  return { v2ray, ruleset, uplink };
+  return { v2ray, ruleset, uplink, dnsFilter: filter ? renderDnsFilterRules(filter) : null };
 }

@@ -1,8 +1,9 @@
-import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
+import type { EgressPolicy } from '@ccp/api';
 import type Docker from 'dockerode';
-import { tunnelDns } from '../egress/egress-verification.js';
+import { pathCheckDestinations, tunnelDns } from '../egress/egress-verification.js';
 import type { EgressSettings } from '../egress/settings.js';
 import type { TunnelEngine } from '../egress/tunnel-engine.js';
 import { checkUplinkPolicy, type UplinkPolicy } from '../egress/uplink-guard.js';
@@ -24,6 +25,10 @@ import { RuntimeError, type UpstreamSpec } from './workspace-runtime.js';
 
 /** Beside the gateway's files: not read by the gateway, by the host's guard on its uplink. */
 const UPLINK_POLICY_FILE = 'uplink.json';
+/** Beside them too: the egress policy they were written with, which a switch of upstream keeps. */
+const EGRESS_POLICY_FILE = 'egress-policy.json';
+/** Read by the gateway's entrypoint when present: the DNS filter's rules (image/README.md). */
+const DNS_FILTER_FILE = 'dns-filter.rules';
 
 export interface HostProvisioningOptions {
   docker: Docker;
@@ -126,13 +131,19 @@ export class HostProvisioning {
     return path.join(this.options.runtimeDir, 'egress', hostId);
   }
 
-  /** Writes both files of the egress gateway; each replaces the old one in one rename, ready for SIGHUP. */
+  /**
+   * Writes the egress gateway's files, each replacing the old one in one rename, ready for SIGHUP: with `policy`
+   * (null: none), or else the policy they were last written with (the gateway-wide one before any).
+   */
   async writeGatewayFiles(
     hostId: string,
     upstream: UpstreamSpec,
     serverIp: string,
     relaySource: string,
+    policy?: EgressPolicy | null,
   ): Promise<void> {
+    const dir = this.gatewayDir(hostId);
+    const applied = policy !== undefined ? policy : await this.readEgressPolicy(hostId);
     let files: EgressGatewayFiles;
     try {
       files = renderEgressGatewayFiles({
@@ -140,23 +151,37 @@ export class HostProvisioning {
         upstream: { config: upstream.config, serverIp },
         dns: tunnelDns(this.options.egress),
         relaySource,
-        policy: this.options.egress.policy,
+        policy: applied,
+        pathCheck: pathCheckDestinations(this.options.egress),
       });
     } catch (error) {
       throw new RuntimeError('invalid_upstream', `the upstream cannot be used: ${(error as Error).message}`);
     }
-    const dir = this.gatewayDir(hostId);
     await mkdir(dir, { recursive: true, mode: 0o700 });
-    // Root-only is enough: the entrypoint reads both as root and hands v2ray its config on stdin.
+    // Root-only is enough: the entrypoint reads them as root and hands v2ray its config on stdin.
     for (const [name, text] of [
       ['ruleset.nft', files.ruleset],
       ['v2ray.json', files.v2ray],
+      [DNS_FILTER_FILE, files.dnsFilter],
       [UPLINK_POLICY_FILE, JSON.stringify(files.uplink)],
+      [EGRESS_POLICY_FILE, JSON.stringify(applied)],
     ] as const) {
       const file = path.join(dir, name);
+      if (text === null) {
+        await rm(file, { force: true });
+        continue;
+      }
       await writeFile(`${file}.new`, text, { mode: 0o600 });
       await rename(`${file}.new`, file);
     }
+  }
+
+  /** The egress policy the gateway's files were last written with; the gateway-wide one before any. */
+  private async readEgressPolicy(hostId: string): Promise<EgressPolicy | null> {
+    const text = await readFile(path.join(this.gatewayDir(hostId), EGRESS_POLICY_FILE), 'utf8').catch(
+      () => null,
+    );
+    return text === null ? this.options.egress.policy : (JSON.parse(text) as EgressPolicy | null);
   }
 
   /**

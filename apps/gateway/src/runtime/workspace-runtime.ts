@@ -1,4 +1,4 @@
-import type { ProxyConfig } from '@ccp/api';
+import type { EgressPolicy, ProxyConfig } from '@ccp/api';
 import type { ReadDecisions, UpstreamCounters } from '../egress/tunnel-engine.js';
 import { DomainError } from '../shared/errors.js';
 
@@ -22,6 +22,8 @@ export interface WorkspaceSpec {
   /** The VNC password of the desktop (8 characters): the gateway's proxy answers with it, nobody else knows it. */
   desktopPassword: string;
   limits: WorkspaceLimits;
+  /** What the workspace may reach through its upstream (the host's effective policy); none: everything. */
+  egressPolicy?: EgressPolicy | null;
 }
 
 /** What a workspace may use: its container's memory, CPUs and processes, and the size of its home. */
@@ -138,6 +140,13 @@ export interface WorkspaceRuntime {
    * with UpstreamSwitchReverted; without a fallback, or when the fallback fails too, the host is left stopped.
    */
   switchUpstream(hostId: string, upstream: UpstreamSpec, fallback: UpstreamSpec | null): Promise<void>;
+  /**
+   * Makes a running host's egress gateway follow `policy` (null: none) on `upstream`, the one it uses: its files
+   * are written again and only its v2ray (and DNS filter) restarted, the kill switch holding meanwhile, so open
+   * sessions stay. Fails with `not_running`, or `egress_gateway_outdated` for a gateway made from an older
+   * recipe (it follows the policy from its next start).
+   */
+  applyEgressPolicy(hostId: string, upstream: UpstreamSpec, policy: EgressPolicy | null): Promise<void>;
   state(hostId: string): Promise<WorkspaceState>;
   /**
    * Applies new limits to the host's workspace container where it exists, running or not (memory, CPUs and

@@ -30,6 +30,8 @@ export const clusterMessageSchemas = {
   'task.cancel_requested': Type.Object({ taskId: Type.String({ minLength: 1 }) }),
   /** A running host's egress gateway must follow its active binding: the host's node applies it. */
   'host.upstream_switch_requested': Type.Object({ hostId: Type.String({ minLength: 1 }) }),
+  /** A running host's egress policy changed: the host's node applies it to its egress gateway. */
+  'host.egress_policy_changed': Type.Object({ hostId: Type.String({ minLength: 1 }) }),
   /** An egress IP's upstream was edited: each node switches its own running hosts that use it. */
   'egress_ip.upstream_changed': Type.Object({ egressIpId: Type.String({ minLength: 1 }) }),
   /**

@@ -15,6 +15,7 @@ import { nodes } from './migrations/0007-nodes.js';
 import { hostLifecyclePolicy } from './migrations/0008-host-lifecycle-policy.js';
 import { resourcesAndQuotas } from './migrations/0009-resources-and-quotas.js';
 import { egressPolicyAndMetering } from './migrations/0010-egress-policy-and-metering.js';
+import { egressPolicyPerHost } from './migrations/0012-egress-policy-per-host.js';
 import { egressDecisions } from './migrations/0013-egress-decisions.js';
 import { egressBudgetsAndPause } from './migrations/0014-egress-budgets-and-pause.js';
 import type { DatabaseSchema } from './schema.js';
@@ -109,6 +110,7 @@ function migrations(kind: DialectKind): Record<string, Migration> {
     '0010-egress-policy-and-metering': egressPolicyAndMetering,
     '0013-egress-decisions': egressDecisions,
     '0014-egress-budgets-and-pause': egressBudgetsAndPause,
+    '0012-egress-policy-per-host': egressPolicyPerHost,
   };
 }
 

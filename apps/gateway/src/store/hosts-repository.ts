@@ -11,6 +11,8 @@ export type HostWithOwner = HostRow & {
   owner_default_memory_mb: number | null;
   owner_default_pids: number | null;
   owner_default_home_mb: number | null;
+  /** JSON of the owner's default egress policy. */
+  owner_egress_policy: string | null;
 };
 export type HostPatch = Updateable<Omit<HostsTable, 'id' | 'created_at' | 'short_id' | 'user_id'>>;
 
@@ -44,6 +46,7 @@ export class HostsRepository {
         'users.default_memory_mb as owner_default_memory_mb',
         'users.default_pids as owner_default_pids',
         'users.default_home_mb as owner_default_home_mb',
+        'users.egress_policy as owner_egress_policy',
       ]);
   }
 

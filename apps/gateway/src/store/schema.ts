@@ -35,6 +35,8 @@ export interface UsersTable {
   quota_cpus: number | null;
   quota_memory_mb: number | null;
   quota_home_mb: number | null;
+  /** JSON of an EgressPolicy: the default of the user's hosts (null: the gateway's). */
+  egress_policy: string | null;
 }
 
 export interface SshKeysTable {
@@ -123,6 +125,8 @@ export interface HostsTable {
   /** Why its workspace is frozen while its exit is in doubt, and since when; null: not paused. */
   paused_reason: string | null;
   paused_at: string | null;
+  /** JSON of an EgressPolicy: the host's own (null: its owner's default). */
+  egress_policy: string | null;
 }
 
 export interface BindingsTable {

@@ -44,10 +44,14 @@ export interface LabGateway {
   lab: LabDescription;
   /** An egress IP through the lab's first exit (VMess over TCP). */
   egressIpId: string;
-  /** Creates a host for a user, bound to that egress IP unless `bound` is false; it is removed by `close`. */
+  /**
+   * Creates a host for a user, bound to that egress IP (or `egressIpId`) unless `bound` is false; it is removed
+   * by `close`.
+   */
   createHost(
     userId: string,
     bound?: boolean,
+    egressIpId?: string,
   ): Promise<{ id: string; short_id: string; access_command: string }>;
   /** Starts a host and waits for its task; fails with the task's error. */
   startHost(hostId: string): Promise<void>;
@@ -86,9 +90,9 @@ export async function startLabGateway(
     t,
     lab,
     egressIpId: egress.body.id,
-    async createHost(userId, bound = true) {
+    async createHost(userId, bound = true, egressIpId = egress.body.id) {
       const response = await t.request('POST', '/v1/admin/hosts', {
-        body: { user_id: userId, ...(bound ? { egress_ip_id: egress.body.id } : {}) },
+        body: { user_id: userId, ...(bound ? { egress_ip_id: egressIpId } : {}) },
       });
       if (response.status !== 201)
         throw new Error(`creating a host failed: ${JSON.stringify(response.body)}`);

@@ -1,3 +1,4 @@
+import type { EgressPolicy } from '@ccp/api';
 import type { ReadDecisions } from '../../src/egress/tunnel-engine.js';
 import {
   type ExecResult,
@@ -116,6 +117,15 @@ export class MemoryRuntime implements WorkspaceRuntime {
       throw failure;
     }
     if (host) host.upstream = upstream;
+  }
+
+  /** The policy a running host's gateway follows goes into its spec, as a start puts it there. */
+  async applyEgressPolicy(hostId: string, upstream: UpstreamSpec, policy: EgressPolicy | null) {
+    this.calls.push(`egress-policy ${hostId} ${policy?.mode ?? 'none'}`);
+    const host = this.hosts.get(hostId);
+    if (host?.state !== 'running') throw new RuntimeError('not_running', `host ${hostId} is not running`);
+    host.upstream = upstream;
+    host.spec = { ...host.spec, egressPolicy: policy };
   }
 
   /** The limits each host was last resized to; the usage a test wants the next resource check to read. */

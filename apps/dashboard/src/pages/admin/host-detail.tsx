@@ -3,6 +3,7 @@ import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
 import { api } from '../../api';
+import { HostEgressPolicyPanel } from '../../components/egress-policy-panel';
 import { Field } from '../../components/field';
 import { HostAccess } from '../../components/host-access';
 import { HostDesktop } from '../../components/host-desktop';
@@ -172,6 +173,7 @@ export function HostDetail() {
       <HostTrafficChart hostId={h.id} scope="admin" />
       <HostEgressBudgetPanel hostId={h.id} />
       <HostEgressDecisions hostId={h.id} scope="admin" />
+      <HostEgressPolicyPanel hostId={h.id} />
       <Section title="Delete">
         <ConfirmButton
           label="Delete host"

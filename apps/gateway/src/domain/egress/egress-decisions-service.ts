@@ -3,6 +3,7 @@ import { isoOut, toIso } from '../../shared/clock.js';
 import type { EgressDecisionsRepository } from '../../store/egress-decisions-repository.js';
 import { type HostGrant, hostOf } from '../access/grants.js';
 import { allowListFrom } from './allow-list.js';
+import { effectiveEgressPolicy, gatewayPolicy } from './egress-policy.js';
 
 /** Destinations a read lists at most. */
 const MAX_DESTINATIONS = 500;
@@ -11,8 +12,8 @@ const MAX_DESTINATIONS = 500;
 export class EgressDecisionsService {
   constructor(
     private readonly decisions: EgressDecisionsRepository,
-    /** The policy the host's egress gateway applies (EGRESS_POLICY). */
-    private readonly policyOf: (hostId: string) => EgressPolicy | null,
+    /** The gateway's policy (EGRESS_POLICY), which hosts without their own or their owner's follow. */
+    private readonly gatewayDefault: () => EgressPolicy | null,
   ) {}
 
   async read(grant: HostGrant, query: EgressDecisionsQuery): Promise<EgressDecisions> {
@@ -37,7 +38,7 @@ export class EgressDecisionsService {
         destinations: row.destinations,
         count: row.count,
       })),
-      allow_list: allowListFrom(totals, this.policyOf(host.id)),
+      allow_list: allowListFrom(totals, gatewayPolicy(effectiveEgressPolicy(host, this.gatewayDefault()))),
     };
   }
 

@@ -1,4 +1,4 @@
-import type { TaskAccepted } from '@ccp/api';
+import type { Actor, TaskAccepted } from '@ccp/api';
 import type { Logger } from 'pino';
 import type { EventBus } from '../../events/event-bus.js';
 import type { ReplacedUpstream } from '../../events/internal-events.js';
@@ -8,6 +8,7 @@ import type { HostsRepository } from '../../store/hosts-repository.js';
 import type { HostGrant, SystemGrant } from '../access/grants.js';
 import type { EgressIpsService } from '../egress/egress-ips-service.js';
 import type { TaskRunner } from '../tasks/task-runner.js';
+import { EgressPolicyRollout } from './egress-policy-rollout.js';
 import { EngineRounds } from './engine-rounds.js';
 import { HostCommands } from './host-commands.js';
 import { HostReconciler } from './host-reconciler.js';
@@ -26,6 +27,7 @@ export class HostLifecycle {
   private readonly commands: HostCommands;
   private readonly engineRounds: EngineRounds;
   private readonly upstreamRounds: UpstreamRounds;
+  private readonly egressPolicies: EgressPolicyRollout;
 
   constructor(
     hosts: HostsRepository,
@@ -42,8 +44,20 @@ export class HostLifecycle {
   ) {
     const records = new HostRecords(hosts, egressIps, bus, access);
     const upstreams = new UpstreamSwitch(hosts, records, runtime, bus);
-    new HostTasks(records, runtime, tasks, upstreams, resources, desktopPassword).register();
+    new HostTasks(records, runtime, tasks, upstreams, resources, desktopPassword, access).register();
     const reconciler = new HostReconciler(records, runtime, bus, cluster, upstreams);
+    this.egressPolicies = new EgressPolicyRollout(
+      hosts,
+      records,
+      runtime,
+      upstreams,
+      reconciler,
+      bus,
+      cluster,
+      access,
+      tasks.node,
+      log,
+    );
     this.engineRounds = new EngineRounds(hosts, reconciler, runtime, tasks, bus, log);
     this.upstreamRounds = new UpstreamRounds(hosts, reconciler, upstreams, egressIps, tasks, cluster, log);
     this.commands = new HostCommands(
@@ -110,7 +124,13 @@ export class HostLifecycle {
     return this.upstreamRounds.checkUpstreams(system);
   }
 
+  /** Makes a running host's egress gateway follow the egress policy its record says now. */
+  applyEgressPolicy(hostId: string, actor: Actor): Promise<void> {
+    return this.egressPolicies.apply(hostId, actor);
+  }
+
   follow(): void {
     this.upstreamRounds.follow();
+    this.egressPolicies.follow();
   }
 }

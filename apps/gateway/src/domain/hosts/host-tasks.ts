@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import { type Actor, ALREADY_RUNNING } from '@ccp/api';
 import type {
   UpstreamSpec,
@@ -8,10 +9,11 @@ import type {
 import { nowIso } from '../../shared/clock.js';
 import type { HostPatch, HostWithOwner } from '../../store/hosts-repository.js';
 import type { TasksRepository } from '../../store/tasks-repository.js';
+import { effectiveEgressPolicy, gatewayPolicy } from '../egress/egress-policy.js';
 import { errors } from '../errors.js';
 import type { QueuedTask, TaskRunner } from '../tasks/task-runner.js';
 import type { HostRecords, StatusEvent } from './host-records.js';
-import { linuxUserFor } from './host-view.js';
+import { type AccessSettings, linuxUserFor } from './host-view.js';
 import { noEgressBound } from './lifecycle-errors.js';
 import type { UpstreamSwitch } from './upstream-switch.js';
 
@@ -42,6 +44,7 @@ export class HostTasks {
     private readonly resources: HostResourcePolicy,
     /** The VNC password of a host's desktop (Access.desktopPassword). */
     private readonly desktopPassword: (hostId: string) => string,
+    private readonly access: Pick<AccessSettings, 'egressPolicyDefault'>,
   ) {
     this.current = upstreams.inUse;
   }
@@ -61,8 +64,13 @@ export class HostTasks {
       // Again when it runs: other hosts of the owner may have started since it was queued.
       await this.resources.admitStart(current, actor, async () => {});
       await this.setStatus(current, { status: 'starting', last_error: null }, actor);
-      const { echoesOut } = await this.runtime.start(this.spec(current), upstream, progress, signal);
+      const spec = this.spec(current);
+      const { echoesOut } = await this.runtime.start(spec, upstream, progress, signal);
       this.current.set(current.id, upstream);
+      // A policy set while the host started reached no running gateway: the started one follows it now.
+      const policy = this.egressPolicyOf(await this.require(current.id));
+      if (!isDeepStrictEqual(policy, spec.egressPolicy ?? null))
+        await this.runtime.applyEgressPolicy(current.id, upstream, policy);
       await this.setStatus(
         current,
         { status: 'running', started_at: nowIso(), image: this.runtime.imageTag() },
@@ -137,7 +145,12 @@ export class HostTasks {
       authorizedKey: host.gateway_public_key ?? '',
       desktopPassword: this.desktopPassword(host.id),
       limits: this.resources.limitsOf(host),
+      egressPolicy: this.egressPolicyOf(host),
     };
+  }
+
+  private egressPolicyOf(host: HostWithOwner) {
+    return gatewayPolicy(effectiveEgressPolicy(host, this.access.egressPolicyDefault));
   }
 
   // The records' reads and writes under the names the task bodies above use.

@@ -1,6 +1,7 @@
-import type { Host, HostResources, HostStatus, SseMessage } from '@ccp/api';
+import type { EgressPolicy, Host, HostResources, HostStatus, SseMessage } from '@ccp/api';
 import { isoOut } from '../../shared/clock.js';
 import type { BindingDetail, HostsRepository, HostWithOwner } from '../../store/hosts-repository.js';
+import { effectiveEgressPolicy } from '../egress/egress-policy.js';
 import { hostEgressState } from '../egress/host-egress-state.js';
 import { passwordInTheClearWarning } from '../entry/download-transport.js';
 import { alertsOf, resourcesOf } from '../quotas/host-resources.js';
@@ -15,6 +16,8 @@ export interface AccessSettings {
   desktopUrl: (portal: 'admin' | 'user', hostId: string) => string;
   /** The gateway's resources of a host with none of its own or its owner's (WORKSPACE_CPUS, ...). */
   resourceDefaults: HostResources;
+  /** The gateway-wide egress policy (EGRESS_POLICY), under users' defaults and hosts' own; null: none. */
+  egressPolicyDefault: EgressPolicy | null;
 }
 
 /** Which binding carries the traffic: the oldest healthy one (the oldest when none is), the others standby. */
@@ -102,6 +105,7 @@ export function hostView(
     resource_alerts: alertsOf(row),
     lifecycle: lifecycleState(row),
     egress: hostEgressState(row),
+    egress_policy: effectiveEgressPolicy(row, access.egressPolicyDefault),
   };
 }
 

@@ -11,6 +11,7 @@ import { registerAdminActivityRoutes } from './activity.js';
 import { registerAdminEgressBudgetRoutes } from './egress-budgets.js';
 import { registerAdminEgressDecisionsRoutes } from './egress-decisions.js';
 import { registerAdminEgressRoutes } from './egress-ips.js';
+import { registerAdminEgressPolicyRoutes } from './egress-policies.js';
 import { registerAdminEgressTrafficRoutes } from './egress-traffic.js';
 import { registerAdminHostRoutes } from './hosts.js';
 import { registerAdminLifecyclePolicyRoutes } from './lifecycle-policies.js';
@@ -32,6 +33,7 @@ export function adminRoutes(admin: Api, services: HttpServices): void {
   registerHostDesktopRoutes(admin, services, 'admin');
   registerHostExtendRoute(admin, services, 'admin');
   registerAdminLifecyclePolicyRoutes(admin, services);
+  registerAdminEgressPolicyRoutes(admin, services);
   registerHostTerminalRoutes(admin, services, 'admin');
   registerAdminActivityRoutes(admin, services);
   registerCliReleaseRoute(admin, services, 'admin');

@@ -1,4 +1,4 @@
-import { Host, HostList, Task } from '@ccp/api';
+import { Host, HostEgressPolicies, HostList, Task } from '@ccp/api';
 import Type from 'typebox';
 import type { Api } from '../../api.js';
 import type { ApiTag } from '../../api-tags.js';
@@ -10,7 +10,10 @@ import { registerHostActions } from '../portal/host-actions.js';
 const HostParams = Type.Object({ hostID: Type.String({ format: 'uuid' }) });
 const tags: ApiTag[] = ['user portal'];
 
-export function registerUserHostRoutes(app: Api, { access, hosts, lifecycle, tasks }: HttpServices): void {
+export function registerUserHostRoutes(
+  app: Api,
+  { access, hosts, lifecycle, tasks, egressPolicies }: HttpServices,
+): void {
   app.get(
     '/hosts',
     { schema: { tags, operationId: 'listOwnHosts', summary: 'Own hosts', response: { 200: HostList } } },
@@ -32,6 +35,22 @@ export function registerUserHostRoutes(app: Api, { access, hosts, lifecycle, tas
     },
     async (request) =>
       hosts.get(await access.requireHost(principalOf(request), request.params.hostID, 'view')),
+  );
+
+  app.get(
+    '/hosts/:hostID/egress-policy',
+    {
+      schema: {
+        tags,
+        operationId: 'getOwnHostEgressPolicy',
+        summary:
+          'What an own host may reach: its egress policy at each level and the one it follows (admins set them)',
+        params: HostParams,
+        response: { 200: HostEgressPolicies, ...errorResponses(404) },
+      },
+    },
+    async (request) =>
+      egressPolicies.ofHost(await access.requireHost(principalOf(request), request.params.hostID, 'view')),
   );
 
   // The owner's lifecycle calls are the admin's; the task is followed at the owner's own address.
