@@ -7,6 +7,7 @@ import { ClusterVariables, type NodeSettings, nodeSettings } from './cluster/set
 import { AccessVariables, parseDuration } from './domain/access/settings.js';
 import type { HostLifecycleSettings } from './domain/hosts/lifecycle-scheduler.js';
 import { HostsVariables, hostLifecycleSettings } from './domain/hosts/settings.js';
+import { type ShareSettings, SharesVariables, shareSettings } from './domain/shares/settings.js';
 import { type EgressProbe, type EgressSettings, EgressVariables, egressSettings } from './egress/settings.js';
 import { type HttpSettings, HttpVariables } from './http/settings.js';
 import { type LogFormat, LoggingVariables } from './logger.js';
@@ -33,6 +34,7 @@ export const SETTINGS = [
   { title: 'Host checks', source: 'apps/gateway/src/domain/hosts/settings.ts', variables: HostsVariables },
   { title: 'Egress', source: 'apps/gateway/src/egress/settings.ts', variables: EgressVariables },
   { title: 'Cluster', source: 'apps/gateway/src/cluster/settings.ts', variables: ClusterVariables },
+  { title: 'Port sharing', source: 'apps/gateway/src/domain/shares/settings.ts', variables: SharesVariables },
   { title: 'Logging', source: 'apps/gateway/src/logger.ts', variables: LoggingVariables },
 ] as const;
 
@@ -57,6 +59,8 @@ export interface Config extends HttpSettings {
   sshMaxSessionsPerHost: number;
   dataDir: string;
   database: DatabaseConfig;
+  /** Port sharing: SHARE_DOMAIN or SHARE_PORTS, and its limits. */
+  shares: ShareSettings;
   adminUsername: string;
   adminPassword: string | null;
   jwtSecret: string;
@@ -125,6 +129,7 @@ export function loadConfig(env: Env): Config {
   const egress = readVariables(EgressVariables, env, problems);
   const cluster = readVariables(ClusterVariables, env, problems);
   const logging = readVariables(LoggingVariables, env, problems);
+  const sharing = readVariables(SharesVariables, env, problems);
 
   const dataDir = path.resolve(store.DATA_DIR);
   const parsedDatabase = parseDatabaseUrl(
@@ -206,6 +211,7 @@ export function loadConfig(env: Env): Config {
     },
     resourceCheckSeconds: runtime.RESOURCE_CHECK_SECONDS,
     node: nodeSettings(cluster, database.kind === 'postgres', problems),
+    shares: shareSettings(sharing, problems),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

@@ -15,6 +15,7 @@ import { nodes } from './migrations/0007-nodes.js';
 import { hostLifecyclePolicy } from './migrations/0008-host-lifecycle-policy.js';
 import { resourcesAndQuotas } from './migrations/0009-resources-and-quotas.js';
 import { egressPolicyAndMetering } from './migrations/0010-egress-policy-and-metering.js';
+import { portShares } from './migrations/0011-port-shares.js';
 import type { DatabaseSchema } from './schema.js';
 import type { DatabaseConfig } from './settings.js';
 
@@ -105,6 +106,7 @@ function migrations(kind: DialectKind): Record<string, Migration> {
     '0008-host-lifecycle-policy': hostLifecyclePolicy,
     '0009-resources-and-quotas': resourcesAndQuotas(),
     '0010-egress-policy-and-metering': egressPolicyAndMetering,
+    '0011-port-shares': portShares,
   };
 }
 

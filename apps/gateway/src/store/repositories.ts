@@ -8,6 +8,7 @@ import { EventsRepository } from './events-repository.js';
 import { HostsRepository } from './hosts-repository.js';
 import { LiveMessagesRepository } from './live-messages-repository.js';
 import { NodesRepository } from './nodes-repository.js';
+import { PortSharesRepository } from './port-shares-repository.js';
 import { SshKeysRepository } from './ssh-keys-repository.js';
 import { StatsRepository } from './stats-repository.js';
 import { TasksRepository } from './tasks-repository.js';
@@ -26,6 +27,7 @@ export interface Repositories {
   nodes: NodesRepository;
   liveMessages: LiveMessagesRepository;
   egressTraffic: EgressTrafficRepository;
+  portShares: PortSharesRepository;
 }
 
 export function createRepositories(database: Database, cluster: ClusterBus): Repositories {
@@ -42,5 +44,6 @@ export function createRepositories(database: Database, cluster: ClusterBus): Rep
     nodes: new NodesRepository(database.db),
     liveMessages: new LiveMessagesRepository(database.db),
     egressTraffic: new EgressTrafficRepository(database.db),
+    portShares: new PortSharesRepository(database.db),
   };
 }
