@@ -156,4 +156,37 @@ describe('a port of a real workspace shared through the gateway', { skip, timeou
     const metrics = await s.lab.t.request('GET', '/metrics');
     assert.match(String(metrics.body), /\nccp_port_shares 3\n/);
   });
+
+  it('the portal lists the port, shares it with a link to copy, opens it in a tab and revokes it', async () => {
+    // Room for one more: the tests above left the host at its limit.
+    const before = await s.lab.t.request('GET', `/v1/user/hosts/${s.host.id}/shares`, {
+      token: s.owner.token,
+    });
+    for (const old of before.body.items as { id: string }[])
+      await s.lab.t.request('DELETE', `/v1/user/hosts/${s.host.id}/shares/${old.id}`, {
+        token: s.owner.token,
+      });
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(`${s.lab.t.url}/portal/hosts/${s.host.id}`);
+    await page.getByLabel('Username').fill(s.owner.username);
+    await page.getByLabel('Password').fill(`${s.owner.username}-password`);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    const panel = page.getByTestId('host-shares');
+    await panel.getByText(`Port ${APP_PORT}`).waitFor({ timeout: 20_000 });
+    await panel.getByLabel('Link for hours (empty: no link)').fill('1');
+    await panel.getByRole('button', { name: 'Share' }).click();
+    const link = await panel.getByTestId('share-link').textContent({ timeout: 10_000 });
+    assert.match(link ?? '', /\/\.ccp-share\/enter\?link=ccps_/);
+    await panel.getByText(/^http:\/\/127\.0\.0\.1:\d+$/).waitFor();
+    const [tab] = await Promise.all([
+      context.waitForEvent('page'),
+      panel.getByRole('button', { name: 'Open' }).click(),
+    ]);
+    assert.equal(await pageResult(tab), 'echo: ping');
+    await panel.getByRole('button', { name: 'Revoke' }).click();
+    await socketClosed(tab, 1500);
+    await panel.getByRole('button', { name: 'Open' }).waitFor({ state: 'detached' });
+    await context.close();
+  });
 });

@@ -9,6 +9,7 @@ import { HostAccess } from '../../components/host-access';
 import { HostDesktop, OpenDesktopButton } from '../../components/host-desktop';
 import { HostLifecycle } from '../../components/host-lifecycle';
 import { HostResources } from '../../components/host-resources';
+import { HostShares } from '../../components/host-shares';
 import { HostTask } from '../../components/host-task';
 import { HostTerminal } from '../../components/host-terminal';
 import { KeysPanel } from '../../components/keys-panel';
@@ -85,6 +86,7 @@ export function PortalHost() {
         <HostAccess host={h} scope="user" />
         <HostDesktop host={h} scope="user" />
         <HostTerminal host={h} scope="user" />
+        <HostShares host={h} scope="user" />
       </Section>
       <Section title="Start and stop">
         <div className="row wrap">
