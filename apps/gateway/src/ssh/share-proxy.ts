@@ -195,7 +195,7 @@ export class ShareProxy {
         ticket ? { ticket } : { link: link! },
         request.socket.remoteAddress ?? '',
       );
-      const secure = (request.socket as { encrypted?: boolean }).encrypted === true || isHttpsOrigin(request);
+      const secure = this.options.shares.originOf(share).startsWith('https:');
       response.writeHead(303, {
         location: '/',
         'set-cookie': `${SHARE_COOKIE_PREFIX}${share.label}=${pass}; Path=/; Max-Age=${maxAgeSeconds}; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`,
@@ -485,10 +485,6 @@ function sameOrigin(origin: string, host: string | undefined): boolean {
   } catch {
     return false;
   }
-}
-
-function isHttpsOrigin(request: IncomingMessage): boolean {
-  return request.headers['x-forwarded-proto'] === 'https';
 }
 
 /** An SSH channel as the HTTP client expects its socket (it sets these on sockets it is given). */

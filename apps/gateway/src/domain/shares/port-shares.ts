@@ -302,6 +302,11 @@ export class PortShares {
     return this.options.access.shareLogin(visit.host.id);
   }
 
+  /** The origin a share is served on. */
+  originOf(share: PortShareRow): string {
+    return this.options.originOf(share);
+  }
+
   /** Shares held now, for /metrics. */
   async count(): Promise<number> {
     return this.options.shares.count();
