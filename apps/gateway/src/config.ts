@@ -12,6 +12,7 @@ import {
 } from './domain/egress/settings.js';
 import type { HostLifecycleSettings } from './domain/hosts/lifecycle-scheduler.js';
 import { HostsVariables, hostLifecycleSettings } from './domain/hosts/settings.js';
+import { type ShareSettings, SharesVariables, shareSettings } from './domain/shares/settings.js';
 import { type EgressProbe, type EgressSettings, EgressVariables, egressSettings } from './egress/settings.js';
 import { type HttpSettings, HttpVariables } from './http/settings.js';
 import { type LogFormat, LoggingVariables } from './logger.js';
@@ -43,6 +44,7 @@ export const SETTINGS = [
     variables: EgressBudgetVariables,
   },
   { title: 'Cluster', source: 'apps/gateway/src/cluster/settings.ts', variables: ClusterVariables },
+  { title: 'Port sharing', source: 'apps/gateway/src/domain/shares/settings.ts', variables: SharesVariables },
   { title: 'Logging', source: 'apps/gateway/src/logger.ts', variables: LoggingVariables },
 ] as const;
 
@@ -67,6 +69,8 @@ export interface Config extends HttpSettings {
   sshMaxSessionsPerHost: number;
   dataDir: string;
   database: DatabaseConfig;
+  /** Port sharing: SHARE_DOMAIN or SHARE_PORTS, and its limits. */
+  shares: ShareSettings;
   adminUsername: string;
   adminPassword: string | null;
   jwtSecret: string;
@@ -141,6 +145,7 @@ export function loadConfig(env: Env): Config {
   const egressBudgets = readVariables(EgressBudgetVariables, env, problems);
   const cluster = readVariables(ClusterVariables, env, problems);
   const logging = readVariables(LoggingVariables, env, problems);
+  const sharing = readVariables(SharesVariables, env, problems);
 
   const dataDir = path.resolve(store.DATA_DIR);
   const parsedDatabase = parseDatabaseUrl(
@@ -227,6 +232,7 @@ export function loadConfig(env: Env): Config {
     },
     resourceCheckSeconds: runtime.RESOURCE_CHECK_SECONDS,
     node: nodeSettings(cluster, database.kind === 'postgres', problems),
+    shares: shareSettings(sharing, problems),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

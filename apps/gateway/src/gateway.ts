@@ -37,6 +37,8 @@ import { NodeRegistry } from './domain/nodes/node-registry.js';
 import { NodeRemoval } from './domain/nodes/node-removal.js';
 import { ResourceMonitor } from './domain/quotas/resource-monitor.js';
 import { ResourcesService } from './domain/quotas/resources-service.js';
+import { PortShares } from './domain/shares/port-shares.js';
+import { isListeningPortsCommand, LISTENING_PORTS_COMMAND } from './domain/shares/shareable-port.js';
 import { TaskRunner } from './domain/tasks/task-runner.js';
 import { TasksService } from './domain/tasks/tasks-service.js';
 import { sweepExpiredUsers } from './domain/users/expiry-sweep.js';
@@ -63,6 +65,8 @@ import { DockerActivityProbe, type WorkspaceActivityProbe } from './runtime/work
 import type { WorkspaceRuntime } from './runtime/workspace-runtime.js';
 import { ClusterBus } from './shared/cluster-messages.js';
 import { FolderMounts } from './ssh/folder-mounts.js';
+import { PortTunnels } from './ssh/port-tunnels.js';
+import { ShareProxy } from './ssh/share-proxy.js';
 import { SshProxy } from './ssh/ssh-proxy.js';
 import { WebTerminals } from './ssh/web-terminal.js';
 import { type Database, openDatabase } from './store/database.js';
@@ -246,7 +250,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
           open: (hostId, service) => dialer.openLocal(hostId, service),
           exec: (hostId, command, timeoutMs) => runtime.exec(hostId, command, timeoutMs),
         },
-        execAllowed: isDesktopControl,
+        execAllowed: (command) => isDesktopControl(command) || isListeningPortsCommand(command),
         log: logger.child({ component: 'node-channel' }),
       })
     : null;
@@ -294,6 +298,34 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     publicApiUrl: config.publicApiUrl,
     terminalsPerUser: config.terminalsPerUser,
   });
+  const shareBase = new URL(config.publicApiUrl);
+  const shares = new PortShares({
+    shares: repositories.portShares,
+    hosts: repositories.hosts,
+    users: repositories.users,
+    tickets: repositories.accessTickets,
+    access,
+    box,
+    bus,
+    settings: config.shares,
+    originOf: ({ label, listen_port }) =>
+      listen_port === null
+        ? `${shareBase.protocol}//${label}.${config.shares.domain}${shareBase.port ? `:${shareBase.port}` : ''}`
+        : `${shareBase.protocol}//${shareBase.hostname}:${listen_port}`,
+    listPorts: async (host) => {
+      const result = await dialer.exec(host, LISTENING_PORTS_COMMAND, 10_000);
+      return result ? result.stdout : null;
+    },
+    ...(options.clock ? { now: options.clock } : {}),
+  });
+  const shareProxy = new ShareProxy({
+    shares,
+    tunnels: new PortTunnels({ dialer, log: logger.child({ component: 'shares' }) }),
+    settings: config.shares,
+    bus,
+    log: logger.child({ component: 'shares' }),
+    bindHost: config.httpHost,
+  });
   const status = new StatusService(
     database,
     engine,
@@ -325,6 +357,8 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     sshSessions: () => ssh.sessionCount(),
     vncSessions: () => vnc.sessionCount(),
     terminalSessions: () => terminals.sessionCount(),
+    shareStreams: () => shareProxy.streamCount(),
+    shares: () => shares.count(),
     sseClients: () => sse.size,
     counts: () => metricsCounts.counts(),
     // Read at scrape time, when the service below exists.
@@ -513,6 +547,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     desktop,
     vnc,
     terminals,
+    shares,
   };
   const httpLogger = options.httpLogger === false ? false : logger;
   const http = await buildHttpApp(httpServices, httpLogger, metrics);
@@ -557,7 +592,9 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     exitDoubtPause,
     egressDecisionLog,
     async listen() {
+      shareProxy.divert(http.server);
       await http.listen({ host: config.httpHost, port: config.httpPort });
+      await shareProxy.listen();
       await entryListener?.listen({ host: config.httpHost, port: config.entryPort });
       if (config.dashboardPort > 0)
         dashboardListener = await listenDashboardPort(http, config.httpHost, config.dashboardPort);
@@ -634,6 +671,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       await ssh.close();
       await vnc.close();
       await terminals.close();
+      await shareProxy.close();
       await channel?.close();
       await entryListener?.close();
       await metrics.close();

@@ -51,7 +51,9 @@ const SECRET_PARAMETERS = new Set(['token', 'ticket']);
 
 /** A URL as it may be logged: the value of every secret parameter is replaced, whatever case or percent-encoding
  * spells its name (the query parser would decode `%74oken` to `token`). */
-export function redactUrl(url: string): string {
+export function redactUrl(logged: string): string {
+  // A desktop pass in its path (vnc-access.ts), and in the page's `path=` naming its stream.
+  const url = logged.replace(/(vnc(?:\/|%2F)pass(?:\/|%2F))[^/?&%]+/gi, '$1[redacted]');
   const at = url.indexOf('?');
   if (at < 0) return url;
   const query = url

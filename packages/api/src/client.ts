@@ -42,6 +42,13 @@ import type {
   UserResourcesRequest,
 } from './resources.js';
 import type {
+  ListeningPortList,
+  PortShareCreate,
+  PortShareCreated,
+  PortShareList,
+  PortShareTicket,
+} from './shares.js';
+import type {
   AddSshKeyRequest,
   GeneratedSshKey,
   GenerateSshKeyRequest,
@@ -228,6 +235,16 @@ export function createApiClient(options: ApiClientOptions = {}) {
       post<S<typeof TerminalTicket>>(`/v1/${role}/hosts/${id(hostId)}/terminal/ticket`, body),
   });
 
+  /** A host's listening ports and shared ports, and one-time entries into a share. */
+  const sharesOf = (role: Role) => ({
+    ports: (hostId: string) => get<S<typeof ListeningPortList>>(`/v1/${role}/hosts/${id(hostId)}/ports`),
+    list: (hostId: string) => get<S<typeof PortShareList>>(`/v1/${role}/hosts/${id(hostId)}/shares`),
+    create: (hostId: string, body: S<typeof PortShareCreate>) =>
+      post<S<typeof PortShareCreated>>(`/v1/${role}/hosts/${id(hostId)}/shares`, body),
+    revoke: (hostId: string, shareId: string) => del(`/v1/${role}/hosts/${id(hostId)}/shares/${id(shareId)}`),
+    ticket: (shareId: string) => post<S<typeof PortShareTicket>>(`/v1/${role}/shares/${id(shareId)}/ticket`),
+  });
+
   return {
     health: () => get<S<typeof Health>>('/healthz'),
     login: (body: S<typeof LoginRequest>) => post<S<typeof LoginResponse>>('/v1/auth/login', body),
@@ -304,6 +321,7 @@ export function createApiClient(options: ApiClientOptions = {}) {
           call<S<typeof LifecyclePolicies>>('PUT', `/v1/admin/hosts/${id(hostId)}/lifecycle-policy`, body),
         vnc: vncOf('admin'),
         terminal: terminalOf('admin'),
+        shares: sharesOf('admin'),
       },
       bindings: {
         create: (hostId: string, egressIpId: string) =>
@@ -363,6 +381,7 @@ export function createApiClient(options: ApiClientOptions = {}) {
           post<S<typeof Host>>(`/v1/user/hosts/${id(hostId)}/extend`, body),
         vnc: vncOf('user'),
         terminal: terminalOf('user'),
+        shares: sharesOf('user'),
       },
       tasks: {
         get: (taskId: string) => get<S<typeof Task>>(`/v1/user/tasks/${id(taskId)}`),

@@ -26,6 +26,8 @@ type Mount = SshSession & { path: string; layout: 'link' | 'directory' };
 type DesktopSession = { portal: 'admin' | 'user'; short_id: string; client_address: string };
 /** A browser terminal: the tmux session it joined, and how (`attach`, `new`, `take_over`). */
 type TerminalSession = DesktopSession & { session: string; mode: string };
+/** A shared port of a workspace. */
+type PortShareEvent = { share_id: string; short_id: string; port: number; label: string };
 type Username = { username: string };
 type SshKey = { key_id: string; fingerprint: string; key_type: string };
 type EgressIpFields = { egress_ip_id: string; label: string; ip_address: string; type: string };
@@ -201,6 +203,10 @@ export interface RecordedEvents {
   'vnc.session.closed': { data: DesktopSession & Traffic };
   'terminal.session.opened': { data: TerminalSession };
   'terminal.session.closed': { data: TerminalSession & Traffic };
+  'port_share.created': { data: PortShareEvent & { usernames: string[]; link: boolean } };
+  'port_share.revoked': { data: PortShareEvent };
+  'port_share.opened': { data: PortShareEvent & { via: 'ticket' | 'link'; client_address: string } };
+  'port_share.closed': { data: PortShareEvent & Traffic };
   'vnc.started': { data: { short_id: string; duration_ms: number } };
   'vnc.restarted': { data: { short_id: string; duration_ms: number } };
   'vnc.start.failed': { data: { short_id: string; code: string; reason: string } };

@@ -15,6 +15,7 @@ export * from './hosts.js';
 export * from './lifecycle-policy.js';
 export * from './nodes.js';
 export * from './resources.js';
+export * from './shares.js';
 export * from './ssh-keys.js';
 export * from './terminal.js';
 export * from './transport.js';

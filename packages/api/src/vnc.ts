@@ -36,7 +36,7 @@ export const VncTicket = Type.Object({
   url: Type.String({
     description:
       'The desktop page with a one-time ticket (`&ticket=`), for a browser to open within 60 seconds: the first ' +
-      "request sets the cookie of this host's desktop and redirects to the same page without the ticket. The " +
+      "request redirects to the same page below a path holding a pass for this host's desktop (no cookie). The " +
       'ticket opens the desktop once, on this host and portal only, and dies with a password change.',
   }),
   expires_at: Timestamp,

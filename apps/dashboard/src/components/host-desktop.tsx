@@ -16,9 +16,9 @@ const MEANING: Record<VncStatus['status'], string> = {
 /**
  * Opens the host's desktop in a new tab. The tab opens at the click (one opened after a request would be taken
  * for a pop-up), then goes to the one-time link the gateway makes for this desktop: its ticket, good once within
- * a minute, becomes a cookie for this desktop alone, so the account's token never goes in a URL. The link is
- * followed on the page's own origin: the gateway that serves this page (HTTP_PORT or DASHBOARD_PORT) also serves
- * the desktop, whatever public address the link names.
+ * a minute, becomes a path holding a pass for this desktop alone (never a cookie: cookies ignore ports), so the
+ * account's token never goes in a URL. The link is followed on the page's own origin: the gateway that serves this
+ * page (HTTP_PORT or DASHBOARD_PORT) also serves the desktop, whatever public address the link names.
  */
 async function openDesktop(host: Host, scope: Role): Promise<void> {
   const tab = window.open('', '_blank');

@@ -17,6 +17,7 @@ import type { ImagesService } from '../domain/hosts/images-service.js';
 import type { HostPolicies } from '../domain/hosts/lifecycle-policies.js';
 import type { NodeRemoval } from '../domain/nodes/node-removal.js';
 import type { ResourcesService } from '../domain/quotas/resources-service.js';
+import type { PortShares } from '../domain/shares/port-shares.js';
 import type { TasksService } from '../domain/tasks/tasks-service.js';
 import type { SshKeysService } from '../domain/users/ssh-keys-service.js';
 import type { UsersService } from '../domain/users/users-service.js';
@@ -52,6 +53,7 @@ export interface HttpServices {
   desktop: DesktopControl;
   vnc: VncProxy;
   terminals: WebTerminals;
+  shares: PortShares;
   entry: EntryService;
   bootstrap: BootstrapService;
   scripts: AccessScripts;

@@ -23,7 +23,8 @@ export const HttpVariables = Type.Object({
     Type.String({
       format: 'http-url',
       defaultText: '`http://$PUBLIC_HOST:$HTTP_PORT`',
-      description: 'Base URL written into scripts and links; desktop cookies are `Secure` when it is https',
+      description:
+        'Base URL written into scripts and links; shares are served on its host name (`SHARE_PORTS`)',
       problem: 'must be an http:// or https:// URL (got "{got}")',
     }),
   ),

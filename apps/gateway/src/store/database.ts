@@ -15,6 +15,7 @@ import { nodes } from './migrations/0007-nodes.js';
 import { hostLifecyclePolicy } from './migrations/0008-host-lifecycle-policy.js';
 import { resourcesAndQuotas } from './migrations/0009-resources-and-quotas.js';
 import { egressPolicyAndMetering } from './migrations/0010-egress-policy-and-metering.js';
+import { portShares } from './migrations/0011-port-shares.js';
 import { egressPolicyPerHost } from './migrations/0012-egress-policy-per-host.js';
 import { egressDecisions } from './migrations/0013-egress-decisions.js';
 import { egressBudgetsAndPause } from './migrations/0014-egress-budgets-and-pause.js';
@@ -108,9 +109,10 @@ function migrations(kind: DialectKind): Record<string, Migration> {
     '0008-host-lifecycle-policy': hostLifecyclePolicy,
     '0009-resources-and-quotas': resourcesAndQuotas(),
     '0010-egress-policy-and-metering': egressPolicyAndMetering,
+    '0011-port-shares': portShares,
+    '0012-egress-policy-per-host': egressPolicyPerHost,
     '0013-egress-decisions': egressDecisions,
     '0014-egress-budgets-and-pause': egressBudgetsAndPause,
-    '0012-egress-policy-per-host': egressPolicyPerHost,
   };
 }
 

@@ -10,6 +10,7 @@ import { EventsRepository } from './events-repository.js';
 import { HostsRepository } from './hosts-repository.js';
 import { LiveMessagesRepository } from './live-messages-repository.js';
 import { NodesRepository } from './nodes-repository.js';
+import { PortSharesRepository } from './port-shares-repository.js';
 import { SshKeysRepository } from './ssh-keys-repository.js';
 import { StatsRepository } from './stats-repository.js';
 import { TasksRepository } from './tasks-repository.js';
@@ -32,6 +33,7 @@ export interface Repositories {
   egressBudgets: EgressBudgetsRepository;
   egressDecisions: EgressDecisionsRepository;
   quotaLock: UserQuotaLock;
+  portShares: PortSharesRepository;
 }
 
 export function createRepositories(database: Database, cluster: ClusterBus): Repositories {
@@ -51,5 +53,6 @@ export function createRepositories(database: Database, cluster: ClusterBus): Rep
     egressBudgets: new EgressBudgetsRepository(database.db),
     egressDecisions: new EgressDecisionsRepository(database.db),
     quotaLock: new UserQuotaLock(database.db, database.kind),
+    portShares: new PortSharesRepository(database.db),
   };
 }

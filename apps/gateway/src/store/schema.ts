@@ -224,6 +224,7 @@ export interface DatabaseSchema {
   egress_budget_marks: EgressBudgetMarksTable;
   egress_decisions: EgressDecisionsTable;
   egress_decisions_uncounted: EgressDecisionsUncountedTable;
+  port_shares: PortSharesTable;
 }
 
 /** A monthly egress budget of a host, a user or an egress IP (migration 0014). */
@@ -265,6 +266,24 @@ export interface EgressDecisionsUncountedTable {
   host_id: string;
   destinations: number;
   count: number | string;
+}
+
+/** A port of a workspace shared through the gateway (migration 0011). */
+export interface PortSharesTable {
+  id: string;
+  host_id: string;
+  port: number;
+  /** Its host name under SHARE_DOMAIN and its cookie's name: lowercase letters and digits. */
+  label: string;
+  /** Its port of SHARE_PORTS; null under SHARE_DOMAIN. */
+  listen_port: number | null;
+  /** JSON array: the signed-in users it is shared with, besides the owner and admins. */
+  user_ids: string;
+  /** sha256 of its link's secret; null without a link. */
+  link_digest: string | null;
+  link_expires_at: IsoTime | null;
+  created_by: string;
+  created_at: IsoTime;
 }
 
 /** Bytes through a host's upstream in one hour (`hour`: its start, an IsoTime), per egress IP. */

@@ -2,25 +2,27 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { errors } from '../domain/errors.js';
 import { bearerToken } from '../shared/bearer-token.js';
 
-/** The cookie that carries the desktop pass of one host (its web client's files and its stream). */
-export const VNC_COOKIE = 'ccp_vnc';
-
 export type Portal = 'admin' | 'user';
 
 /**
  * How a desktop request proves itself: an API token in the Authorization header (API clients); a one-time
  * ticket in the page's address (a browser's first request, which cannot carry a header); or the desktop pass in
- * the host's cookie (the page's own requests and its stream). An API token is never taken from a URL.
+ * the path prefix the ticket redirected to (the page's own requests and its stream, all relative to it). An API
+ * token is never taken from a URL. No cookie: cookies ignore ports, so any page on another port of the same host
+ * (a shared app of a workspace, SHARE_PORTS) would send it with its own requests.
  */
 export type DesktopCredential =
   | { kind: 'header'; token: string }
   | { kind: 'ticket'; ticket: string }
-  | { kind: 'cookie'; pass: string };
+  | { kind: 'pass'; pass: string };
 
-/** The URL prefix of one host's desktop; the cookie is scoped to it. */
+/** The URL prefix of one host's desktop. */
 export const vncBasePath = (portal: Portal, hostId: string) => `/v1/${portal}/hosts/${hostId}/vnc/`;
 
-/** The viewer page below a prefix, connecting at once to the stream under the same prefix (so the same cookie). */
+/** The prefix a desktop pass opens: the page, its files and its stream below it carry the pass in their path. */
+export const vncPassPath = (basePath: string, pass: string) => `${basePath}pass/${pass}/`;
+
+/** The viewer page below a prefix, connecting at once to the stream under the same prefix (so the same pass). */
 export const vncPagePath = (basePath: string) =>
   `${basePath}vnc.html?autoconnect=true&resize=scale&path=${basePath.slice(1)}websockify`;
 
@@ -29,50 +31,28 @@ export const desktopPageUrl = (publicApiUrl: string, portal: Portal, hostId: str
   `${publicApiUrl}${vncPagePath(vncBasePath(portal, hostId))}`;
 
 /**
- * The credential of a desktop request: `Authorization: Bearer`, then `?ticket=`, then the cookie. A malformed
- * Authorization header is not passed over for anything else: it yields none. `?token=` is refused outright.
+ * The credential of a desktop request and the rest of its path below the desktop's prefix: `Authorization:
+ * Bearer`, then `?ticket=`, then a pass in the path (`pass/<pass>/…`). A malformed Authorization header is not
+ * passed over for anything else: it yields none. `?token=` is refused outright. Cookies are never read.
  */
 export function desktopCredential(
   headers: IncomingHttpHeaders,
   query: URLSearchParams,
-): DesktopCredential | null {
+  rest: string,
+): { credential: DesktopCredential | null; rest: string } {
   if (query.has('token'))
     throw errors.unauthorized(
       'API tokens do not go in URLs: send the Authorization header, or open the desktop with a ticket ' +
         '(POST …/vnc/ticket)',
     );
+  const inPath = /^pass\/([A-Za-z0-9._-]+)\/(.*)$/s.exec(rest);
+  const file = inPath ? inPath[2]! : rest;
   const token = bearerToken(headers.authorization);
-  if (token !== undefined) return token === null ? null : { kind: 'header', token };
+  if (token !== undefined)
+    return { credential: token === null ? null : { kind: 'header', token }, rest: file };
   const ticket = query.get('ticket');
-  if (ticket) return { kind: 'ticket', ticket };
-  const pass = cookieValue(headers.cookie, VNC_COOKIE);
-  return pass ? { kind: 'cookie', pass } : null;
-}
-
-/** A request's address without its ticket, every other parameter as it was written (as URLSearchParams reads
- * names, so that no spelling of `ticket` stays behind). */
-export function withoutTicket(url: string): string {
-  const at = url.indexOf('?');
-  if (at < 0) return url;
-  const kept = url
-    .slice(at + 1)
-    .split('&')
-    .filter((pair) => pair !== '' && new URLSearchParams(pair).keys().next().value !== 'ticket');
-  return kept.length > 0 ? `${url.slice(0, at)}?${kept.join('&')}` : url.slice(0, at);
-}
-
-function cookieValue(header: string | undefined, name: string): string | null {
-  for (const part of (header ?? '').split(';')) {
-    const at = part.indexOf('=');
-    if (at > 0 && part.slice(0, at).trim() === name) return part.slice(at + 1).trim() || null;
-  }
-  return null;
-}
-
-/** HttpOnly (scripts never see it), Strict (no cross-site request carries it), scoped to one host's desktop, and
- * gone with the pass it holds. */
-export function vncCookie(pass: string, basePath: string, maxAgeSeconds: number, secure: boolean): string {
-  return `${VNC_COOKIE}=${pass}; Path=${basePath}; Max-Age=${maxAgeSeconds}; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}`;
+  if (ticket) return { credential: { kind: 'ticket', ticket }, rest: file };
+  return { credential: inPath ? { kind: 'pass', pass: inPath[1]! } : null, rest: file };
 }
 
 /**
@@ -86,17 +66,13 @@ export function desktopFilePath(rest: string): string | null {
 }
 
 /**
- * Browsers send Origin on every WebSocket; a page of another site must not ride on the cookie (cross-site
- * WebSocket hijacking). Allowed: the gateway's public origin, or the origin the request was addressed to.
- * Without an Origin (not a browser) the credential must have come with the request itself, not from the cookie.
+ * Browsers send Origin on every WebSocket; a page of another origin (a shared app on another port of the same
+ * host, another site) opens no desktop stream, whatever it knows. Allowed: the gateway's public origin, or the
+ * origin the request was addressed to. Without an Origin (not a browser) the credential came with the request.
  */
-export function originAllowed(
-  headers: IncomingHttpHeaders,
-  publicApiUrl: string,
-  source: DesktopCredential['kind'],
-): boolean {
+export function originAllowed(headers: IncomingHttpHeaders, publicApiUrl: string): boolean {
   const origin = headers.origin;
-  if (!origin) return source !== 'cookie';
+  if (!origin) return true;
   let given: URL;
   try {
     given = new URL(origin);

@@ -23,8 +23,8 @@ import {
   originAllowed,
   type Portal,
   vncBasePath,
-  vncCookie,
   vncPagePath,
+  vncPassPath,
 } from './vnc-access.js';
 
 /** websockify's stream path; any path the web client asks for below the desktop's prefix is mapped onto it. */
@@ -40,7 +40,10 @@ export interface DesktopAccess {
   principal: CredentialHolder;
   host: HostAccess;
   source: DesktopCredential['kind'];
+  /** The prefix the page and its stream are below: the pass's own for a pass in the path. */
   basePath: string;
+  /** The file asked for below that prefix. */
+  rest: string;
 }
 
 export interface VncProxyOptions {
@@ -109,27 +112,39 @@ export class VncProxy {
     };
   }
 
-  /** Authenticates one request below a desktop's prefix: 401 without a valid credential, 403 for the wrong role,
-   * 404 for a host the caller may not reach, 403 for an upgrade from a foreign origin. */
+  /** Authenticates one request below a desktop's prefix (`rest`: the path below it): 401 without a valid
+   * credential, 403 for the wrong role, 404 for a host the caller may not reach, 403 for an upgrade from a foreign
+   * origin. */
   async authorize(
     portal: Portal,
     hostId: string,
     headers: IncomingHttpHeaders,
     query: URLSearchParams,
+    rest: string,
     upgrade: boolean,
   ): Promise<DesktopAccess> {
-    const credential = desktopCredential(headers, query);
+    const { credential, rest: file } = desktopCredential(headers, query, rest);
     if (!credential)
-      throw errors.unauthorized('A bearer token, a desktop ticket or the desktop cookie is required');
+      throw errors.unauthorized('A bearer token, a desktop ticket or a desktop pass in the path is required');
     if (credential.kind === 'ticket' && upgrade)
-      throw errors.unauthorized("A desktop ticket opens the page; the page's stream uses the desktop cookie");
+      throw errors.unauthorized(
+        "A desktop ticket opens the page; the page's stream uses the pass in its path",
+      );
     const principal = await this.holderOf(credential, portal, hostId);
     if (principal.role !== portal)
       throw errors.forbidden(`This desktop path needs ${portal === 'admin' ? 'an admin' : 'a user'} token`);
     const host = await this.options.access.desktopHost(principal, hostId);
-    if (upgrade && !originAllowed(headers, this.options.publicApiUrl, credential.kind))
+    if (upgrade && !originAllowed(headers, this.options.publicApiUrl))
       throw errors.forbidden('The WebSocket origin is not allowed');
-    return { portal, principal, host, source: credential.kind, basePath: vncBasePath(portal, hostId) };
+    const basePath = vncBasePath(portal, hostId);
+    return {
+      portal,
+      principal,
+      host,
+      source: credential.kind,
+      basePath: credential.kind === 'pass' ? vncPassPath(basePath, credential.pass) : basePath,
+      rest: file,
+    };
   }
 
   private holderOf(credential: DesktopCredential, portal: Portal, hostId: string): Promise<CredentialHolder> {
@@ -138,16 +153,16 @@ export class VncProxy {
         return this.options.auth.authenticateHolder(credential.token);
       case 'ticket':
         return this.options.access.redeemDesktopTicket(credential.ticket, portal, hostId);
-      case 'cookie':
+      case 'pass':
         return this.options.auth.authenticateDesktopPass(credential.pass, hostId);
     }
   }
 
-  /** The cookie that lets the web client's later requests through (it cannot add headers to them): a pass for
-   * this host's desktop alone, never the API token. */
-  cookieFor(access: DesktopAccess, secure: boolean): string {
-    const { pass, maxAgeSeconds } = this.options.auth.desktopPass(access.principal, access.host.id);
-    return vncCookie(pass, access.basePath, maxAgeSeconds, secure);
+  /** The page a ticket redirects to: below a prefix holding a pass for this host's desktop alone (never the API
+   * token), which the web client's later requests and its stream carry in their paths (they cannot add headers). */
+  passPageFor(access: DesktopAccess): string {
+    const { pass } = this.options.auth.desktopPass(access.principal, access.host.id);
+    return vncPagePath(vncPassPath(access.basePath, pass));
   }
 
   /**

@@ -1,8 +1,9 @@
 /**
  * Attack (issue 16): the API token of whoever opens a desktop (an admin's, which manages everything) used to
  * travel in the desktop's URL (`?token=`, kept in browser history and proxy logs) and then sat in its cookie.
- * Now the page is opened with a one-time ticket for one host's desktop, and the cookie holds a pass for that
- * desktop alone: neither is an API token, and both die when the password changes.
+ * Now the page is opened with a one-time ticket for one host's desktop, which redirects to a path holding a pass
+ * for that desktop alone (no cookie: cookies ignore ports, and a shared app on another port would send it):
+ * neither is an API token, and both die when the password changes.
  */
 import assert from 'node:assert/strict';
 import type { IncomingHttpHeaders } from 'node:http';
@@ -43,12 +44,13 @@ describe('attack: taking an API token from the desktop', () => {
     return response.body as { url: string; expires_at: string };
   };
   const local = (url: string) => url.replace(/^https?:\/\/[^/]+/, '');
-  const cookieOf = (response: { headers: IncomingHttpHeaders }) =>
-    String(response.headers['set-cookie'] ?? '');
+  /** The pass prefix a ticket redirected to (`…/vnc/pass/<pass>`). */
+  const passPathOf = (response: { headers: IncomingHttpHeaders }) =>
+    /^(.*\/vnc\/pass\/[^/]+)\/vnc\.html\?/.exec(String(response.headers.location ?? ''))?.[1] ?? '';
   /** The token's claims and signature (its header, `{"alg":"HS256","typ":"JWT"}`, is the same for any JWT). */
   const secretParts = (token: string) => token.split('.').slice(1);
 
-  it('the desktop URL and its cookie never hold the API token, and the cookie opens that one desktop', async () => {
+  it('the desktop URL and its pass never hold the API token, and the pass opens that one desktop', async () => {
     const before = Date.now();
     const issued = await ticket(first);
     assert.match(issued.url, /[?&]ticket=/);
@@ -63,26 +65,19 @@ describe('attack: taking an API token from the desktop', () => {
     const opened = await rawRequest(t.url, local(issued.url));
     assert.equal(opened.status, 303);
     assert.doesNotMatch(String(opened.headers.location), /ticket=|token=/);
-    const cookie = cookieOf(opened);
-    const pass = /^ccp_vnc=([^;]+);/.exec(cookie)?.[1];
-    assert.ok(pass, cookie);
-    for (const part of secretParts(alice.token)) assert.ok(!cookie.includes(part), 'no part of the token');
-    assert.match(cookie, new RegExp(`Path=/v1/user/hosts/${first}/vnc/;`));
-    assert.match(cookie, /HttpOnly/);
-    assert.match(cookie, /SameSite=Strict/);
-    const maxAge = Number(/Max-Age=(\d+)/.exec(cookie)?.[1]);
-    assert.ok(maxAge > 0 && maxAge <= 12 * 3600, `bounded: Max-Age=${maxAge}`);
+    assert.equal(opened.headers['set-cookie'], undefined, 'no cookie');
+    const passPath = passPathOf(opened);
+    const pass = passPath.slice(`/v1/user/hosts/${first}/vnc/pass/`.length);
+    assert.ok(pass, String(opened.headers.location));
+    for (const part of secretParts(alice.token)) assert.ok(!passPath.includes(part), 'no part of the token');
 
-    const jar = { cookie: `ccp_vnc=${pass}` };
-    assert.equal((await rawRequest(t.url, `/v1/user/hosts/${first}/vnc/vnc.html`, jar)).status, 200);
+    assert.equal((await rawRequest(t.url, `${passPath}/vnc.html`)).status, 200);
     // The pass is no API token, and opens no other desktop, not even another of the same user's.
     const asToken = await t.request('GET', '/v1/user/hosts', { token: pass });
     assert.equal(asToken.status, 401);
-    assert.equal((await rawRequest(t.url, `/v1/user/hosts/${second}/vnc/vnc.html`, jar)).status, 401);
-    const stream = await openStream(`${t.url.replace('http', 'ws')}/v1/user/hosts/${second}/vnc/websockify`, {
-      ...jar,
-      origin: t.url,
-    });
+    const other = `/v1/user/hosts/${second}/vnc/pass/${pass}`;
+    assert.equal((await rawRequest(t.url, `${other}/vnc.html`)).status, 401);
+    const stream = await openStream(`${t.url.replace('http', 'ws')}${other}/websockify`, { origin: t.url });
     assert.deepEqual(stream, { status: 401 });
   });
 
@@ -131,12 +126,10 @@ describe('attack: taking an API token from the desktop', () => {
     }
   });
 
-  it('a password change ends unused tickets, the desktop cookie and live streams', async () => {
+  it('a password change ends unused tickets, the desktop pass and live streams', async () => {
     const unused = local((await ticket(first)).url);
-    const opened = await rawRequest(t.url, local((await ticket(first)).url));
-    const jar = { cookie: cookieOf(opened).split(';')[0]! };
-    const stream = await openStream(`${t.url.replace('http', 'ws')}/v1/user/hosts/${first}/vnc/websockify`, {
-      ...jar,
+    const passPath = passPathOf(await rawRequest(t.url, local((await ticket(first)).url)));
+    const stream = await openStream(`${t.url.replace('http', 'ws')}${passPath}/websockify`, {
       origin: t.url,
     });
     assert.ok('socket' in stream, JSON.stringify(stream));
@@ -148,10 +141,6 @@ describe('attack: taking an API token from the desktop', () => {
     await t.gateway.repositories.users.revokeTokens(alice.id);
     assert.deepEqual(await closed, [1008, 'user_credentials_changed']);
     assert.equal((await rawRequest(t.url, unused)).status, 401, 'the unused ticket');
-    assert.equal(
-      (await rawRequest(t.url, `/v1/user/hosts/${first}/vnc/vnc.html`, jar)).status,
-      401,
-      'the cookie',
-    );
+    assert.equal((await rawRequest(t.url, `${passPath}/vnc.html`)).status, 401, 'the pass');
   });
 });

@@ -52,7 +52,7 @@ describe('attack: an API token in the query string', () => {
 });
 
 describe('attack: reading tokens out of the request log', () => {
-  it('never writes a token or a desktop ticket from a URL, however its name is spelled', async () => {
+  it('never writes a token, a desktop ticket or a desktop pass from a URL, however its name is spelled', async () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'ccp-token-log-'));
     const config = loadConfig({
       ADMIN_JWT_SECRET: randomBytes(36).toString('base64'),
@@ -83,6 +83,12 @@ describe('attack: reading tokens out of the request log', () => {
         await gateway.http.inject({ url: `/v1/admin/sse?${query}` });
       for (const query of [`ticket=${secret}`, `autoconnect=true&%74icket=${secret}`])
         await gateway.http.inject({ url: `/v1/admin/hosts/${randomUUID()}/vnc/vnc.html?${query}` });
+      // A desktop pass in the path, and in the viewer's `path=` naming its stream.
+      const passBase = `v1/admin/hosts/${randomUUID()}/vnc/pass/${secret}`;
+      await gateway.http.inject({
+        url: `/${passBase}/vnc.html?autoconnect=true&path=${passBase}/websockify`,
+      });
+      await gateway.http.inject({ url: `/${passBase}/websockify` });
       assert.match(written, /incoming request/);
       assert.doesNotMatch(written, /secret-part/);
     } finally {

@@ -55,11 +55,11 @@ for (const kind of DATABASES) {
 
     const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
     const ws = (path: string) => `${t.url.replace('http', 'ws')}${path}`;
-    /** The desktop cookie of a user's host, as a browser gets it: a ticket, then its redirect. */
-    const desktopCookie = async (hostId: string, token: string) => {
+    /** The desktop pass prefix of a user's host, as a browser gets it: a ticket, then its redirect. */
+    const desktopPassPath = async (hostId: string, token: string) => {
       const ticket = await t.request('POST', `/v1/user/hosts/${hostId}/vnc/ticket`, { token });
       const opened = await rawRequest(t.url, ticket.body.url.replace(/^https?:\/\/[^/]+/, ''));
-      return String(opened.headers['set-cookie']).split(';')[0]!;
+      return /^(.*\/vnc\/pass\/[^/]+)\/vnc\.html\?/.exec(String(opened.headers.location))![1]!;
     };
     type LoggedEvent = { level: string; message: string; data: Record<string, unknown> };
     /** A host's events of one type, newest first, once `enough` holds: session events are written beside the
@@ -115,7 +115,7 @@ for (const kind of DATABASES) {
       assert.equal(desktop.upgrades.length, before, 'no refused stream reached the desktop');
     });
 
-    it('trades a one-time ticket for an HttpOnly cookie scoped to that host, which then admits that host only', async () => {
+    it('trades a one-time ticket for a pass in the path (no cookie), which then admits that host only', async () => {
       const ticket = await t.request('POST', `/v1/user/hosts/${aliceHost}/vnc/ticket`, {
         token: alice.token,
       });
@@ -124,21 +124,26 @@ for (const kind of DATABASES) {
       assert.match(ticket.body.url, new RegExp(`^http://[^/]+${page.replace(/[?.]/g, '\\$&')}&ticket=ccpt_`));
       const first = await rawRequest(t.url, ticket.body.url.replace(/^https?:\/\/[^/]+/, ''));
       assert.equal(first.status, 303);
-      assert.equal(first.headers.location, page);
-      const cookie = String(first.headers['set-cookie']);
-      assert.match(cookie, /^ccp_vnc=[^;]+; /);
-      assert.match(cookie, new RegExp(`Path=${base}/;`));
-      assert.match(cookie, /Max-Age=43200;/);
-      assert.match(cookie, /HttpOnly/);
-      assert.match(cookie, /SameSite=Strict/);
-      const jar = { cookie: cookie.split(';')[0]! };
-      assert.equal((await rawRequest(t.url, `${base}/vnc.html`, jar)).status, 200);
-      // The prefix alone leads to the page, set to connect to the stream under the same prefix.
-      assert.equal((await rawRequest(t.url, `${base}/`, jar)).headers.location, page);
+      assert.equal(first.headers['set-cookie'], undefined, 'no cookie: cookies ignore ports');
+      const location = String(first.headers.location);
+      const passBase = /^(.*\/vnc\/pass\/[^/]+)\/vnc\.html\?/.exec(location)?.[1] ?? '';
+      assert.ok(passBase.startsWith(`${base}/pass/`), location);
+      const passPage = `${passBase}/vnc.html?autoconnect=true&resize=scale&path=${passBase.slice(1)}/websockify`;
+      assert.equal(location, passPage);
+      assert.ok(!location.includes(alice.token.split('.')[2]!), 'the path holds no API token');
+      assert.equal((await rawRequest(t.url, `${passBase}/vnc.html`)).status, 200);
+      assert.equal((await rawRequest(t.url, `${passBase}/core/rfb.js`)).status, 200);
+      // The pass's prefix alone leads to the page, set to connect to the stream under the same prefix.
+      assert.equal((await rawRequest(t.url, `${passBase}/`)).headers.location, passPage);
       const details = await t.request('GET', `/v1/user/hosts/${aliceHost}`, { token: alice.token });
       assert.equal(details.body.vnc_url.replace(/^https?:\/\/[^/]+/, ''), page);
-      // The same cookie presented for another host (a browser would not even send it there).
-      assert.equal((await rawRequest(t.url, `/v1/user/hosts/${bobHost}/vnc/vnc.html`, jar)).status, 401);
+      // The same pass presented for another host, and a forged one.
+      const pass = passBase.slice(`${base}/pass/`.length);
+      assert.equal(
+        (await rawRequest(t.url, `/v1/user/hosts/${bobHost}/vnc/pass/${pass}/vnc.html`)).status,
+        401,
+      );
+      assert.equal((await rawRequest(t.url, `${base}/pass/${pass}x/vnc.html`)).status, 401);
       // An admin's ticket opens the admin path; a stopped host has no ticket.
       const admin = await t.request('POST', `/v1/admin/hosts/${aliceHost}/vnc/ticket`);
       assert.match(admin.body.url, new RegExp(`/v1/admin/hosts/${aliceHost}/vnc/vnc\\.html\\?`));
@@ -166,13 +171,20 @@ for (const kind of DATABASES) {
       );
     });
 
-    it('checks the Origin of upgrades that rely on the cookie', async () => {
-      const cookie = await desktopCookie(aliceHost, alice.token);
+    it('checks the Origin of upgrades that carry a pass, and takes no cookie', async () => {
+      const passBase = await desktopPassPath(aliceHost, alice.token);
       const own = new URL(t.url).host;
-      const foreign = await openStream(ws(`${base}/websockify`), { cookie, origin: 'https://evil.example' });
+      const foreign = await openStream(ws(`${passBase}/websockify`), { origin: 'https://evil.example' });
       assert.deepEqual(foreign, { status: 403 });
-      assert.deepEqual(await openStream(ws(`${base}/websockify`), { cookie }), { status: 403 });
-      const same = await openStream(ws(`${base}/websockify`), { cookie, origin: `http://${own}` });
+      // Another port of the same host is another origin (a shared app on SHARE_PORTS).
+      const otherPort = await openStream(ws(`${passBase}/websockify`), { origin: 'http://127.0.0.1:1' });
+      assert.deepEqual(otherPort, { status: 403 });
+      // A cookie of the old desktop opens nothing any more.
+      const cookie = 'ccp_vnc=anything';
+      assert.deepEqual(await openStream(ws(`${base}/websockify`), { cookie, origin: `http://${own}` }), {
+        status: 401,
+      });
+      const same = await openStream(ws(`${passBase}/websockify`), { cookie, origin: `http://${own}` });
       assert.ok('banner' in same);
       assert.equal(same.banner, 'RFB 003.008\n');
       assert.equal(desktop.upgrades.at(-1)!.cookie, undefined);

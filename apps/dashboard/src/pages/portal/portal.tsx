@@ -11,6 +11,7 @@ import { HostEgressNotice } from '../../components/host-egress';
 import { HostEgressDecisions } from '../../components/host-egress-decisions';
 import { HostLifecycle } from '../../components/host-lifecycle';
 import { HostResources } from '../../components/host-resources';
+import { HostShares } from '../../components/host-shares';
 import { HostTask } from '../../components/host-task';
 import { HostTerminal } from '../../components/host-terminal';
 import { HostTrafficChart } from '../../components/host-traffic-chart';
@@ -91,6 +92,7 @@ export function PortalHost() {
         <HostAccess host={h} scope="user" />
         <HostDesktop host={h} scope="user" />
         <HostTerminal host={h} scope="user" />
+        <HostShares host={h} scope="user" />
       </Section>
       <Section title="Start and stop">
         <div className="row wrap">

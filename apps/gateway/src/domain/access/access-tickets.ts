@@ -18,7 +18,7 @@ const digest = (secret: string) => createHash('sha256').update(secret, 'utf8').d
 export class AccessTickets<G extends TicketGrant = TicketGrant> {
   constructor(
     private readonly store: AccessTicketsRepository,
-    private readonly kind: 'ssh' | 'desktop' | 'terminal',
+    private readonly kind: 'ssh' | 'desktop' | 'terminal' | 'share',
     private readonly lifetimeMs = 2 * 60_000,
     private readonly now: () => number = () => Date.now(),
   ) {}

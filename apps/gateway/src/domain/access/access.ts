@@ -407,6 +407,13 @@ export class Access {
     return { host: hostAccessOf(host), workspaceKey: this.workspaceKeyFor(host) };
   }
 
+  /** A host's workspace login for the port share proxy, which admitted the visitor to one of its shares. */
+  async shareLogin(hostId: string): Promise<WorkspaceLogin> {
+    const host = await this.hosts.findById(hostId);
+    if (!host) throw errors.notFound('Host');
+    return { host: hostAccessOf(host), workspaceKey: this.workspaceKeyFor(host) };
+  }
+
   /** Uses up a terminal ticket presented on `portal`'s path to `hostId`'s terminal: whom it was made for (while
    * their account is as it was then) and the session it asked for. Presented anywhere else, it is used up all
    * the same, and refused. */

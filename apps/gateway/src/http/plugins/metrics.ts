@@ -10,6 +10,10 @@ export interface MetricsSource {
   sshSessions(): number;
   vncSessions(): number;
   terminalSessions(): number;
+  /** Requests and WebSockets relayed through shared ports now. */
+  shareStreams(): number;
+  /** Shared ports held (all gateways). */
+  shares(): Promise<number>;
   sseClients(): number;
   counts(): Promise<{
     hosts: Array<{ status: string; count: number }>;
@@ -103,6 +107,17 @@ export class GatewayMetrics {
       source.terminalSessions(),
     );
     live('ccp_sse_clients', 'Connected SSE clients', () => source.sseClients());
+    live('ccp_share_streams', 'Requests and WebSockets relayed through shared ports now', () =>
+      source.shareStreams(),
+    );
+    new Gauge({
+      name: 'ccp_port_shares',
+      help: 'Ports of workspaces shared through the gateway',
+      registers,
+      async collect() {
+        this.set(await source.shares());
+      },
+    });
 
     const counts = () => this.counts();
     new Gauge({

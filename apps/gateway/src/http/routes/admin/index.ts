@@ -5,6 +5,7 @@ import type { HttpServices } from '../../services.js';
 import { registerCliReleaseRoute } from '../portal/cli-release.js';
 import { registerHostDesktopRoutes } from '../portal/host-desktop.js';
 import { registerHostExtendRoute } from '../portal/host-extend.js';
+import { registerHostShareRoutes } from '../portal/host-shares.js';
 import { registerHostTerminalRoutes } from '../portal/host-terminal.js';
 import { registerSseRoute } from '../portal/sse.js';
 import { registerAdminActivityRoutes } from './activity.js';
@@ -35,6 +36,7 @@ export function adminRoutes(admin: Api, services: HttpServices): void {
   registerAdminLifecyclePolicyRoutes(admin, services);
   registerAdminEgressPolicyRoutes(admin, services);
   registerHostTerminalRoutes(admin, services, 'admin');
+  registerHostShareRoutes(admin, services, 'admin');
   registerAdminActivityRoutes(admin, services);
   registerCliReleaseRoute(admin, services, 'admin');
   registerSseRoute(admin, services, 'admin');

@@ -3,7 +3,7 @@ import websocket from '@fastify/websocket';
 import type { FastifyRequest } from 'fastify';
 import Type from 'typebox';
 import { errors } from '../../../domain/errors.js';
-import { vncPagePath, withoutTicket } from '../../../vnc/vnc-access.js';
+import { vncPagePath } from '../../../vnc/vnc-access.js';
 import type { DesktopAccess } from '../../../vnc/vnc-proxy.js';
 import type { Api } from '../../api.js';
 import type { ApiTag } from '../../api-tags.js';
@@ -84,10 +84,10 @@ declare module 'fastify' {
 /**
  * The desktop's reverse proxy below `/v1/{admin,user}/hosts/{hostID}/vnc/`: GET and HEAD of the web client's
  * files and the WebSocket of its stream. Outside the portals' scopes, because a browser's requests carry a
- * ticket (the first) or the desktop cookie, not a header; every request is authenticated here instead.
+ * ticket (the first) or the desktop pass in their path, not a header; every request is authenticated here.
  */
 export async function registerDesktopProxyRoutes(app: Api, services: HttpServices): Promise<void> {
-  const { vnc, config } = services;
+  const { vnc } = services;
   await app.register(async (scope) => {
     const api = scope as unknown as Api;
     await api.register(websocket, { options: { maxPayload: 16 * 1024 * 1024, perMessageDeflate: false } });
@@ -105,23 +105,26 @@ export async function registerDesktopProxyRoutes(app: Api, services: HttpService
         preHandler: async (request) => {
           const { hostID } = request.params as { hostID: string };
           const query = new URL(request.url, 'http://gateway').searchParams;
-          request.desktopAccess = await vnc.authorize(portal, hostID, request.headers, query, request.ws);
+          const rest = (request.params as { '*': string })['*'];
+          request.desktopAccess = await vnc.authorize(
+            portal,
+            hostID,
+            request.headers,
+            query,
+            rest,
+            request.ws,
+          );
         },
         handler: async (request, reply) => {
           const access = accessOf(request);
-          const rest = (request.params as { '*': string })['*'];
           reply.header('referrer-policy', 'no-referrer').header('x-content-type-options', 'nosniff');
           if (access.source === 'ticket') {
-            // The page's own requests cannot carry a header: the used ticket leaves the address bar, and a pass
-            // for this host's desktop goes into its cookie.
-            const secure = config.publicApiUrl.startsWith('https:') || request.protocol === 'https';
-            return reply
-              .header('set-cookie', vnc.cookieFor(access, secure))
-              .header('cache-control', 'no-store')
-              .redirect(withoutTicket(request.url), 303);
+            // The page's own requests cannot carry a header: the used ticket leaves the address bar for a path
+            // holding a pass for this host's desktop (never a cookie: cookies ignore ports, see vnc-access.ts).
+            return reply.header('cache-control', 'no-store').redirect(vnc.passPageFor(access), 303);
           }
-          if (rest === '') return reply.redirect(vncPagePath(access.basePath), 303);
-          const file = await vnc.fetchFile(access, rest);
+          if (access.rest === '') return reply.redirect(vncPagePath(access.basePath), 303);
+          const file = await vnc.fetchFile(access, access.rest);
           return reply.status(file.status).headers(file.headers).send(file.body);
         },
         wsHandler: (socket, request) => {

@@ -106,7 +106,7 @@ export function registerTerminalSocketRoutes(api: Api, { terminals, config }: Ht
             'This address takes a WebSocket only (with a terminal ticket)',
           );
         // A ticket is no ambient credential, but a page of another site has no business here either.
-        if (!originAllowed(request.headers, config.publicApiUrl, 'ticket'))
+        if (!originAllowed(request.headers, config.publicApiUrl))
           throw errors.forbidden('The WebSocket origin is not allowed');
         const { hostID } = request.params as { hostID: string };
         const query = new URL(request.url, 'http://gateway').searchParams;

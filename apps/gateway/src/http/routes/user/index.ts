@@ -5,6 +5,7 @@ import type { HttpServices } from '../../services.js';
 import { registerCliReleaseRoute } from '../portal/cli-release.js';
 import { registerHostDesktopRoutes } from '../portal/host-desktop.js';
 import { registerHostExtendRoute } from '../portal/host-extend.js';
+import { registerHostShareRoutes } from '../portal/host-shares.js';
 import { registerHostTerminalRoutes } from '../portal/host-terminal.js';
 import { registerSseRoute } from '../portal/sse.js';
 import { registerUserAccountRoutes } from './account.js';
@@ -26,6 +27,7 @@ export function userRoutes(user: Api, services: HttpServices): void {
   registerHostDesktopRoutes(user, services, 'user');
   registerHostExtendRoute(user, services, 'user');
   registerHostTerminalRoutes(user, services, 'user');
+  registerHostShareRoutes(user, services, 'user');
   registerCliReleaseRoute(user, services, 'user');
   registerSseRoute(user, services, 'user');
 }
