@@ -133,9 +133,16 @@ export class HostProvisioning {
     serverIp: string,
     relaySource: string,
   ): Promise<void> {
-    let files: EgressGatewayFiles;
+    await this.writeFilesTo(
+      this.gatewayDir(hostId),
+      this.renderGatewayFiles(upstream, serverIp, relaySource),
+    );
+  }
+
+  /** What an egress gateway for this upstream reads: the same for every host (a pooled gateway fits any). */
+  renderGatewayFiles(upstream: UpstreamSpec, serverIp: string, relaySource: string): EgressGatewayFiles {
     try {
-      files = renderEgressGatewayFiles({
+      return renderEgressGatewayFiles({
         engine: this.options.engine,
         upstream: { config: upstream.config, serverIp },
         dns: tunnelDns(this.options.egress),
@@ -145,7 +152,10 @@ export class HostProvisioning {
     } catch (error) {
       throw new RuntimeError('invalid_upstream', `the upstream cannot be used: ${(error as Error).message}`);
     }
-    const dir = this.gatewayDir(hostId);
+  }
+
+  /** Writes an egress gateway's files into `dir` (the host's, or a pooled gateway's). */
+  async writeFilesTo(dir: string, files: EgressGatewayFiles): Promise<void> {
     await mkdir(dir, { recursive: true, mode: 0o700 });
     // Root-only is enough: the entrypoint reads both as root and hands v2ray its config on stdin.
     for (const [name, text] of [

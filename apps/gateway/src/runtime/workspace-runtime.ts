@@ -169,6 +169,11 @@ export interface WorkspaceRuntime {
    * before its counters went away. Empty when nothing was counted.
    */
   takeEgressTraffic(hostId: string): Promise<MeteredTraffic[]>;
+  /**
+   * Removes the egress gateways started ahead for an upstream (its config changed, or it was deleted); without
+   * one, all of them, those an earlier process left included (start-up, shutdown).
+   */
+  retireEgressGateways(egressIpId?: string): Promise<void>;
   /** Ids of every host the engine holds something for (by label). */
   hostIds(): Promise<string[]>;
   /** The workspace image a new container would use. */
