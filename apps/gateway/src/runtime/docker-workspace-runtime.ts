@@ -446,8 +446,15 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
    * away. A gateway whose v2ray is restarting answers nothing: what it had counted went with it.
    */
   private async keepEgressTraffic(hostId: string, gatewayPid: number, egressIpId: string | null) {
-    const counted = await this.readCounters(gatewayPid);
-    if (!counted) return;
+    const { engine } = this.options;
+    const [program, ...args] = engine.counterCommand(GATEWAY_NETWORK.countersPort);
+    const read = await run(
+      'nsenter',
+      [`--net=/proc/${gatewayPid}/ns/net`, `--mount=/proc/${gatewayPid}/ns/mnt`, '--', program!, ...args],
+      { timeoutMs: 5000 },
+    ).catch(() => null);
+    if (!read) return;
+    const counted = engine.parseCounters(read.stdout);
     if (counted.sent === 0 && counted.received === 0) return;
     const kept = this.unreadTraffic.get(hostId) ?? [];
     const same = kept.find((entry) => entry.egressIpId === egressIpId);
@@ -456,18 +463,6 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
       same.received += counted.received;
     } else kept.push({ egressIpId, ...counted });
     this.unreadTraffic.set(hostId, kept);
-  }
-
-  /** Reads and resets a gateway's counters; null when its v2ray does not answer. */
-  private async readCounters(gatewayPid: number) {
-    const { engine } = this.options;
-    const [program, ...args] = engine.counterCommand(GATEWAY_NETWORK.countersPort);
-    const read = await run(
-      'nsenter',
-      [`--net=/proc/${gatewayPid}/ns/net`, `--mount=/proc/${gatewayPid}/ns/mnt`, '--', program!, ...args],
-      { timeoutMs: 5000 },
-    ).catch(() => null);
-    return read ? engine.parseCounters(read.stdout) : null;
   }
 
   async exec(hostId: string, command: string[], timeoutMs: number): Promise<ExecResult | null> {
@@ -681,7 +676,7 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
   ): Promise<ContainerFacts> {
     const span = timings.span.bind(timings);
     if (taken) {
-      const claimed = await span('gateway: take a pooled one', () => this.claimPooled(hostId, taken));
+      const claimed = await span('gateway: take a pooled one', () => this.claimPooled(hostId, taken, files));
       if (claimed) return claimed;
     }
     await span('gateway files', () =>
@@ -707,33 +702,39 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
   /**
    * Makes a pooled gateway the host's: checked to be the very process that became ready and was guarded in the
    * pool (null when it is not: it is removed and the start makes its own), renamed, its files moved to the
-   * host's directory, guarded under the host's name and restarted by dockerd like any host's gateway. No
-   * workspace was ever linked to it, so it carries nothing of another host; what its v2ray counted on its own
-   * is dropped, not metered to this host.
+   * host's directory, guarded under the host's name (the same policy as in the pool: the files are the same)
+   * and restarted by dockerd like any host's gateway, all side by side. No workspace was ever linked to it, so
+   * it carries nothing of another host: no connection, no DNS answer, no byte on its counters.
    */
-  private async claimPooled(hostId: string, entry: PooledGateway): Promise<ContainerFacts | null> {
+  private async claimPooled(
+    hostId: string,
+    entry: PooledGateway,
+    files: EgressGatewayFiles,
+  ): Promise<ContainerFacts | null> {
     const facts = await this.inspect(entry.containerId);
+    const uplinkAddress = facts?.uplinkAddress;
     if (
       !facts?.running ||
       facts.pid !== entry.pid ||
-      !facts.uplinkAddress ||
+      !uplinkAddress ||
       !(await tunnelReady(facts.pid, null))
     ) {
       await this.removePooled(entry).catch(() => undefined);
       return null;
     }
-    const old = await this.find(hostId, 'egress-gateway');
-    if (old) await this.removeGateway(old);
-    await this.pool.handOver(entry, this.provisioning.gatewayDir(hostId));
     const container = this.docker.getContainer(entry.containerId);
-    await container.rename({ name: egressGatewayName(hostId) });
     await Promise.all([
-      // The same policy as the pool's guard (the files are the same); the pool's goes once the host's is on.
-      this.guardUplink(hostId, facts),
+      guardUplink(hostId, { pid: facts.pid, uplinkAddress }, files.uplink),
       container.update({ RestartPolicy: EGRESS_GATEWAY_RESTART }),
-      this.readCounters(facts.pid),
+      (async () => {
+        const old = await this.find(hostId, 'egress-gateway');
+        if (old) await this.removeGateway(old);
+        await this.pool.handOver(entry, this.provisioning.gatewayDir(hostId));
+        await container.rename({ name: egressGatewayName(hostId) });
+      })(),
     ]);
-    await releaseUplink(entry.id);
+    // The pool's guard holds the same policy as the host's: it goes after the start, off its path.
+    this.queuePoolWork(() => releaseUplink(entry.id));
     return { ...facts, configDir: this.provisioning.gatewayDir(hostId) };
   }
 
