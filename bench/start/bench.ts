@@ -36,6 +36,8 @@ const RUNS = bounded('BENCH_START_RUNS', 20, 100);
 const DENSITY_HOSTS = bounded('BENCH_DENSITY_HOSTS', 10, 50);
 const IMAGE_VARIANT = process.env.BENCH_WORKSPACE_VARIANT === 'full' ? 'full' : 'test';
 const UPSTREAM = (process.env.BENCH_START_UPSTREAM ?? 'vmess-tcp') as VariantName;
+/** Egress gateways started ahead per upstream (EGRESS_GATEWAY_POOL) of the runtime the targets are read from. */
+const POOL = Math.min(4, Math.max(0, Math.floor(Number(process.env.BENCH_START_POOL ?? 1)) || 0));
 // Issue 28, goal 1: a start close to a raw `docker run`, with the path checked as fully as before.
 const TARGET_P50_MS = 400;
 const TARGET_RAW_RATIO = 1.6;
@@ -82,6 +84,9 @@ await runBench('start bench', 30 * 60_000, async () => {
   );
   const dataDir = mkdtempSync(path.join(tmpdir(), 'ccp-bench-start-'));
   onCleanup(async () => removeDataDir(dataDir));
+  // The same starts without a pool, interleaved with the others: the A/B on one loaded machine.
+  const unpooledDir = mkdtempSync(path.join(tmpdir(), 'ccp-bench-start-'));
+  onCleanup(async () => removeDataDir(unpooledDir));
   // Registered after the data directory, so it runs before it. The second sweep catches a container whose
   // creation was still on its way to the daemon when an interruption began.
   onCleanup(async () => {
@@ -94,18 +99,24 @@ await runBench('start bench', 30 * 60_000, async () => {
   const lab = await ensureLab();
   // The spans of the last start, from the runtime's debug log.
   let lastSpans: TimingSpan[] = [];
-  const runtime = new DockerWorkspaceRuntime({
-    docker,
-    engine: v2rayEngine,
-    images,
-    dataDir,
-    egress: labEgressSettings(lab),
-    log: {
-      debug: (fields) => {
-        lastSpans = (fields as { spans?: TimingSpan[] }).spans ?? [];
+  const runtimeAt = (dir: string, pool: number) =>
+    new DockerWorkspaceRuntime({
+      docker,
+      engine: v2rayEngine,
+      images,
+      dataDir: dir,
+      egress: labEgressSettings(lab),
+      egressPool: { perUpstream: pool, max: 8 },
+      log: {
+        debug: (fields, message) => {
+          if (message.startsWith('host start')) lastSpans = (fields as { spans?: TimingSpan[] }).spans ?? [];
+        },
       },
-    },
-  });
+    });
+  const runtime = runtimeAt(dataDir, POOL);
+  const unpooled = runtimeAt(unpooledDir, 0);
+  // Registered last, so it runs first: the pooled gateways carry no host label for the sweep below.
+  onCleanup(async () => runtime.retireEgressGateways());
   const authorizedKey = ssh2.utils.generateKeyPairSync('ed25519').public;
   const spec = (hostId: string): WorkspaceSpec => ({
     hostId,
@@ -124,9 +135,9 @@ await runBench('start bench', 30 * 60_000, async () => {
   };
 
   /** One timed runtime start; its spans go into `samples`, with the wait for the banner after it returned. */
-  const timedStart = async (hostId: string, samples: SpanSamples): Promise<number> => {
+  const timedStart = async (hostId: string, samples: SpanSamples, by = runtime): Promise<number> => {
     const began = performance.now();
-    const endpoints = await runtime.start(spec(hostId), upstream, async () => {});
+    const endpoints = await by.start(spec(hostId), upstream, async () => {});
     const returned = performance.now();
     await waitForSshBanner(endpoints.ssh.host, endpoints.ssh.port, READY_TIMEOUT_MS);
     const ended = performance.now();
@@ -141,6 +152,7 @@ await runBench('start bench', 30 * 60_000, async () => {
 
   // ------------------------------------------------------------------ start → SSH banner
   const host = `${RUN}-s`;
+  const unpooledHost = `${RUN}-u`;
   const rawHost = `${RUN}-raw`;
   const rawName = `ccp-raw-${RUN}`;
   const rawArgs = () =>
@@ -157,11 +169,16 @@ await runBench('start bench', 30 * 60_000, async () => {
     warm: [] as number[],
     rawCold: [] as number[],
     rawWarm: [] as number[],
+    unpooledCold: [] as number[],
+    unpooledWarm: [] as number[],
   };
   const coldSpans: SpanSamples = new Map();
   const warmSpans: SpanSamples = new Map();
-  // Untimed: loads the images and the runtime's code paths, so the first timed run is not the odd one out.
+  const unpooledSpans: SpanSamples = new Map();
+  // Untimed: loads the images and the runtime's code paths, so the first timed run is not the odd one out
+  // (and, with a pool, fills it for this upstream as a first start does).
   await runtime.start(spec(host), upstream, async () => {});
+  await unpooled.start(spec(unpooledHost), upstream, async () => {});
   await timedRawStart(rawArgs(), rawName);
   for (let i = 0; i < RUNS; i++) {
     // Cold: no container and no volume. Interleaved with the raw runs so drift on the machine hits both.
@@ -174,7 +191,13 @@ await runBench('start bench', 30 * 60_000, async () => {
     times.rawCold.push(await timedRawStart(rawArgs(), rawName));
     await docker.getContainer(rawName).stop({ t: 5 });
     times.rawWarm.push(await timedRawStart(['start', rawName], rawName));
+
+    await unpooled.remove(unpooledHost);
+    times.unpooledCold.push(await timedStart(unpooledHost, unpooledSpans, unpooled));
+    await unpooled.stop(unpooledHost);
+    times.unpooledWarm.push(await timedStart(unpooledHost, unpooledSpans, unpooled));
   }
+  await unpooled.remove(unpooledHost);
 
   console.log(
     `\nStart until the SSH banner, ${RUNS} runs each (image ${images.workspace}, upstream ${UPSTREAM})`,
@@ -192,8 +215,10 @@ await runBench('start bench', 30 * 60_000, async () => {
   printTable(
     ['start', 'p50 ms', 'p95 ms', 'min ms', 'max ms'],
     [
-      row('runtime cold (create both, link, verify path)', times.cold),
-      row('runtime warm (stopped pair; new egress gateway)', times.warm),
+      row(`runtime cold (create both, link, verify path; pool ${POOL})`, times.cold),
+      row(`runtime warm (stopped pair; new egress gateway; pool ${POOL})`, times.warm),
+      row('runtime cold without a pool (interleaved)', times.unpooledCold),
+      row('runtime warm without a pool (interleaved)', times.unpooledWarm),
       row('raw docker run (bridge network)', times.rawCold),
       row('raw docker start (stopped container)', times.rawWarm),
     ],
@@ -203,10 +228,13 @@ await runBench('start bench', 30 * 60_000, async () => {
       'how long it took; spans overlap where parts run side by side',
   );
   const startedAt = (name: string) =>
-    percentile(sortedOf((coldSpans.get(name) ?? warmSpans.get(name))?.atMs ?? [0]), 50);
+    percentile(
+      sortedOf((coldSpans.get(name) ?? warmSpans.get(name) ?? unpooledSpans.get(name))?.atMs ?? [0]),
+      50,
+    );
   printTable(
-    ['span', 'cold at', 'cold ms', 'warm at', 'warm ms'],
-    [...new Set([...coldSpans.keys(), ...warmSpans.keys()])]
+    ['span', 'cold at', 'cold ms', 'warm at', 'warm ms', 'no pool at', 'no pool ms'],
+    [...new Set([...coldSpans.keys(), ...warmSpans.keys(), ...unpooledSpans.keys()])]
       .sort((a, b) => startedAt(a) - startedAt(b))
       .map((name) => [
         name,
@@ -214,6 +242,8 @@ await runBench('start bench', 30 * 60_000, async () => {
         median(coldSpans.get(name)?.ms),
         median(warmSpans.get(name)?.atMs),
         median(warmSpans.get(name)?.ms),
+        median(unpooledSpans.get(name)?.atMs),
+        median(unpooledSpans.get(name)?.ms),
       ]),
   );
 

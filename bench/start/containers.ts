@@ -5,7 +5,9 @@ import { performance } from 'node:perf_hooks';
 import type Docker from 'dockerode';
 import {
   HOST_LABEL,
+  hostOfContainer,
   OWNER_LABEL,
+  POOL_LABEL,
   WORKSPACE_CAPABILITIES,
 } from '../../apps/gateway/dist/runtime/container-specs.js';
 import { sshBanner } from '../../apps/gateway/dist/runtime/readiness.js';
@@ -125,7 +127,14 @@ export async function memAvailableMiB(): Promise<number> {
 export async function removeLabelled(docker: Docker, label: string, prefix: string): Promise<number> {
   const ours = (labels: Record<string, string> | null | undefined) => labels?.[label]?.startsWith(prefix);
   const filters = { label: [label] };
-  const containers = (await docker.listContainers({ all: true, filters })).filter((c) => ours(c.Labels));
+  // An egress gateway a host took from the pool carries the pool's label and the host's name, not its label.
+  const taken = (await docker.listContainers({ all: true, filters: { label: [POOL_LABEL] } })).filter((c) =>
+    hostOfContainer(c.Labels, c.Names[0])?.startsWith(prefix),
+  );
+  const containers = [
+    ...(await docker.listContainers({ all: true, filters })).filter((c) => ours(c.Labels)),
+    ...taken,
+  ];
   await Promise.all(
     containers.map((c) =>
       docker
@@ -136,7 +145,9 @@ export async function removeLabelled(docker: Docker, label: string, prefix: stri
   );
   // The host-side guards of their egress gateways, which the runtime's remove() would have released: each one
   // left behind makes every later nft command on this machine slower.
-  const hostIds = new Set(containers.map((c) => c.Labels[HOST_LABEL]).filter((id) => id !== undefined));
+  const hostIds = new Set(
+    containers.map((c) => hostOfContainer(c.Labels, c.Names[0])).filter((id) => id !== null),
+  );
   for (const hostId of hostIds) await releaseUplink(hostId).catch(() => undefined);
   const { Volumes } = await docker.listVolumes({ filters });
   const volumes = (Volumes ?? []).filter((v) => ours(v.Labels));

@@ -88,6 +88,8 @@ export interface Config extends HttpSettings {
   workspaceLimits: HostResources;
   /** Seconds between checks of running hosts' memory and home use (RESOURCE_CHECK_SECONDS); 0 turns them off. */
   resourceCheckSeconds: number;
+  /** Egress gateways started ahead (EGRESS_GATEWAY_POOL per upstream, EGRESS_GATEWAY_POOL_MAX in all). */
+  egressGatewayPool: { perUpstream: number; max: number };
   workspaceImageVariant: 'full' | 'test';
   /** Seconds between checks of the upstreams running hosts use (0 turns them off). */
   egressHealthSeconds: number;
@@ -231,6 +233,7 @@ export function loadConfig(env: Env): Config {
       home_mb: runtime.WORKSPACE_HOME_MB,
     },
     resourceCheckSeconds: runtime.RESOURCE_CHECK_SECONDS,
+    egressGatewayPool: { perUpstream: runtime.EGRESS_GATEWAY_POOL, max: runtime.EGRESS_GATEWAY_POOL_MAX },
     node: nodeSettings(cluster, database.kind === 'postgres', problems),
     shares: shareSettings(sharing, problems),
   };

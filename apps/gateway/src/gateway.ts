@@ -147,6 +147,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       egress: config.egress,
       folderMountsDir: mountsRoot,
       log: logger.child({ component: 'runtime' }),
+      egressPool: config.egressGatewayPool,
     });
   const accessSettings = {
     publicHost: config.publicHost,
@@ -498,9 +499,20 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
   const scripts = new AccessScripts(accessSettings);
   const cli = new CliBundle(config.cliBundle, config.publicApiUrl);
   const images = new ImagesService(runtime, bus, taskRunner);
-  bus.on('egress_ip.upstream_changed', ({ egressIpId, replaced }) =>
-    lifecycle.egressChanged(access.system('egress IP changed'), egressIpId, replaced),
-  );
+  bus.on('egress_ip.upstream_changed', async ({ egressIpId, replaced }) => {
+    // Gateways started ahead for the old upstream go first: no start may take one.
+    await runtime
+      .retireEgressGateways(egressIpId)
+      .catch((error: unknown) => logger.warn({ err: error }, 'retiring pooled egress gateways failed'));
+    await lifecycle.egressChanged(access.system('egress IP changed'), egressIpId, replaced);
+  });
+  bus.on('egress_ip.deleted', async ({ data }) => {
+    const egressIpId = (data as { egress_ip_id?: unknown } | undefined)?.egress_ip_id;
+    if (typeof egressIpId === 'string')
+      await runtime
+        .retireEgressGateways(egressIpId)
+        .catch((error: unknown) => logger.warn({ err: error }, 'retiring pooled egress gateways failed'));
+  });
   bus.on('host.policy_stop', async ({ data }) => metrics.countPolicyStop(data.reason));
   bus.on('host.stop_warning', async ({ data }) => metrics.countStopWarning(data.reason));
   bus.on('runtime.notice', ({ notice }) => lifecycle.runtimeNotice(access.system('engine notice'), notice));
@@ -647,6 +659,8 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
             .catch((error: unknown) => logger.warn({ err: error }, 'logging an engine notice failed')),
       );
       await FolderMounts.sweep(mountsRoot, logger);
+      // Gateways an earlier process started ahead are not known to this one: removed, with their files.
+      await runtime.retireEgressGateways();
       every(config.node.heartbeatSeconds, 'node-heartbeat', () => nodes.heartbeat());
       await lifecycle.reconcile(access.system('start-up reconcile'), nodes.name);
       lifecycle.follow();
@@ -679,6 +693,9 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       dashboardListener?.close();
       await http.close();
       await taskRunner.idle();
+      await runtime
+        .retireEgressGateways()
+        .catch((error: unknown) => logger.warn({ err: error }, 'removing the pooled egress gateways failed'));
       // What stops read from gateways is held in memory until sampled; the counters still running stay in
       // the gateways for the next process to read.
       if (config.egressMeterSeconds > 0)

@@ -19,6 +19,13 @@ export const ROLE_LABEL = 'cloud-cli-proxy.role';
 export const OWNER_LABEL = 'cloud-cli-proxy.gateway';
 /** Hash of what a workspace container was made from; another hash means it must be made again. */
 export const SPEC_LABEL = 'cloud-cli-proxy.spec';
+/**
+ * On an egress gateway started ahead (egress-gateway-pool.ts): the upstream it was started for. It has no
+ * HOST_LABEL (labels cannot change); the host that takes it renames it to egressGatewayName(hostId).
+ */
+export const POOL_LABEL = 'cloud-cli-proxy.pool';
+/** Hash of a pooled gateway's files: a start takes it only when its own files would be the same. */
+export const POOL_FILES_LABEL = 'cloud-cli-proxy.pool-files';
 /** The shared uplink bridge of every egress gateway (not any one host's, so it carries no host label). */
 export const UPLINK_NETWORK = 'ccp-uplink';
 
@@ -26,6 +33,20 @@ export const WORKSPACE_UID = 1000;
 const CA_IN_GATEWAY = '/usr/local/share/ccp-egress/ca.pem';
 
 export type Role = 'workspace' | 'egress-gateway';
+
+export const egressGatewayName = (hostId: string) => `ccp-egress-${hostId}`;
+export const pooledGatewayName = (poolId: string) => `ccp-pool-${poolId}`;
+
+/**
+ * The host a container of ours belongs to: its HOST_LABEL, or, for a pooled egress gateway a host took, its
+ * name (Docker's event attributes and inspect give it with or without the leading slash).
+ */
+export function hostOfContainer(labels: Record<string, string>, name: string | undefined): string | null {
+  const labelled = labels[HOST_LABEL];
+  if (labelled) return labelled;
+  if (!labels[POOL_LABEL]) return null;
+  return /^\/?ccp-egress-(.+)$/.exec(name ?? '')?.[1] ?? null;
+}
 
 export const homeVolume = (hostId: string) => `ccp-home-${hostId}`;
 export const hostKeysVolume = (hostId: string) => `ccp-hostkeys-${hostId}`;
@@ -67,7 +88,8 @@ const GATEWAY_SYSCTLS = {
 };
 
 export interface EgressGatewayContainerParams {
-  hostId: string;
+  /** The host's id, or the pool's entry for a gateway started ahead (no host yet, no restart policy). */
+  for: { hostId: string } | { pool: { id: string; egressIpId: string; filesKey: string } };
   image: string;
   owner: string;
   /** The host's directory holding the tunnel config and the ruleset. */
@@ -81,11 +103,19 @@ export function egressGatewayContainer(params: EgressGatewayContainerParams): Co
   const binds = [`${params.configDir}:/etc/ccp-egress:ro`];
   if (params.caFile) binds.push(`${path.resolve(params.caFile)}:${CA_IN_GATEWAY}:ro`);
   const memory = params.limits.memoryMb * 1024 * 1024;
+  const target = params.for;
+  const pooled = 'pool' in target ? target.pool : null;
   return {
-    name: `ccp-egress-${params.hostId}`,
+    name: 'pool' in target ? pooledGatewayName(target.pool.id) : egressGatewayName(target.hostId),
     Image: params.image,
     Hostname: 'ccp-egress',
-    Labels: { [HOST_LABEL]: params.hostId, [ROLE_LABEL]: 'egress-gateway', [OWNER_LABEL]: params.owner },
+    Labels: {
+      ...('pool' in target
+        ? { [POOL_LABEL]: target.pool.egressIpId, [POOL_FILES_LABEL]: target.pool.filesKey }
+        : { [HOST_LABEL]: target.hostId }),
+      [ROLE_LABEL]: 'egress-gateway',
+      [OWNER_LABEL]: params.owner,
+    },
     Env: [
       `EGRESS_TPROXY_MARK=0x${GATEWAY_NETWORK.tproxyMark.toString(16)}`,
       `EGRESS_TPROXY_TABLE=${GATEWAY_NETWORK.tproxyRouteTable}`,
@@ -113,10 +143,15 @@ export function egressGatewayContainer(params: EgressGatewayContainerParams): Co
       Memory: memory,
       MemorySwap: memory,
       PidsLimit: params.limits.pids,
-      RestartPolicy: { Name: 'unless-stopped' },
+      // A pooled gateway that dockerd restarted would have a new, unguarded uplink port: it stays down, and is
+      // given the host's policy when a host takes it (EGRESS_GATEWAY_RESTART).
+      RestartPolicy: pooled ? { Name: 'no' } : EGRESS_GATEWAY_RESTART,
     },
   };
 }
+
+/** The restart policy of a host's egress gateway. */
+export const EGRESS_GATEWAY_RESTART = { Name: 'unless-stopped' } as const;
 
 export interface WorkspaceContainerParams {
   spec: WorkspaceSpec;

@@ -11,10 +11,13 @@ import type { EgressSettings } from '../egress/settings.js';
 import type { ReadDecisions, TunnelEngine } from '../egress/tunnel-engine.js';
 import { execCapped } from './container-exec.js';
 import {
+  EGRESS_GATEWAY_RESTART,
   egressGatewayContainer,
+  egressGatewayName,
   HOST_LABEL,
   homeVolume,
   OWNER_LABEL,
+  POOL_LABEL,
   ROLE_LABEL,
   type Role,
   SPEC_LABEL,
@@ -25,7 +28,13 @@ import {
 } from './container-specs.js';
 import { takeDecisionLog } from './decision-log.js';
 import { desktopPasswordArchive } from './desktop-secret.js';
-import { EGRESS_GATEWAY_LIMITS, GATEWAY_NETWORK, WORKSPACE_PORTS } from './egress-gateway-files.js';
+import {
+  EGRESS_GATEWAY_LIMITS,
+  type EgressGatewayFiles,
+  GATEWAY_NETWORK,
+  WORKSPACE_PORTS,
+} from './egress-gateway-files.js';
+import { EgressGatewayPool, gatewayFilesKey, type PooledGateway } from './egress-gateway-pool.js';
 import { throttleGateway } from './egress-throttle.js';
 import { asRuntimeError, ignoreStatus, lastLogLines, statusCode } from './engine-errors.js';
 import { EngineWatcher, HOST_ID } from './engine-watcher.js';
@@ -80,6 +89,8 @@ export interface DockerWorkspaceRuntimeOptions {
   folderMountsDir?: string;
   /** Limits of each egress gateway container. */
   gatewayLimits?: { memoryMb: number; pids: number };
+  /** Egress gateways started ahead (EGRESS_GATEWAY_POOL, EGRESS_GATEWAY_POOL_MAX); none by default. */
+  egressPool?: { perUpstream: number; max: number };
   timeouts?: Partial<Timeouts>;
   /** Where each start's timing spans go, at debug level. */
   log?: RuntimeLog;
@@ -111,12 +122,15 @@ interface ContainerFacts {
   pid: number;
   uplinkAddress: string | null;
   labels: Record<string, string>;
+  /** The directory on this machine bound at the egress gateway's /etc/ccp-egress; null for other containers. */
+  configDir: string | null;
   /** A workspace's Linux user (its WORKSPACE_USER), null for other containers. */
   user: string | null;
   /** The image name it was created from (tags carry the recipe's hash). */
   image: string;
 }
 
+const GATEWAY_CONFIG_MOUNT = '/etc/ccp-egress';
 const LINUX_USER = /^[a-z_][a-z0-9_-]{0,31}$/;
 const WORKSPACE_USER_ENV = 'WORKSPACE_USER=';
 
@@ -147,6 +161,9 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
   private readonly provisioning: HostProvisioning;
   private readonly watcher: EngineWatcher;
   private readonly homes: HomeVolumes;
+  private readonly pool: EgressGatewayPool;
+  /** Pooled gateways are started one at a time, after the start that wanted them (never beside one). */
+  private poolWork: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly options: DockerWorkspaceRuntimeOptions) {
     this.docker = options.docker;
@@ -155,6 +172,11 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
     this.runtimeDir = path.resolve(options.dataDir, 'runtime');
     this.owner = gatewayInstanceId(this.runtimeDir);
     this.homes = new HomeVolumes(path.join(this.runtimeDir, 'homes'));
+    this.pool = new EgressGatewayPool({
+      dir: path.join(this.runtimeDir, 'egress-pool'),
+      perUpstream: options.egressPool?.perUpstream ?? 0,
+      max: options.egressPool?.max ?? 0,
+    });
     this.provisioning = new HostProvisioning({
       homes: this.homes,
       docker: this.docker,
@@ -183,7 +205,35 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
     signal?: AbortSignal,
   ): Promise<StartedWorkspace> {
     checkSpec(spec);
-    return this.lock.run(spec.hostId, () => this.startNow(spec, upstream, progress, signal));
+    try {
+      return await this.lock.run(spec.hostId, () => this.startNow(spec, upstream, progress, signal));
+    } finally {
+      // The next start with this upstream takes one ready; made once this one is done, not beside it.
+      if (this.pool.enabled) this.queuePoolWork(() => this.fillPool(upstream, spec.egressPolicy ?? null));
+    }
+  }
+
+  async retireEgressGateways(egressIpId?: string): Promise<void> {
+    const retired = this.pool.retire(egressIpId);
+    // A gateway on its way for them is removed as it arrives: done once the pool's work in hand is.
+    await this.poolWork;
+    for (const entry of retired) await this.removePooled(entry);
+    if (egressIpId) return;
+    // All of them (start-up, shutdown): also those an earlier process of this gateway left, and their files.
+    const containers = await this.docker.listContainers({
+      all: true,
+      filters: { label: [POOL_LABEL, `${OWNER_LABEL}=${this.owner}`] },
+    });
+    const inUse = new Set<string>();
+    for (const container of containers) {
+      const poolId = container.Names.map((name) => /^\/ccp-pool-(pool-[0-9a-f]+)$/.exec(name)?.[1]).find(
+        Boolean,
+      );
+      const configDir = container.Mounts.find((mount) => mount.Destination === GATEWAY_CONFIG_MOUNT)?.Source;
+      if (poolId) await this.removePooled({ id: poolId, containerId: container.Id, dir: configDir ?? '' });
+      else if (configDir) inUse.add(configDir);
+    }
+    await this.pool.sweep(inUse);
   }
 
   async stop(hostId: string): Promise<void> {
@@ -222,6 +272,9 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
     return this.lock.run(hostId, () =>
       this.guard(async () => {
         const filters = { label: [`${HOST_LABEL}=${hostId}`] };
+        // A gateway it took from the pool carries no host label: found by its name.
+        const gateway = await this.find(hostId, 'egress-gateway');
+        if (gateway) await this.removeGateway(gateway);
         // The veth pair lives only in the two containers' namespaces and goes with them.
         for (const container of await this.docker.listContainers({ all: true, filters })) {
           await this.docker
@@ -548,37 +601,16 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
       made.volumes = await span('volumes', () =>
         this.provisioning.ensureVolumes(spec.hostId, spec.limits.homeMb),
       );
-      await span('gateway files', () =>
-        this.provisioning.writeGatewayFiles(
-          spec.hostId,
-          upstream,
-          serverIp,
-          hostAddress,
-          spec.egressPolicy ?? null,
-        ),
-      );
+      const policy = spec.egressPolicy ?? null;
+      const files = this.provisioning.renderGatewayFiles(upstream, serverIp, hostAddress, policy);
+      const taken = this.pool.take(gatewayFilesKey(files, this.options.images.egressGateway));
       await step(25, 'starting the egress gateway and the workspace');
       const previousWorkspace = (await this.find(spec.hostId, 'workspace'))?.id;
       // Side by side: the workspace has no network at all until it is linked, after the gateway is ready.
       // Both are awaited even when one fails, so the clean-up below cannot miss a container still starting.
       const [gateway, workspace] = await span('containers', () =>
         settleAll([
-          // The host's guard on its uplink goes on as soon as the gateway's port exists, while the gateway loads
-          // its kill switch and the workspace starts: before any link, off the start's critical path.
-          this.recreateGateway(spec.hostId, timings).then(async (id) => {
-            const [ready, guarded] = await Promise.allSettled([
-              span('gateway: kill switch and v2ray ready', () => this.waitForGateway(id, null, signal)),
-              span('gateway: uplink guard', () =>
-                this.inspect(id).then((started) =>
-                  started ? this.guardUplink(spec.hostId, started) : Promise.reject(new Error('gone')),
-                ),
-              ),
-            ]);
-            // A gateway that did not come up says why in its own words, not the guard's.
-            if (ready.status === 'rejected') throw ready.reason;
-            if (guarded.status === 'rejected') throw guarded.reason;
-            return ready.value;
-          }),
+          this.readyGateway(spec.hostId, files, policy, taken, timings, signal),
           span('workspace: create', () => this.prepareWorkspace(spec)).then((id) => {
             if (id !== previousWorkspace) made.workspaceId = id;
             return span('workspace: start', () => this.startContainer(id)).then((started) => {
@@ -649,7 +681,7 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
    */
   private async undoStart(hostId: string, made: StartMade): Promise<void> {
     const gateway = await this.find(hostId, 'egress-gateway');
-    if (gateway) await this.removeContainer(gateway.id);
+    if (gateway) await this.removeGateway(gateway);
     await releaseUplink(hostId);
     if (made.workspaceId) await this.removeContainer(made.workspaceId);
     else await this.stopNow(hostId);
@@ -712,22 +744,173 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
 
   // ------------------------------------------------------------------ containers
 
+  /**
+   * The host's egress gateway for this start, ready (kill switch loaded, v2ray listening) with its uplink port
+   * guarded: one taken from the pool when `taken` is still as it was made, else a new one with `files`.
+   */
+  private async readyGateway(
+    hostId: string,
+    files: EgressGatewayFiles,
+    policy: EgressPolicy | null,
+    taken: PooledGateway | null,
+    timings: StartTimings,
+    signal?: AbortSignal,
+  ): Promise<ContainerFacts> {
+    const span = timings.span.bind(timings);
+    if (taken) {
+      const claimed = await span('gateway: take a pooled one', () => this.claimPooled(hostId, taken, files));
+      if (claimed) return claimed;
+    }
+    await span('gateway files', () =>
+      this.provisioning.writeFilesTo(this.provisioning.gatewayDir(hostId), files, policy),
+    );
+    const id = await this.recreateGateway(hostId, timings);
+    // The host's guard on its uplink goes on as soon as the gateway's port exists, while the gateway loads
+    // its kill switch and the workspace starts: before any link, off the start's critical path.
+    const [ready, guarded] = await Promise.allSettled([
+      span('gateway: kill switch and v2ray ready', () => this.waitForGateway(id, null, signal)),
+      span('gateway: uplink guard', () =>
+        this.inspect(id).then((started) =>
+          started ? this.guardUplink(hostId, started) : Promise.reject(new Error('gone')),
+        ),
+      ),
+    ]);
+    // A gateway that did not come up says why in its own words, not the guard's.
+    if (ready.status === 'rejected') throw ready.reason;
+    if (guarded.status === 'rejected') throw guarded.reason;
+    return ready.value;
+  }
+
+  /**
+   * Makes a pooled gateway the host's: checked to be the very process that became ready and was guarded in the
+   * pool (null when it is not: it is removed and the start makes its own), renamed, its files moved to the
+   * host's directory, guarded under the host's name (the same policy as in the pool: the files are the same)
+   * and restarted by dockerd like any host's gateway, all side by side. No workspace was ever linked to it, so
+   * it carries nothing of another host: no connection, no DNS answer, no byte on its counters.
+   */
+  private async claimPooled(
+    hostId: string,
+    entry: PooledGateway,
+    files: EgressGatewayFiles,
+  ): Promise<ContainerFacts | null> {
+    const facts = await this.inspect(entry.containerId);
+    const uplinkAddress = facts?.uplinkAddress;
+    if (
+      !facts?.running ||
+      facts.pid !== entry.pid ||
+      !uplinkAddress ||
+      !(await tunnelReady(facts.pid, null))
+    ) {
+      await this.removePooled(entry).catch(() => undefined);
+      return null;
+    }
+    const container = this.docker.getContainer(entry.containerId);
+    await Promise.all([
+      guardUplink(hostId, { pid: facts.pid, uplinkAddress }, files.uplink),
+      container.update({ RestartPolicy: EGRESS_GATEWAY_RESTART }),
+      (async () => {
+        const old = await this.find(hostId, 'egress-gateway');
+        if (old) await this.removeGateway(old);
+        await this.pool.handOver(entry, this.provisioning.gatewayDir(hostId));
+        await container.rename({ name: egressGatewayName(hostId) });
+      })(),
+    ]);
+    // The pool's guard holds the same policy as the host's: it goes after the start, off its path.
+    this.queuePoolWork(() => releaseUplink(entry.id));
+    return { ...facts, configDir: this.provisioning.gatewayDir(hostId) };
+  }
+
+  /**
+   * One pooled gateway for this upstream and egress policy, and more until the pool has what it may hold of it
+   * (a host following another policy takes none of them: its files differ).
+   */
+  private async fillPool(upstream: UpstreamSpec, policy: EgressPolicy | null): Promise<void> {
+    const serverIp = await resolveServer(upstream.config.server);
+    const { hostAddress } = await this.provisioning.ensureUplink();
+    const files = this.provisioning.renderGatewayFiles(upstream, serverIp, hostAddress, policy);
+    const filesKey = gatewayFilesKey(files, this.options.images.egressGateway);
+    // Those made for what this upstream was before (fills run one after another, so none is on its way).
+    for (const old of this.pool.stale(upstream.egressIpId, filesKey)) await this.removePooled(old);
+    while (this.pool.wanted(filesKey) > 0) {
+      const { entry, generation } = this.pool.begin(upstream.egressIpId, filesKey);
+      const ready = await this.startPooled(entry, files, policy).catch((error: unknown) => {
+        this.pool.settle(filesKey, generation, null);
+        throw error;
+      });
+      // Its upstream was retired while it started: it goes, and so does the rest of this fill.
+      if (!this.pool.settle(filesKey, generation, ready)) return this.removePooled(ready);
+    }
+  }
+
+  /** Starts a pooled gateway and waits until it is ready and guarded; on failure, nothing of it is left. */
+  private async startPooled(
+    entry: Omit<PooledGateway, 'containerId' | 'pid'>,
+    files: EgressGatewayFiles,
+    policy: EgressPolicy | null,
+  ): Promise<PooledGateway> {
+    let containerId = '';
+    try {
+      await this.provisioning.writeFilesTo(entry.dir, files, policy);
+      const container = await this.docker.createContainer(
+        egressGatewayContainer({
+          for: { pool: { id: entry.id, egressIpId: entry.egressIpId, filesKey: entry.filesKey } },
+          image: this.options.images.egressGateway,
+          owner: this.owner,
+          configDir: entry.dir,
+          caFile: await this.caCopy(),
+          limits: this.options.gatewayLimits ?? EGRESS_GATEWAY_LIMITS,
+        }),
+      );
+      containerId = container.id;
+      await container.start();
+      const facts = await this.waitForGateway(container.id, null);
+      if (!facts.uplinkAddress) throw new Error('the pooled egress gateway has no uplink address');
+      await guardUplink(entry.id, { pid: facts.pid, uplinkAddress: facts.uplinkAddress }, files.uplink);
+      return { ...entry, containerId, pid: facts.pid };
+    } catch (error) {
+      if (containerId) await this.removePooled({ ...entry, containerId }).catch(() => undefined);
+      else await this.pool.forget(entry.dir);
+      throw error;
+    }
+  }
+
+  /** Removes a pooled gateway never taken: its container, its guard, its files. */
+  private async removePooled(entry: Pick<PooledGateway, 'id' | 'containerId' | 'dir'>): Promise<void> {
+    await this.removeContainer(entry.containerId);
+    await releaseUplink(entry.id);
+    if (entry.dir) await this.pool.forget(entry.dir);
+  }
+
+  /** Removes a host's egress gateway, and the link its pool path holds when it was a pooled one. */
+  private async removeGateway(gateway: ContainerFacts): Promise<void> {
+    await this.docker.getContainer(gateway.id).remove({ force: true, v: true }).catch(ignoreStatus(404));
+    if (gateway.configDir && gateway.labels[POOL_LABEL]) await this.pool.forget(gateway.configDir);
+  }
+
+  private queuePoolWork(work: () => Promise<void>): void {
+    this.poolWork = this.poolWork
+      .then(work)
+      .catch((error: unknown) =>
+        this.options.log?.debug({ err: error }, 'the egress gateway pool: a step failed'),
+      );
+  }
+
+  private caCopy(): Promise<string | undefined> {
+    const { caFile } = this.options.egress;
+    return caFile ? this.provisioning.ensureCaCopy(caFile) : Promise.resolve(undefined);
+  }
+
   private async recreateGateway(hostId: string, timings?: StartTimings): Promise<string> {
     const span = <T>(name: string, work: () => Promise<T>) =>
       timings ? timings.span(`gateway: ${name}`, work) : work();
     // A fresh gateway every start: its namespace, ruleset and image are then exactly the current ones.
     const old = await this.find(hostId, 'egress-gateway');
-    if (old)
-      await span('remove the old one', () =>
-        this.docker.getContainer(old.id).remove({ force: true, v: true }),
-      );
-    const caFile = this.options.egress.caFile
-      ? await this.provisioning.ensureCaCopy(this.options.egress.caFile)
-      : undefined;
+    if (old) await span('remove the old one', () => this.removeGateway(old));
+    const caFile = await this.caCopy();
     const container = await span('create', () =>
       this.docker.createContainer(
         egressGatewayContainer({
-          hostId,
+          for: { hostId },
           image: this.options.images.egressGateway,
           owner: this.owner,
           configDir: this.provisioning.gatewayDir(hostId),
@@ -835,7 +1018,11 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
       all: true,
       filters: { label: [`${HOST_LABEL}=${hostId}`, `${ROLE_LABEL}=${role}`] },
     });
-    return summary ? this.inspect(summary.Id) : null;
+    if (summary) return this.inspect(summary.Id);
+    if (role !== 'egress-gateway') return null;
+    // One the host took from the pool: named for the host, labelled for the pool (and made by this gateway).
+    const taken = await this.inspect(egressGatewayName(hostId));
+    return taken?.labels[POOL_LABEL] && taken.labels[OWNER_LABEL] === this.owner ? taken : null;
   }
 
   private async inspect(id: string): Promise<ContainerFacts | null> {
@@ -848,6 +1035,7 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
         pid: info.State.Pid,
         uplinkAddress: info.NetworkSettings.Networks[UPLINK_NETWORK]?.IPAddress || null,
         labels: info.Config.Labels ?? {},
+        configDir: info.Mounts.find((mount) => mount.Destination === GATEWAY_CONFIG_MOUNT)?.Source ?? null,
         user:
           (info.Config.Env ?? [])
             .find((entry) => entry.startsWith(WORKSPACE_USER_ENV))

@@ -1,6 +1,6 @@
 import { PassThrough } from 'node:stream';
 import Docker from 'dockerode';
-import { HOST_LABEL, OWNER_LABEL, ROLE_LABEL } from './container-specs.js';
+import { hostOfContainer, OWNER_LABEL, ROLE_LABEL } from './container-specs.js';
 import { delay } from './readiness.js';
 import type { RuntimeNotice } from './workspace-runtime.js';
 
@@ -66,7 +66,8 @@ export class EngineWatcher {
             filters: {
               type: ['container'],
               event: ['start'],
-              label: [HOST_LABEL, `${OWNER_LABEL}=${owner}`],
+              // Not only those with a host label: a gateway a host took from the pool is the host's by its name.
+              label: [`${OWNER_LABEL}=${owner}`],
             },
           });
           for (const hostId of await hostIds()) relink(hostId).catch(onError);
@@ -74,14 +75,15 @@ export class EngineWatcher {
             filters: { label: [`${OWNER_LABEL}=${owner}`, `${ROLE_LABEL}=egress-gateway`] },
           });
           for (const gateway of gateways) {
-            const hostId = gateway.Labels[HOST_LABEL];
+            const hostId = hostOfContainer(gateway.Labels, gateway.Names[0]);
             if (hostId && HOST_ID.test(hostId)) follow(gateway.Id, hostId);
           }
           await readEvents(stream, (event) => {
-            const hostId = event.Actor?.Attributes?.[HOST_LABEL];
+            const attributes = event.Actor?.Attributes ?? {};
+            const hostId = hostOfContainer(attributes, attributes.name);
             if (!hostId || !HOST_ID.test(hostId)) return;
             relink(hostId).catch(onError);
-            if (event.Actor?.Attributes?.[ROLE_LABEL] === 'egress-gateway' && event.Actor.ID)
+            if (attributes[ROLE_LABEL] === 'egress-gateway' && event.Actor?.ID)
               follow(event.Actor.ID, hostId);
           });
         } catch (error) {

@@ -142,21 +142,40 @@ export class HostProvisioning {
     relaySource: string,
     policy?: EgressPolicy | null,
   ): Promise<void> {
-    const dir = this.gatewayDir(hostId);
     const applied = policy !== undefined ? policy : await this.readEgressPolicy(hostId);
-    let files: EgressGatewayFiles;
+    await this.writeFilesTo(
+      this.gatewayDir(hostId),
+      this.renderGatewayFiles(upstream, serverIp, relaySource, applied),
+      applied,
+    );
+  }
+
+  /**
+   * What an egress gateway for this upstream and egress policy reads: the same for every host (a pooled gateway
+   * fits any host that follows the same policy).
+   */
+  renderGatewayFiles(
+    upstream: UpstreamSpec,
+    serverIp: string,
+    relaySource: string,
+    policy: EgressPolicy | null,
+  ): EgressGatewayFiles {
     try {
-      files = renderEgressGatewayFiles({
+      return renderEgressGatewayFiles({
         engine: this.options.engine,
         upstream: { config: upstream.config, serverIp },
         dns: tunnelDns(this.options.egress),
         relaySource,
-        policy: applied,
+        policy,
         pathCheck: pathCheckDestinations(this.options.egress),
       });
     } catch (error) {
       throw new RuntimeError('invalid_upstream', `the upstream cannot be used: ${(error as Error).message}`);
     }
+  }
+
+  /** Writes an egress gateway's files, written with `policy`, into `dir` (the host's, or a pooled gateway's). */
+  async writeFilesTo(dir: string, files: EgressGatewayFiles, policy: EgressPolicy | null): Promise<void> {
     await mkdir(dir, { recursive: true, mode: 0o700 });
     // Root-only is enough: the entrypoint reads them as root and hands v2ray its config on stdin.
     for (const [name, text] of [
@@ -164,7 +183,7 @@ export class HostProvisioning {
       ['v2ray.json', files.v2ray],
       [DNS_FILTER_FILE, files.dnsFilter],
       [UPLINK_POLICY_FILE, JSON.stringify(files.uplink)],
-      [EGRESS_POLICY_FILE, JSON.stringify(applied)],
+      [EGRESS_POLICY_FILE, JSON.stringify(policy)],
     ] as const) {
       const file = path.join(dir, name);
       if (text === null) {

@@ -51,6 +51,22 @@ export const RuntimeVariables = Type.Object({
     10240,
     'Size (MiB) of a home volume, the global default: writing past it fails inside the workspace (a sized ext4 image per home)',
   ),
+  EGRESS_GATEWAY_POOL: Type.Integer({
+    minimum: 0,
+    maximum: 4,
+    default: 1,
+    description:
+      'Egress gateways kept started ahead for each upstream a host started with, so the next start with it takes one instead of starting its own; `0` turns the pool off',
+    problem: 'must be a whole number from 0 to 4 (got "{got}")',
+  }),
+  EGRESS_GATEWAY_POOL_MAX: Type.Integer({
+    minimum: 0,
+    maximum: 64,
+    default: 8,
+    description:
+      'Pooled egress gateways at most, all upstreams together (each holds about 9 MiB idle, within the egress gateway limit of 256 MiB)',
+    problem: 'must be a whole number from 0 to 64 (got "{got}")',
+  }),
   RESOURCE_CHECK_SECONDS: wholeNumber(
     30,
     'How often running workspaces are checked for memory near its limit, memory kills and a nearly full home; `0` turns it off',

@@ -193,6 +193,11 @@ export interface WorkspaceRuntime {
    * them), counted per minute and destination; nothing when it is not running or its policy records nothing.
    */
   takeEgressDecisions(hostId: string): Promise<ReadDecisions>;
+  /**
+   * Removes the egress gateways started ahead for an upstream (its config changed, or it was deleted); without
+   * one, all of them, those an earlier process left included (start-up, shutdown).
+   */
+  retireEgressGateways(egressIpId?: string): Promise<void>;
   /** Ids of every host the engine holds something for (by label). */
   hostIds(): Promise<string[]>;
   /** The workspace image a new container would use. */

@@ -122,6 +122,9 @@ export async function labGatewayProcess(
       WORKSPACE_IMAGE_VARIANT: 'test',
       EGRESS_HEALTH_SECONDS: '0',
       HOST_CHECK_SECONDS: '0',
+      // These gateways may be killed, which leaves pooled egress gateways (no host label) to the next process
+      // of the same data directory; a test's has none. In-process test gateways keep the pool (close retires it).
+      EGRESS_GATEWAY_POOL: '0',
       ...env,
     },
     url,

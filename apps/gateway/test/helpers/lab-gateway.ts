@@ -4,7 +4,7 @@ import path from 'node:path';
 import Docker from 'dockerode';
 import { ensureLab, type LabDescription } from '../../../../test/lab/lab.js';
 import type { GatewayOptions } from '../../src/gateway.js';
-import { HOST_LABEL } from '../../src/runtime/container-specs.js';
+import { egressGatewayName, HOST_LABEL } from '../../src/runtime/container-specs.js';
 import { releaseUplink } from '../../src/runtime/uplink-guard.js';
 import { buildTestImages, labEgressEnv } from './lab-egress.js';
 import { type DatabaseKind, startTestGateway, type TestGateway } from './test-gateway.js';
@@ -31,6 +31,11 @@ export async function removeHostResources(hostIds: Iterable<string>): Promise<vo
         .getContainer(container.Id)
         .remove({ force: true })
         .catch(() => {});
+    // An egress gateway the host took from the pool carries the host's name, not its label.
+    await docker
+      .getContainer(egressGatewayName(hostId))
+      .remove({ force: true })
+      .catch(() => {});
     for (const volume of (await docker.listVolumes({ filters })).Volumes ?? [])
       await docker
         .getVolume(volume.Name)

@@ -216,6 +216,13 @@ export class MemoryRuntime implements WorkspaceRuntime {
     return null;
   }
 
+  /** Upstreams whose pooled gateways were retired, in order (undefined: all). */
+  readonly retired: (string | undefined)[] = [];
+
+  async retireEgressGateways(egressIpId?: string): Promise<void> {
+    this.retired.push(egressIpId);
+  }
+
   async hostIds(): Promise<string[]> {
     return [...this.hosts.keys()];
   }

@@ -5,7 +5,7 @@ import { promisify } from 'node:util';
 import Docker from 'dockerode';
 import type { LabDescription } from '../../../../test/lab/lab.js';
 import { needs } from '../../../../test/support/needs.js';
-import { HOST_LABEL } from '../../src/runtime/container-specs.js';
+import { egressGatewayName, HOST_LABEL, POOL_LABEL } from '../../src/runtime/container-specs.js';
 import { expectedImageTag } from '../../src/runtime/image-inputs.js';
 import { type LabGateway, removeHostResources, startLabGateway } from '../helpers/lab-gateway.js';
 import { DATABASES, type TestGateway } from '../helpers/test-gateway.js';
@@ -14,9 +14,14 @@ const exec = promisify(execFile);
 const docker = new Docker({ socketPath: '/var/run/docker.sock' });
 const skip = needs('lab', 'docker');
 
+/** A host's containers and volumes: by its label, and its egress gateway taken from the pool by its name. */
 async function labelled(hostId: string) {
   const filters = { label: [`${HOST_LABEL}=${hostId}`] };
-  const containers = await docker.listContainers({ all: true, filters });
+  const taken = await docker.listContainers({
+    all: true,
+    filters: { label: [POOL_LABEL], name: [`^/${egressGatewayName(hostId)}$`] },
+  });
+  const containers = [...(await docker.listContainers({ all: true, filters })), ...taken];
   const { Volumes } = await docker.listVolumes({ filters });
   return { containers, volumes: Volumes ?? [] };
 }

@@ -78,7 +78,7 @@ describe('workspace container', () => {
 
 describe('egress gateway container', () => {
   const options = egressGatewayContainer({
-    hostId: 'h-1',
+    for: { hostId: 'h-1' },
     image: 'ccp-egress-gateway:1',
     owner: 'gw1',
     configDir: '/data/runtime/egress/h-1',
