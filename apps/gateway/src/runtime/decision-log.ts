@@ -2,6 +2,11 @@ import { closeSync, constants, fstatSync, ftruncateSync, openSync, readSync } fr
 
 /** The egress gateway's tmpfs the policy's decision log lives on (the engine's `decisionLogPath` is in it). */
 export const DECISION_LOG_DIR = '/tmp';
+/**
+ * Where the egress gateway's DNS filter logs the names it refused (image/egress-gateway), in the form of the
+ * tunnel's lines for a blocked connection (port 53), so they are read and counted with them.
+ */
+export const DNS_REFUSAL_LOG_PATH = `${DECISION_LOG_DIR}/ccp-dns-refusals.log`;
 /** Its size: past it the tunnel's log lines are lost until the next reading empties it. */
 export const DECISION_LOG_BYTES = 8 * 1024 * 1024;
 /** A log within this of the size has (nearly) filled it. */

@@ -26,7 +26,7 @@ import {
   workspaceLimitsConfig,
   workspaceSpecHash,
 } from './container-specs.js';
-import { takeDecisionLog } from './decision-log.js';
+import { DNS_REFUSAL_LOG_PATH, takeDecisionLog } from './decision-log.js';
 import { desktopPasswordArchive } from './desktop-secret.js';
 import {
   EGRESS_GATEWAY_LIMITS,
@@ -487,9 +487,13 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
       const gateway = await this.find(hostId, 'egress-gateway');
       if (!gateway?.running) return none;
       const { engine } = this.options;
-      const log = takeDecisionLog(gateway.pid, engine.decisionLogPath);
-      if (!log) return none;
-      return { ...engine.parseDecisions(log.text, new Date()), overflowed: log.overflowed };
+      // What the tunnel decided, and the names the DNS filter refused (written as the tunnel's lines).
+      const logs = [engine.decisionLogPath, DNS_REFUSAL_LOG_PATH]
+        .map((file) => takeDecisionLog(gateway.pid, file))
+        .filter((log) => log !== null);
+      if (logs.length === 0) return none;
+      const text = logs.map((log) => log.text).join('\n');
+      return { ...engine.parseDecisions(text, new Date()), overflowed: logs.some((log) => log.overflowed) };
     });
   }
 

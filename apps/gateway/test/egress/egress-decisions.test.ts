@@ -175,7 +175,7 @@ describe('what the egress policy blocked, enforced', {
   timeout: 600_000,
 }, () => {
   let host: Awaited<ReturnType<typeof policyHost>>;
-  let web: { name: string; httpUrl: string };
+  let web: { name: string; address: string; httpUrl: string };
 
   before(async () => {
     web = (await ensureLab()).public.web;
@@ -189,9 +189,18 @@ describe('what the egress policy blocked, enforced', {
 
   it('refuses the denied name and records the attempt as blocked', async () => {
     const { lab, curl, decisions, countOf } = host;
+    // By name: refused at DNS (its refusal is recorded on port 53); by its address with the name as Host:
+    // refused when it connects.
     assert.match(await curl(`${web.httpUrl}/ip`), /^failed/, 'the denied name is refused');
+    assert.match(
+      await curl('--resolve', `${web.name}:80:${web.address}`, `${web.httpUrl}/ip`),
+      /^failed/,
+      'the denied name is refused by its Host at its address',
+    );
     await lab.t.gateway.egressDecisionLog.read();
     const read = await decisions();
+    assert.equal(countOf(read, web.name, 53)?.decision, 'blocked', JSON.stringify(read.destinations));
+    assert.ok((countOf(read, web.name, 53)?.count ?? 0) >= 1, 'the DNS refusal is counted');
     assert.equal(countOf(read, web.name, 80)?.decision, 'blocked', JSON.stringify(read.destinations));
     assert.equal(countOf(read, web.name, 80)?.count, 1);
     assert.deepEqual(read.allow_list.rules, [], 'only what log-only let through becomes an allow rule');
