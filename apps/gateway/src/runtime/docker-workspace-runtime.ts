@@ -289,6 +289,7 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
         await releaseUplink(hostId);
         await this.homes.remove(hostId);
         await rm(this.provisioning.gatewayDir(hostId), { recursive: true, force: true });
+        await this.pool.forgetLinksTo(this.provisioning.gatewayDir(hostId));
         // rmdir, never a recursive removal: a live folder mount there holds the user's own files.
         const mounts = this.options.folderMountsDir;
         if (mounts) await rmdir(path.join(mounts, hostId)).catch(() => {});

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, readdir, rename, rm, symlink } from 'node:fs/promises';
+import { mkdir, readdir, readlink, rename, rm, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { EgressGatewayFiles } from './egress-gateway-files.js';
 
@@ -118,6 +118,18 @@ export class EgressGatewayPool {
   /** Removes a gateway's pool path: its files, or the link a host's directory left there. */
   async forget(dir: string): Promise<void> {
     if (path.dirname(dir) === this.options.dir) await rm(dir, { recursive: true, force: true });
+  }
+
+  /**
+   * Removes the link a host's directory left in the pool when its gateway was taken from it: the host is gone,
+   * whatever its gateway's container still said of its bind (a removed host leaves no link behind).
+   */
+  async forgetLinksTo(hostDir: string): Promise<void> {
+    const names = await readdir(this.options.dir).catch(() => [] as string[]);
+    for (const name of names) {
+      const dir = path.join(this.options.dir, name);
+      if ((await readlink(dir).catch(() => null)) === hostDir) await rm(dir, { force: true });
+    }
   }
 
   /**
