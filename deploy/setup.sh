@@ -213,6 +213,8 @@ fi
 [ "$url" = "$existing_url" ] || env_replace DATABASE_URL "$url"
 env_set HTTP_PORT 8080
 env_set SSH_PROXY_PORT 2222
+# Shared web apps of workspaces, each on a port of its own (docs/access.md): an origin apart from the dashboard's.
+env_set SHARE_PORTS 8101-8120
 
 # default_public_host prints the IPv4 address of the interface that holds the default route (a route lookup in
 # the kernel's table; nothing is sent), or the host name when there is none.
