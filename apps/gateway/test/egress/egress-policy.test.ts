@@ -183,4 +183,58 @@ describe('egress policy through real tunnels of every protocol', {
       assert.ok(ms < 10_000, `${variant}: ${ms} ms`);
     }
   });
+
+  it('records what it blocked through every protocol, and in log-only mode lets the denied name through and records it', async () => {
+    const { web } = description.public;
+    const exit = description.exits[0]!.address;
+    const decisionsOf = async (id: string) => {
+      await lab.t.gateway.egressDecisionLog.read();
+      const read = await lab.t.request('GET', `/v1/admin/hosts/${id}/egress-decisions`);
+      assert.equal(read.status, 200, JSON.stringify(read.body));
+      return read.body.destinations as {
+        decision: string;
+        destination: string;
+        port: number;
+        count: number;
+      }[];
+    };
+    const applied = async (id: string) =>
+      (await lab.t.request('GET', `/v1/admin/events?host_id=${id}&type=host.egress_policy_applied`)).body
+        .events.length as number;
+    // The gateway-wide policy's refusals of the first test: at DNS (port 53), by HTTP Host (80), by SNI (443).
+    for (const { variant, id } of hosts) {
+      const blocked = (await decisionsOf(id)).filter(
+        (row) => row.decision === 'blocked' && row.destination === web.name,
+      );
+      assert.deepEqual(
+        blocked.map((row) => row.port).sort((a, b) => a - b),
+        [53, 80, 443],
+        `${variant}: ${JSON.stringify(blocked)}`,
+      );
+    }
+    const logOnly = {
+      mode: 'log-only',
+      default_action: 'allow',
+      rules: [{ action: 'deny', domain: web.name }],
+    };
+    await Promise.all(
+      hosts.map(async ({ variant, id }) => {
+        const before = await applied(id);
+        const set = await lab.t.request('PUT', `/v1/admin/hosts/${id}/egress-policy`, { body: logOnly });
+        assert.equal(set.status, 200, JSON.stringify(set.body));
+        await until(
+          `${variant}: the log-only policy applied`,
+          async () => (await applied(id)) > before,
+          20_000,
+        );
+      }),
+    );
+    for (const { variant, id } of hosts) {
+      assert.equal(await curl(id, `${web.httpUrl}/ip`), exit, `${variant}: log-only blocks nothing`);
+      const wouldBlock = (await decisionsOf(id)).find(
+        (row) => row.decision === 'would_block' && row.destination === web.name && row.port === 80,
+      );
+      assert.equal(wouldBlock?.count, 1, `${variant}: recorded as would be blocked`);
+    }
+  });
 });
