@@ -659,8 +659,13 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
             .catch((error: unknown) => logger.warn({ err: error }, 'logging an engine notice failed')),
       );
       await FolderMounts.sweep(mountsRoot, logger);
-      // Gateways an earlier process started ahead are not known to this one: removed, with their files.
-      await runtime.retireEgressGateways();
+      // Gateways an earlier process started ahead are not known to this one: removed, with their files. An
+      // engine that does not answer yet is no reason not to serve (the reconcile says what it cannot reach).
+      await runtime
+        .retireEgressGateways()
+        .catch((error: unknown) =>
+          logger.warn({ err: error }, 'removing pooled egress gateways left before failed'),
+        );
       every(config.node.heartbeatSeconds, 'node-heartbeat', () => nodes.heartbeat());
       await lifecycle.reconcile(access.system('start-up reconcile'), nodes.name);
       lifecycle.follow();

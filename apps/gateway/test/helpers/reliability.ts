@@ -20,6 +20,7 @@ import {
   resetSourceCountersWhenQuiet,
   type VariantName,
 } from '../../../../test/lab/lab.js';
+import { removeDataDir } from '../../../../test/support/data-dir.js';
 import { HOST_LABEL } from '../../src/runtime/container-specs.js';
 import { api, eventually, type GatewayProcess, labGatewayProcess, REPO_ROOT } from './gateway-process.js';
 import { buildTestImages } from './lab-egress.js';
@@ -335,7 +336,8 @@ export class ReliabilityRun {
       if (pass === 2) await sleep(2_000);
       await removeHostResources(this.madeHostIds).catch(() => {});
     }
-    rmSync(this.work, { recursive: true, force: true });
+    // Homes are loop mounts on immutable mount points: a plain removal of the data directory meets EPERM.
+    removeDataDir(this.work);
   }
 
   // ---------------------------------------------------------------- drawing a step
