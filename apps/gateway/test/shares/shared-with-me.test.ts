@@ -98,6 +98,9 @@ for (const kind of DATABASES) {
       assert.doesNotMatch(html, /<script|<style|<img|<form/i);
       for (const secret of [shortId, 'olga', 'bob', '3002', named.label])
         assert.ok(!html.includes(secret), `the page tells ${secret}`);
+      const head = await fetch(`${named.origin}/`, { method: 'HEAD' });
+      assert.equal(head.status, 401);
+      assert.equal(head.headers.get('content-type'), 'text/html; charset=utf-8');
       // Another share's cookie is no pass here; the entry without a ticket or link is the same page.
       const withOthersCookie = await fetch(`${named.origin}/`, {
         headers: { cookie: `ccp_share_${other.label}=anything` },

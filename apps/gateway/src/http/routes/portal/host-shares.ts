@@ -24,7 +24,8 @@ const ShareIdParams = Type.Object({ shareID: Type.String({ format: 'uuid' }) });
 
 /**
  * A host's listening ports and shared ports, and tickets into shares; inside the portal's scope (its role check
- * applies). Owners and admins share and revoke; a user a share names finds it in their list and gets tickets into it.
+ * applies). Owners and admins share and revoke; a user a share names finds it in their list and gets tickets
+ * into it.
  */
 export function registerHostShareRoutes(app: Api, { access, shares }: HttpServices, portal: Portal): void {
   const tags: ApiTag[] = [portal === 'admin' ? 'admin: hosts' : 'user portal'];
