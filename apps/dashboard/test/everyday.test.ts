@@ -10,6 +10,7 @@ import { type Browser, chromium, type Page } from 'playwright-core';
 import { needs } from '../../../test/support/needs.js';
 import { freePort } from '../../gateway/test/helpers/lab-gateway.js';
 import { MemoryRuntime } from '../../gateway/test/helpers/memory-runtime.js';
+import { freePortRange } from '../../gateway/test/helpers/shared-ports.js';
 import {
   ADMIN_PASSWORD,
   startTestGateway,
@@ -119,7 +120,14 @@ describe('everyday use of the dashboard in Chromium', { skip, timeout: 300_000 }
     // Workspaces that show no activity but the terminal output a test sets: the lifecycle policy's rounds, run by
     // hand, decide by the policy alone. A log-only egress policy, whose decisions the test hands the memory runtime.
     const policy = { mode: 'log-only', default_action: 'allow', rules: [] };
-    const env = { ...NODE_TIMING, EGRESS_POLICY: JSON.stringify(policy), EGRESS_POLICY_LOG_SECONDS: '0' };
+    const sharePort = await freePortRange(1);
+    const env = {
+      ...NODE_TIMING,
+      EGRESS_POLICY: JSON.stringify(policy),
+      EGRESS_POLICY_LOG_SECONDS: '0',
+      // One port to share a workspace's app on (the share-with-me test).
+      SHARE_PORTS: `${sharePort}-${sharePort}`,
+    };
     t = await startTestGateway('sqlite', env, runtime, {
       activityProbe: {
         sample: async (hostId) => ({
@@ -807,6 +815,42 @@ describe('everyday use of the dashboard in Chromium', { skip, timeout: 300_000 }
     assert.equal(await own.getByRole('button', { name: 'Turn this log into an allow-list' }).count(), 0);
     await own.context().close();
     await admin.context().close();
+  });
+
+  it('lists a port shared with a user under Shared with me on their host list, and opens it in a new tab', async () => {
+    const owner = await t.createUser('frank');
+    const erin = await t.createUser('erin');
+    const created = await t.request('POST', '/v1/admin/hosts', { body: { user_id: owner.id } });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const host = created.body as { id: string; short_id: string };
+    const shared = await t.request('POST', `/v1/user/hosts/${host.id}/shares`, {
+      token: owner.token,
+      body: { port: 3000, usernames: ['erin'] },
+    });
+    assert.equal(shared.status, 201, JSON.stringify(shared.body));
+    const page = await pageAs('erin', erin.password, '/portal');
+    const item = page.getByTestId('shared-with-me').getByRole('listitem');
+    await item.waitFor();
+    assert.match(
+      (await item.textContent()) ?? '',
+      new RegExp(`^Port 3000 of host ${host.short_id}, shared by frank ${shared.body.origin} Open$`),
+    );
+    await shot(page, 'portal-shared-with-me');
+    // Open enters through a one-time ticket in a new tab, which lands on the share's own origin with its cookie.
+    const [tab] = await Promise.all([
+      page.waitForEvent('popup'),
+      item.getByRole('button', { name: 'Open' }).click(),
+    ]);
+    await tab.waitForURL(`${shared.body.origin}/`);
+    assert.deepEqual(
+      (await page.context().cookies(shared.body.origin)).map((cookie) => cookie.name),
+      [`ccp_share_${shared.body.label}`],
+    );
+    // The owner's own list has nothing shared with him.
+    const ownerPage = await pageAs('frank', owner.password, '/portal');
+    await ownerPage.getByTestId('shared-with-me').getByText('No one has shared a port').waitFor();
+    await ownerPage.context().close();
+    await page.context().close();
   });
 });
 

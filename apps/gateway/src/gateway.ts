@@ -326,6 +326,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     bus,
     log: logger.child({ component: 'shares' }),
     bindHost: config.httpHost,
+    portalUrl: `${config.publicApiUrl}/portal`,
   });
   const status = new StatusService(
     database,

@@ -47,6 +47,7 @@ import type {
   PortShareCreated,
   PortShareList,
   PortShareTicket,
+  ReceivedPortShareList,
 } from './shares.js';
 import type {
   AddSshKeyRequest,
@@ -383,6 +384,8 @@ export function createApiClient(options: ApiClientOptions = {}) {
         terminal: terminalOf('user'),
         shares: sharesOf('user'),
       },
+      /** Shares of other users' hosts shared with the caller by username (opened with hosts.shares.ticket). */
+      sharedWithMe: () => get<S<typeof ReceivedPortShareList>>('/v1/user/shares/shared-with-me'),
       tasks: {
         get: (taskId: string) => get<S<typeof Task>>(`/v1/user/tasks/${id(taskId)}`),
       },

@@ -69,6 +69,24 @@ export const PortShareTicket = Type.Object({
   expires_at: Timestamp,
 });
 
+export const ReceivedPortShare = Type.Object({
+  id: Type.String({ format: 'uuid', description: 'The share, for a ticket into it' }),
+  host_short_id: Type.String({ description: 'The short id of the host whose port it is' }),
+  owner_username: Type.String({ description: 'The user who owns the host' }),
+  port: Type.Integer({ description: 'The port in the workspace' }),
+  origin: Type.String({
+    description: 'Where it is served (opened through a ticket, never with the API token)',
+  }),
+  created_at: Timestamp,
+});
+
+export const ReceivedPortShareList = Type.Object({
+  items: Type.Array(ReceivedPortShare, {
+    description:
+      "Shares other users shared with the caller by username, of active owners' existing hosts; a revoked share is gone",
+  }),
+});
+
 export type ListeningPort = Type.Static<typeof ListeningPort>;
 export type ListeningPortList = Type.Static<typeof ListeningPortList>;
 export type PortShare = Type.Static<typeof PortShare>;
@@ -76,3 +94,5 @@ export type PortShareList = Type.Static<typeof PortShareList>;
 export type PortShareCreate = Type.Static<typeof PortShareCreate>;
 export type PortShareCreated = Type.Static<typeof PortShareCreated>;
 export type PortShareTicket = Type.Static<typeof PortShareTicket>;
+export type ReceivedPortShare = Type.Static<typeof ReceivedPortShare>;
+export type ReceivedPortShareList = Type.Static<typeof ReceivedPortShareList>;

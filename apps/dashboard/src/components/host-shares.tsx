@@ -1,8 +1,8 @@
-import { ApiError, type Host, type PortShare, type Role } from '@ccp/api';
+import { ApiError, type Host, type PortShare, type ReceivedPortShare, type Role } from '@ccp/api';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api } from '../api';
-import { ActionButton } from './ui';
+import { ActionButton, Section } from './ui';
 
 function reasonOf(error: unknown): string {
   if (error instanceof ApiError) return `${error.message} (${error.code})`;
@@ -22,7 +22,7 @@ function Failure({ what, error }: { what: string; error: unknown }) {
  * Opens a share in a new tab through a one-time entry (the account's token never goes in its URL). The tab opens
  * at the click, so it is not taken for a pop-up, then goes to the share's own origin.
  */
-async function openShare(share: PortShare, scope: Role): Promise<void> {
+async function openShare(share: Pick<PortShare, 'id'>, scope: Role): Promise<void> {
   const tab = window.open('', '_blank');
   if (!tab) throw new Error('The browser did not open a new tab (a pop-up blocker?)');
   tab.opener = null;
@@ -163,5 +163,42 @@ export function HostShares({ host, scope }: { host: Host; scope: Role }) {
       <Failure what="Revoking" error={revoke.error} />
       <Failure what="Opening" error={open.error} />
     </div>
+  );
+}
+
+/**
+ * Ports of other users' hosts shared with the signed-in user by name, each to open in a new tab (no SSE topic
+ * carries other users' shares: the list is fetched each time the page is shown).
+ */
+export function SharedWithMe() {
+  const shared = useQuery({ queryKey: ['shared-with-me'], queryFn: api.user.sharedWithMe, staleTime: 0 });
+  const open = useMutation({ mutationFn: (share: ReceivedPortShare) => openShare(share, 'user') });
+  const items = shared.data?.items ?? [];
+  return (
+    <Section title="Shared with me">
+      <div data-testid="shared-with-me">
+        <Failure what="Listing what is shared with you" error={shared.error} />
+        {shared.isSuccess && items.length === 0 ? (
+          <p className="hint">No one has shared a port of their host with you.</p>
+        ) : null}
+        <ul>
+          {items.map((share) => (
+            <li key={share.id}>
+              <span>
+                Port {share.port} of host {share.host_short_id}, shared by {share.owner_username}
+              </span>{' '}
+              <code>{share.origin}</code>{' '}
+              <ActionButton
+                pending={open.isPending && open.variables === share}
+                onClick={() => open.mutate(share)}
+              >
+                Open
+              </ActionButton>
+            </li>
+          ))}
+        </ul>
+        <Failure what="Opening" error={open.error} />
+      </div>
+    </Section>
   );
 }

@@ -18,6 +18,7 @@ import type { ShareSettings } from '../domain/shares/settings.js';
 import { BackgroundEvents } from '../events/background-events.js';
 import type { EventBus } from '../events/event-bus.js';
 import type { PortTunnels } from './port-tunnels.js';
+import { privateSharePage } from './share-private-page.js';
 
 export interface ShareProxyOptions {
   shares: PortShares;
@@ -27,6 +28,8 @@ export interface ShareProxyOptions {
   log: Logger;
   /** The address SHARE_PORTS listen on (HTTP_HOST). */
   bindHost: string;
+  /** The user portal's address, where a visitor without a pass is sent to open the share. */
+  portalUrl: string;
   /** How often open streams are checked against their share (revocation on another gateway, expiry). */
   recheckMs?: number;
 }
@@ -186,9 +189,22 @@ export class ShareProxy {
     const share = await this.options.shares.findServed(where);
     if (!share) throw errors.notFound('Share');
     const url = new URL(request.url ?? '/', 'http://share');
+    const ticket = url.searchParams.get('ticket');
+    const link = url.searchParams.get('link');
+    const entering = url.pathname === SHARE_ENTRY_PATH && (ticket || link);
+    const reading = request.method === 'GET' || request.method === 'HEAD';
+    if (
+      !entering &&
+      reading &&
+      !cookieValue(request.headers.cookie, `${SHARE_COOKIE_PREFIX}${share.label}`)
+    ) {
+      // A browser that came without a pass (no cookie, no ticket, no link) is told where the share opens.
+      const page = privateSharePage(this.options.portalUrl);
+      response.writeHead(401, page.headers);
+      response.end(request.method === 'HEAD' ? undefined : page.body);
+      return;
+    }
     if (url.pathname === SHARE_ENTRY_PATH) {
-      const ticket = url.searchParams.get('ticket');
-      const link = url.searchParams.get('link');
       if (!ticket && !link) throw errors.unauthorized('A share ticket or link is required');
       const { pass, maxAgeSeconds } = await this.options.shares.enter(
         share,

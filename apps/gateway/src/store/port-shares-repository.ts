@@ -4,6 +4,14 @@ import type { PortSharesTable } from './schema.js';
 
 export type PortShareRow = Selectable<PortSharesTable>;
 
+/** A share named for a user, with its host's short id and its owner as the account is now. */
+export type SharedWithRow = PortShareRow & {
+  host_short_id: string;
+  owner_username: string;
+  owner_status: 'active' | 'disabled';
+  owner_expires_at: string | null;
+};
+
 /** Shared ports of workspaces (migration 0011). */
 export class PortSharesRepository {
   constructor(private readonly db: Db) {}
@@ -30,6 +38,24 @@ export class PortSharesRepository {
       .selectAll()
       .where('host_id', '=', hostId)
       .orderBy('created_at')
+      .execute();
+  }
+
+  /** Shares whose named users include `userId` (ids are UUIDs: no LIKE wildcards in them), on existing hosts. */
+  async listSharedWith(userId: string): Promise<SharedWithRow[]> {
+    return this.db
+      .selectFrom('port_shares')
+      .innerJoin('hosts', 'hosts.id', 'port_shares.host_id')
+      .innerJoin('users', 'users.id', 'hosts.user_id')
+      .selectAll('port_shares')
+      .select([
+        'hosts.short_id as host_short_id',
+        'users.username as owner_username',
+        'users.status as owner_status',
+        'users.expires_at as owner_expires_at',
+      ])
+      .where('port_shares.user_ids', 'like', `%${JSON.stringify(userId)}%`)
+      .orderBy('port_shares.created_at')
       .execute();
   }
 

@@ -57,10 +57,10 @@ describe('a port of a real workspace shared through the gateway', { skip, timeou
     assert.equal(created.status, 201, JSON.stringify(created.body));
     assert.equal(created.body.origin, `http://127.0.0.1:${s.firstSharePort}`);
     assert.equal(created.body.link_url, null);
-    // Without entering, the share answers nothing of the app.
+    // Without entering, the share answers nothing of the app: a page saying it opens from the portal.
     const anonymous = await fetch(`${created.body.origin}/`);
     assert.equal(anonymous.status, 401);
-    assert.match(((await anonymous.json()) as { error: string }).error, /private/);
+    assert.match(await anonymous.text(), /This share is private/);
 
     const owner = await visit(await s.ticketUrl(created.body.id, s.owner.token));
     assert.equal(owner.status, 200);

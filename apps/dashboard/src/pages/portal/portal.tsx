@@ -11,7 +11,7 @@ import { HostEgressNotice } from '../../components/host-egress';
 import { HostEgressDecisions } from '../../components/host-egress-decisions';
 import { HostLifecycle } from '../../components/host-lifecycle';
 import { HostResources } from '../../components/host-resources';
-import { HostShares } from '../../components/host-shares';
+import { HostShares, SharedWithMe } from '../../components/host-shares';
 import { HostTask } from '../../components/host-task';
 import { HostTerminal } from '../../components/host-terminal';
 import { HostTrafficChart } from '../../components/host-traffic-chart';
@@ -52,6 +52,7 @@ export function PortalHosts() {
           </Section>
         ))
       )}
+      <SharedWithMe />
     </>
   );
 }

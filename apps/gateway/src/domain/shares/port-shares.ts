@@ -1,5 +1,12 @@
 import { createHash, createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
-import type { ListeningPort, PortShare, PortShareCreate, PortShareCreated, PortShareTicket } from '@ccp/api';
+import type {
+  ListeningPort,
+  PortShare,
+  PortShareCreate,
+  PortShareCreated,
+  PortShareTicket,
+  ReceivedPortShare,
+} from '@ccp/api';
 import type { EventBus } from '../../events/event-bus.js';
 import { isoOut } from '../../shared/clock.js';
 import type { AccessTicketsRepository } from '../../store/access-tickets-repository.js';
@@ -8,6 +15,7 @@ import type { PortShareRow, PortSharesRepository } from '../../store/port-shares
 import type { UsersRepository } from '../../store/users-repository.js';
 import type { Access, WorkspaceLogin } from '../access/access.js';
 import { AccessTickets, type TicketGrant } from '../access/access-tickets.js';
+import { isExpired } from '../access/account-expiry.js';
 import { type HostGrant, hostOf } from '../access/grants.js';
 import { type HostAccess, hostAccessOf } from '../access/host-access.js';
 import { actorOf, type CredentialHolder, type Principal } from '../access/principal.js';
@@ -104,6 +112,29 @@ export class PortShares {
   async list(grant: HostGrant): Promise<PortShare[]> {
     const host = hostOf(grant, 'view');
     return Promise.all((await this.options.shares.listByHost(host.id)).map((row) => this.view(row)));
+  }
+
+  /**
+   * The shares other users shared with `principal` by username: those of an owner who is disabled or expired are
+   * left out (their hosts are closed to everyone but admins), a revoked share or a removed host's is gone.
+   */
+  async sharedWith(principal: Principal): Promise<ReceivedPortShare[]> {
+    const now = new Date(this.now()).toISOString();
+    return (await this.options.shares.listSharedWith(principal.id))
+      .filter(
+        (row) =>
+          (JSON.parse(row.user_ids) as string[]).includes(principal.id) &&
+          row.owner_status === 'active' &&
+          !isExpired({ expires_at: row.owner_expires_at }, now),
+      )
+      .map((row) => ({
+        id: row.id,
+        host_short_id: row.host_short_id,
+        owner_username: row.owner_username,
+        port: row.port,
+        origin: this.options.originOf(row),
+        created_at: isoOut(row.created_at),
+      }));
   }
 
   /** Shares a port of the host: 409 when sharing is off or the host has as many as it may. */

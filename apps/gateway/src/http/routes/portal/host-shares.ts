@@ -4,6 +4,7 @@ import {
   PortShareCreated,
   PortShareList,
   PortShareTicket,
+  ReceivedPortShareList,
 } from '@ccp/api';
 import Type from 'typebox';
 import type { Api } from '../../api.js';
@@ -23,7 +24,8 @@ const ShareIdParams = Type.Object({ shareID: Type.String({ format: 'uuid' }) });
 
 /**
  * A host's listening ports and shared ports, and tickets into shares; inside the portal's scope (its role check
- * applies). Owners and admins share and revoke; a user a share names gets tickets into it as well.
+ * applies). Owners and admins share and revoke; a user a share names finds it in their list and gets tickets
+ * into it.
  */
 export function registerHostShareRoutes(app: Api, { access, shares }: HttpServices, portal: Portal): void {
   const tags: ApiTag[] = [portal === 'admin' ? 'admin: hosts' : 'user portal'];
@@ -101,6 +103,21 @@ export function registerHostShareRoutes(app: Api, { access, shares }: HttpServic
       return reply.status(204).send(null);
     },
   );
+
+  // An admin opens every share from its host's page; what others shared by name is a user's list.
+  if (portal === 'user')
+    app.get(
+      '/shares/shared-with-me',
+      {
+        schema: {
+          tags,
+          operationId: 'listSharesWithMe',
+          summary: "Shared ports of other users' hosts that their owners shared with the caller by username",
+          response: { 200: ReceivedPortShareList },
+        },
+      },
+      async (request) => ({ items: await shares.sharedWith(principalOf(request)) }),
+    );
 
   app.post(
     '/shares/:shareID/ticket',
