@@ -33,6 +33,7 @@ import { HostsService } from './domain/hosts/hosts-service.js';
 import { ImagesService } from './domain/hosts/images-service.js';
 import { HostPolicies } from './domain/hosts/lifecycle-policies.js';
 import { LifecycleScheduler } from './domain/hosts/lifecycle-scheduler.js';
+import { SessionInputRecorder } from './domain/hosts/session-input.js';
 import { NodeRegistry } from './domain/nodes/node-registry.js';
 import { NodeRemoval } from './domain/nodes/node-removal.js';
 import { ResourceMonitor } from './domain/quotas/resource-monitor.js';
@@ -105,6 +106,8 @@ export interface Gateway {
   lifecycle: HostLifecycle;
   /** Idle stop, maximum lifetime and schedule: the rounds (run every HOST_ACTIVITY_SECONDS, or by tests). */
   lifecycleScheduler: LifecycleScheduler;
+  /** A person's input in this gateway's sessions, recorded as their hosts' activity before each of those rounds. */
+  sessionInput: SessionInputRecorder;
   /** Grants: every lifecycle call needs one (the gateway's own work asks `access.system(reason)`). */
   access: Access;
   tasks: TaskRunner;
@@ -427,6 +430,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     lifecycle,
     pathCheckDestinations(config.egress).rules,
   );
+  const sessionInput = new SessionInputRecorder([ssh.input, terminals.input, vnc.input], repositories.hosts);
   const lifecycleScheduler = new LifecycleScheduler({
     hosts: repositories.hosts,
     users: repositories.users,
@@ -435,7 +439,6 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     tasks: taskRunner,
     bus,
     probe: options.activityProbe ?? new DockerActivityProbe(docker.docker),
-    sessions: (hostId) => dialer.openStreams(hostId),
     tellSessions: (hostId, text) => ssh.tellSessions(hostId, text),
     cluster,
     accessSettings,
@@ -593,6 +596,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     hosts,
     lifecycle,
     lifecycleScheduler,
+    sessionInput,
     access,
     tasks: taskRunner,
     limiter,
@@ -672,8 +676,12 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       lifecycle.follow();
       lifecycleScheduler.follow();
       exitDoubtPause.follow();
-      if (config.hostLifecycle.roundSeconds > 0)
-        every(config.hostLifecycle.roundSeconds, 'host-lifecycle-policy', () => lifecycleScheduler.round());
+      if (config.hostLifecycle.roundSeconds > 0) {
+        every(config.hostLifecycle.roundSeconds, 'host-lifecycle-policy', async () => {
+          await sessionInput.record();
+          await lifecycleScheduler.round();
+        });
+      }
       taskRunner.start();
       const checkImages = () =>
         images.check().catch((error: unknown) => logger.warn({ err: error }, 'image check failed'));

@@ -42,7 +42,7 @@ const Seconds = (description: string) =>
 export const LifecyclePolicy = Type.Object(
   {
     idle_timeout_seconds: Seconds(
-      'Stop after this long without activity (a session, terminal output, CPU or network use); 0: never',
+      'Stop after this long without activity (input in a session, terminal output, CPU or network use; a session open but unused is none); 0: never',
     ),
     max_lifetime_seconds: Seconds('Stop this long after each start, busy or not; 0: never'),
     schedule: Type.Union([WeeklySchedule, Type.Null()], {
@@ -77,7 +77,8 @@ export const ActivitySignal = Type.Union(
   [Type.Literal('session'), Type.Literal('terminal'), Type.Literal('cpu'), Type.Literal('network')],
   {
     description:
-      'session: an SSH, desktop or ccp session was open; terminal: a tmux pane printed; cpu: the workspace used ' +
+      "session: a person's input went through an SSH, ccp, browser terminal or desktop session (keys, a mounted " +
+      "folder's or a forwarded port's data, pointer); terminal: a tmux pane printed; cpu: the workspace used " +
       'CPU past HOST_ACTIVE_CPU_PERCENT; network: bytes went through its egress gateway',
   },
 );

@@ -6,7 +6,7 @@ import { timeLeft, when } from '../format';
 import { ActionButton, ErrorText } from './ui';
 
 const SIGNALS: Record<string, string> = {
-  session: 'a session was open',
+  session: 'someone typed or worked in a session',
   terminal: 'a terminal printed',
   cpu: 'it used CPU',
   network: 'it used the network',

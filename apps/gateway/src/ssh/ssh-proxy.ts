@@ -24,6 +24,7 @@ import {
   portalHostUrl,
 } from '../domain/hosts/host-view.js';
 import { policyStopText } from '../domain/hosts/lifecycle-scheduler.js';
+import { SessionInputWatch } from '../domain/hosts/session-input.js';
 import type { StopRequester, TaskRunner } from '../domain/tasks/task-runner.js';
 import { fingerprintOf } from '../domain/users/ssh-public-key.js';
 import { BackgroundEvents } from '../events/background-events.js';
@@ -139,6 +140,12 @@ const REFUSALS: Record<
 export class SshProxy {
   private readonly server: Server;
   private readonly live = new Map<string, LiveSession>();
+  /** Hosts whose sessions carried the user's data to the workspace: keys, a mounted folder, forwarded ports. */
+  readonly input = new SessionInputWatch(
+    () => this.live.values(),
+    (session) => session.host.id,
+    (session) => session.traffic.toWorkspace,
+  );
   private readonly pending = new Set<Connection>();
   /** Connections per client address that have not logged in yet (counted from the TCP accept). */
   private readonly unauthenticated = new Map<string, number>();

@@ -11,6 +11,7 @@ import type { HostAccess } from '../domain/access/host-access.js';
 import { actorOf, type CredentialHolder, type Principal } from '../domain/access/principal.js';
 import { errors } from '../domain/errors.js';
 import { linuxUserFor } from '../domain/hosts/host-view.js';
+import { SessionInputWatch } from '../domain/hosts/session-input.js';
 import { BackgroundEvents } from '../events/background-events.js';
 import type { EventBus } from '../events/event-bus.js';
 import { isoOut } from '../shared/clock.js';
@@ -74,6 +75,12 @@ const CLOSE_CODES: Record<string, number> = {
  */
 export class WebTerminals {
   private readonly live = new Map<string, LiveTerminal>();
+  /** Hosts whose browser terminals carried the user's keys. */
+  readonly input = new SessionInputWatch(
+    () => this.live.values(),
+    (terminal) => terminal.access.login.host.id,
+    (terminal) => terminal.traffic.toWorkspace,
+  );
   private readonly events: BackgroundEvents;
   private readonly recheck: NodeJS.Timeout;
 

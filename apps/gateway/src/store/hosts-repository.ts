@@ -1,7 +1,7 @@
 import { type Insertable, type Selectable, sql, type Updateable } from 'kysely';
 import type { Db } from './database.js';
 import { constrained } from './errors.js';
-import type { HostsTable } from './schema.js';
+import type { HostsTable, IsoTime } from './schema.js';
 
 export type HostRow = Selectable<HostsTable>;
 /** A host with its owner's name and resource defaults (a host's own resources fall back to them). */
@@ -68,6 +68,21 @@ export class HostsRepository {
 
   async update(id: string, patch: HostPatch): Promise<void> {
     await this.db.updateTable('hosts').set(patch).where('id', '=', id).execute();
+  }
+
+  /**
+   * A person's input reached these hosts through a session: their last activity, unless a newer one is known
+   * (ISO times in one format compare as text on both databases). Stopped hosts are left as they are.
+   */
+  async recordSessionInput(hostIds: string[], at: IsoTime): Promise<void> {
+    if (hostIds.length === 0) return;
+    await this.db
+      .updateTable('hosts')
+      .set({ last_activity_at: at, last_activity_signal: 'session' })
+      .where('id', 'in', hostIds)
+      .where('status', '=', 'running')
+      .where((eb) => eb.or([eb('last_activity_at', 'is', null), eb('last_activity_at', '<', at)]))
+      .execute();
   }
 
   async delete(id: string): Promise<boolean> {

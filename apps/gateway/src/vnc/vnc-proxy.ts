@@ -12,10 +12,12 @@ import type { AuthService } from '../domain/access/auth-service.js';
 import type { HostAccess } from '../domain/access/host-access.js';
 import { actorOf, type CredentialHolder, type Principal } from '../domain/access/principal.js';
 import { errors } from '../domain/errors.js';
+import { SessionInputWatch } from '../domain/hosts/session-input.js';
 import { BackgroundEvents } from '../events/background-events.js';
 import type { EventBus } from '../events/event-bus.js';
 import { isoOut } from '../shared/clock.js';
 import { desktopFile } from './desktop-files.js';
+import { RfbClientInput } from './rfb-client-input.js';
 import { joinRfb } from './rfb-handshake.js';
 import {
   type DesktopCredential,
@@ -65,6 +67,8 @@ interface LiveSession {
   clientAddress: string;
   openedAt: number;
   traffic: { toDesktop: number; toClient: number };
+  /** The browser's RFB messages, read for a person's input. */
+  input: RfbClientInput;
   closeReason: string;
 }
 
@@ -75,6 +79,12 @@ interface LiveSession {
  */
 export class VncProxy {
   private readonly live = new Map<string, LiveSession>();
+  /** Hosts whose desktops got a person's keys, pointer or clipboard (not the viewer's own update requests). */
+  readonly input = new SessionInputWatch(
+    () => this.live.values(),
+    (session) => session.access.host.id,
+    (session) => session.input.events,
+  );
   private readonly events: BackgroundEvents;
   private readonly recheck: NodeJS.Timeout;
 
@@ -195,6 +205,7 @@ export class VncProxy {
       clientAddress,
       openedAt: Date.now(),
       traffic: { toDesktop: 0, toClient: 0 },
+      input: new RfbClientInput(),
       closeReason: 'client_closed',
     };
     const fail = (reason: string) => {
@@ -255,17 +266,19 @@ export class VncProxy {
     this.emitOpened(session, pending.passwordProtected);
     if (pending.fromBrowser.length > 0) {
       session.traffic.toDesktop += pending.fromBrowser.length;
+      session.input.feed(pending.fromBrowser);
       upstream.send(pending.fromBrowser);
     }
     if (pending.fromDesktop.length > 0) {
       session.traffic.toClient += pending.fromDesktop.length;
       client.send(pending.fromDesktop);
     }
-    relay(client, upstream, (bytes) => {
-      session.traffic.toDesktop += bytes;
+    relay(client, upstream, (data) => {
+      session.traffic.toDesktop += data.length;
+      session.input.feed(data);
     });
-    relay(upstream, client, (bytes) => {
-      session.traffic.toClient += bytes;
+    relay(upstream, client, (data) => {
+      session.traffic.toClient += data.length;
     });
     upstream.on('close', () => {
       if (session.closeReason === 'client_closed') session.closeReason = 'desktop_closed';
@@ -383,7 +396,7 @@ function hostNotRunning(host: HostAccess) {
 }
 
 /** Forwards every message of `from` to `to`; `from` stops reading while `to` has too much queued. */
-function relay(from: WebSocket, to: WebSocket, count: (bytes: number) => void): void {
+function relay(from: WebSocket, to: WebSocket, count: (data: Buffer) => void): void {
   let paused = false;
   const drained = () => {
     if (paused && to.bufferedAmount < LOW_WATER) {
@@ -392,7 +405,7 @@ function relay(from: WebSocket, to: WebSocket, count: (bytes: number) => void): 
     }
   };
   from.on('message', (data: Buffer, isBinary: boolean) => {
-    count(data.length);
+    count(data);
     if (to.readyState !== WebSocket.OPEN) return;
     to.send(data, { binary: isBinary }, drained);
     if (!paused && to.bufferedAmount > HIGH_WATER) {

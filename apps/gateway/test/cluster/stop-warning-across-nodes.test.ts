@@ -99,4 +99,17 @@ describe('a stop warning reaches sessions at every gateway', {
     assert.match(session.stderr(), /lifetime: it ran for its maximum lifetime/);
     assert.match(session.stderr(), /`ccp extend`/);
   });
+
+  it('what someone types in the terminal attached at b is the activity the host’s node reads', async () => {
+    const [host] = (await a.request('GET', '/v1/admin/hosts')).body.hosts;
+    const typedAt = Date.now();
+    session!.child.stdin.write('echo typed at b\n');
+    await until('the keys to pass through b', async () => {
+      await b.gateway.sessionInput.record();
+      const { lifecycle } = (await a.request('GET', `/v1/admin/hosts/${host.id}`)).body;
+      return (
+        lifecycle.last_activity_signal === 'session' && Date.parse(lifecycle.last_activity_at) >= typedAt
+      );
+    });
+  });
 });

@@ -22,7 +22,6 @@ const policy = (p: Partial<EffectiveLifecyclePolicy>): EffectiveLifecyclePolicy 
 });
 const thresholds = { cpuPercent: 5, networkBytes: 4096 };
 const quiet = {
-  sessions: 0,
   terminalOutputAt: null,
   cpu: { usedSeconds: 0.01, elapsedSeconds: 60 },
   networkBytes: 0,
@@ -58,16 +57,6 @@ describe('effectivePolicy', () => {
 
 describe('activityOf', () => {
   const now = at('2026-11-26T12:00:00Z');
-  it('an open session is activity now, before any other signal', () => {
-    assert.deepEqual(
-      activityOf({ ...quiet, sessions: 1, terminalOutputAt: now - 5000 }, now, null, thresholds),
-      {
-        at: now,
-        signal: 'session',
-      },
-    );
-  });
-
   it('CPU above the threshold between two readings is activity; below it is not', () => {
     assert.deepEqual(
       activityOf({ ...quiet, cpu: { usedSeconds: 3.1, elapsedSeconds: 60 } }, now, null, thresholds),

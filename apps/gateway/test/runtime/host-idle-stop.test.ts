@@ -13,8 +13,9 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * What users see of a host's lifecycle policy on a real workspace: an agent left working in tmux with no session
- * open keeps it running past its idle timeout; once it is quiet it is warned (live stream) and stopped, an extend
- * moves the stop; a maximum lifetime stops it even with a session open, whose terminal is told first.
+ * open keeps it running past its idle timeout, and so does someone typing in a session; a terminal left attached
+ * and quiet does not: it is told (as is the live stream), an extend moves the stop, and the host stops as idle; a
+ * maximum lifetime stops it even with a session in use, whose terminal is told first.
  */
 describe('idle stop and maximum lifetime of a real workspace', {
   skip: labUnavailable() || needs('ssh', 'sshpass'),
@@ -82,10 +83,22 @@ describe('idle stop and maximum lifetime of a real workspace', {
     assert.equal(now.lifecycle.planned_stop.reason, 'idle');
   });
 
-  it('once quiet it is warned on the live stream, an extend moves the stop, then it stops as idle', async () => {
+  it('someone typing in a session keeps it; left attached and quiet, that terminal and the live stream are warned, an extend moves the stop, then it stops as idle', async () => {
     const sse = await SseClient.open(`${lab.t.url}/v1/admin/sse?token=${lab.t.adminToken}&topics=hosts`);
+    const session = openLiveSession(port, sshPass, ['-tt', `${login}@127.0.0.1`]);
     try {
       await inWorkspace('tmux kill-server');
+      // Someone at the keyboard of an attached terminal: a key a second, past the idle timeout and its warning.
+      const typingFrom = Date.now();
+      while (Date.now() - typingFrom < (IDLE_SECONDS + WARNING_SECONDS + 3) * 1000) {
+        session.child.stdin.write('\n');
+        await sleep(1000);
+      }
+      const typed = await host();
+      assert.equal(typed.status, 'running');
+      assert.equal(typed.lifecycle.last_activity_signal, 'session', JSON.stringify(typed.lifecycle));
+      assert.deepEqual(await events('host.stop_warning'), [], 'never warned while someone typed');
+      // The terminal stays attached, and nobody types in it any more.
       const quietAt = Date.now();
       const updates = () =>
         sse
@@ -101,6 +114,9 @@ describe('idle stop and maximum lifetime of a real workspace', {
       const warned = updates().find((h) => h.lifecycle?.planned_stop?.warned_at);
       assert.equal(warned.status, 'running');
       assert.equal(warned.lifecycle.planned_stop.reason, 'idle');
+      await until('the warning in the attached terminal', () => session.stderr().includes('stops in about'));
+      assert.match(session.stderr(), /idle: no input in a session, terminal output, CPU or network use/);
+      assert.equal((await host()).status, 'running', 'told before the stop');
       const firstStop = Date.parse(warned.lifecycle.planned_stop.at);
       assert.ok(firstStop - quietAt >= IDLE_SECONDS * 1000 - 2000, 'not before its idle timeout');
 
@@ -117,6 +133,7 @@ describe('idle stop and maximum lifetime of a real workspace', {
 
       await until('the idle stop', async () => (await host()).status === 'stopped', 40_000);
       const stoppedAt = Date.now();
+      await within(40_000, 'the attached session to end with the host', session.exited);
       assert.ok(stoppedAt >= movedTo - 1000, 'not before the extended stop');
       const warnings = await events('host.stop_warning');
       assert.equal(
@@ -143,6 +160,7 @@ describe('idle stop and maximum lifetime of a real workspace', {
       assert.match(refused.stderr, /stopped by the gateway at \S+ for its lifecycle policy, idle: /);
     } finally {
       sse.close();
+      session.child.kill();
     }
   });
 
@@ -151,10 +169,15 @@ describe('idle stop and maximum lifetime of a real workspace', {
     await within(300_000, 'the workspace start', lab.startHost(hostId));
     const session = openLiveSession(port, sshPass, ['-tt', `${login}@127.0.0.1`]);
     try {
-      await until(
-        'the session to open',
-        async () => (await host()).lifecycle.last_activity_signal === 'session',
-      );
+      // Its user types: the session is activity, and the lifetime stops the host all the same.
+      const typedAt = Date.now();
+      session.child.stdin.write('true\n');
+      await until('the input to count', async () => {
+        const { lifecycle } = await host();
+        return (
+          lifecycle.last_activity_signal === 'session' && Date.parse(lifecycle.last_activity_at) >= typedAt
+        );
+      });
       await until('the line in the terminal', () => session.stderr().includes('stops in about'), 40_000);
       assert.equal((await host()).status, 'running', 'told before the stop');
       assert.match(session.stderr(), /lifetime: it ran for its maximum lifetime/);

@@ -221,6 +221,50 @@ for (const kind of DATABASES) {
       assert.equal((await t.request('GET', '/v1/admin/dashboard/stats')).body.sessions.vnc, 0);
     });
 
+    it("counts a person's keys and pointer as the host's activity, not a viewer's own update requests", async () => {
+      const lastActivity = async () => (await t.request('GET', `/v1/admin/hosts/${bobHost}`)).body.lifecycle;
+      // Bob's: Alice's host stopped when she was disabled above.
+      const opened = await openStream(ws(`/v1/user/hosts/${bobHost}/vnc/websockify`), bearer(bob.token));
+      assert.ok('socket' in opened, JSON.stringify(opened));
+      const echoes = (count: number) =>
+        new Promise<void>((resolve) => {
+          let left = count;
+          const seen = () => {
+            if (--left === 0) {
+              opened.socket.off('message', seen);
+              resolve();
+            }
+          };
+          opened.socket.on('message', seen);
+        });
+      try {
+        const before = await lastActivity();
+        // ClientInit, the encodings, then update requests: what a viewer left open sends on its own.
+        const encodings = Buffer.alloc(12);
+        encodings[0] = 2;
+        encodings.writeUInt16BE(2, 2);
+        const updateRequest = Buffer.from([3, 1, 0, 0, 0, 0, 4, 0, 3, 0]);
+        const sent = [Buffer.from([1]), encodings, updateRequest, updateRequest, updateRequest];
+        const relayed = echoes(sent.length);
+        for (const message of sent) opened.socket.send(message);
+        await relayed;
+        await t.gateway.sessionInput.record();
+        assert.deepEqual(await lastActivity(), before, 'no activity from a viewer nobody uses');
+        // A key pressed and the pointer moved.
+        const typedAt = Date.now();
+        const input = echoes(2);
+        opened.socket.send(Buffer.from([4, 1, 0, 0, 0, 0, 0, 0x61]));
+        opened.socket.send(Buffer.from([5, 0, 0, 10, 0, 20]));
+        await input;
+        await t.gateway.sessionInput.record();
+        const after = await lastActivity();
+        assert.equal(after.last_activity_signal, 'session');
+        assert.ok(Date.parse(after.last_activity_at) >= typedAt, JSON.stringify(after));
+      } finally {
+        opened.socket.close();
+      }
+    });
+
     it('holds back the desktop while the browser does not read (backpressure)', async () => {
       // The user was disabled above, which stops the user's hosts: start this one again.
       await t.request('POST', `/v1/admin/hosts/${aliceHost}/start`);

@@ -32,8 +32,6 @@ export function effectivePolicy(
 
 /** What one round saw of a running workspace. */
 export interface ActivityReading {
-  /** SSH, desktop and ccp sessions open to the host now. */
-  sessions: number;
   /** The newest output any tmux pane printed (tmux's window_activity), or null without tmux. */
   terminalOutputAt: number | null;
   /** CPU time the workspace used since the previous reading, in seconds, and over how long; null on the first. */
@@ -55,8 +53,7 @@ export interface Activity {
 }
 
 /**
- * The activity a reading shows, or null when it shows none: a session or CPU or network use counts as activity
- * now; terminal output at the time tmux recorded it, when that is newer than what was known.
+ * The activity a reading shows, or null when it shows none: CPU or network use counts as activity now; terminal output at the time tmux recorded it, when that is newer than what was known.
  */
 export function activityOf(
   reading: ActivityReading,
@@ -64,7 +61,6 @@ export function activityOf(
   known: number | null,
   thresholds: ActivityThresholds,
 ): Activity | null {
-  if (reading.sessions > 0) return { at: now, signal: 'session' };
   const { cpu } = reading;
   if (cpu && cpu.elapsedSeconds > 0 && (cpu.usedSeconds / cpu.elapsedSeconds) * 100 >= thresholds.cpuPercent)
     return { at: now, signal: 'cpu' };

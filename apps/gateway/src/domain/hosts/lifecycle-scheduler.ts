@@ -44,8 +44,6 @@ export interface LifecycleSchedulerOptions {
   tasks: Pick<TaskRunner, 'isBusy' | 'node'>;
   bus: EventBus;
   probe: WorkspaceActivityProbe;
-  /** Sessions open now to a host of this node (HostDialer.openStreams). */
-  sessions: (hostId: string) => number;
   /** Writes a line to this gateway's SSH terminals of a host; answers how many (SshProxy.tellSessions). */
   tellSessions: (hostId: string, text: string) => number;
   /** The other gateways on the database, whose SSH sessions to a host are told of its coming stop too. */
@@ -58,7 +56,7 @@ export interface LifecycleSchedulerOptions {
 }
 
 const REASON_TEXT: Record<StopReason, string> = {
-  idle: 'idle: no session, terminal output, CPU or network use for its idle timeout',
+  idle: 'idle: no input in a session, terminal output, CPU or network use for its idle timeout',
   lifetime: 'lifetime: it ran for its maximum lifetime',
   schedule: 'schedule: its weekly schedule stops it',
   egress_budget: 'egress_budget: it reached its monthly egress budget (an admin raises it)',
@@ -70,8 +68,8 @@ export function policyStopText(reason: StopReason): string {
 }
 
 /**
- * The rounds of hosts' lifecycle policy on this node: each running host's activity is read (its sessions, tmux
- * output, CPU and network counters), its planned stop worked out, users warned ahead and the host stopped by an
+ * The rounds of hosts' lifecycle policy on this node: each running host's activity is read (tmux output, CPU and
+ * network counters; a person's input in a session is recorded by the gateway it came in at: session-input.ts), its planned stop worked out, users warned ahead and the host stopped by an
  * ordinary stop task when it comes; stopped hosts start at their schedule's times. The decisions are
  * lifecycle-policy.ts's; the stops and starts are HostLifecycle's, asked with a system grant.
  */
@@ -151,7 +149,6 @@ export class LifecycleScheduler {
     const known = msOf(host.last_activity_at);
     const activity = activityOf(
       {
-        sessions: this.options.sessions(host.id),
         terminalOutputAt: sample.terminalOutputAt,
         cpu:
           comparable && previous.cpuSeconds !== null && sample.cpuSeconds !== null

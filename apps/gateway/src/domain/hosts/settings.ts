@@ -24,7 +24,7 @@ export const HostsVariables = Type.Object({
   ),
   HOST_IDLE_TIMEOUT_SECONDS: wholeNumber(
     0,
-    'Global default idle timeout (seconds; `0`: never): no session, tmux output, CPU or network use for this long, and a host is warned, then stopped',
+    'Global default idle timeout (seconds; `0`: never): no input in a session, tmux output, CPU or network use for this long, and a host is warned, then stopped',
   ),
   HOST_MAX_LIFETIME_SECONDS: wholeNumber(
     0,
