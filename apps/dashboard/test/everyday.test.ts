@@ -458,7 +458,13 @@ describe('everyday use of the dashboard in Chromium', { skip, timeout: 300_000 }
     await admin.getByTestId('host-lifecycle').filter({ hasText: timeLeft }).waitFor();
     assert.match((await admin.getByTestId('host-resources').textContent()) ?? '', limits);
     assert.match((await admin.getByTestId('host-lifecycle').textContent()) ?? '', activity);
+    // No schedule: its days are greyed until a time zone makes one.
+    const monday = admin.getByTestId('schedule-days').getByRole('checkbox', { name: 'mon' });
+    assert.equal(await monday.isDisabled(), true, 'no schedule, no days to choose');
     await shot(admin, 'limits-admin-host');
+    await admin.getByLabel('Time zone').fill('Europe/Berlin');
+    assert.equal(await monday.isDisabled(), false, 'a time zone makes a schedule');
+    assert.equal(await monday.isChecked(), true, 'Monday to Friday to begin with');
     await admin.goto(`/admin/users/${lena}`);
     await admin.getByTestId('quota-hosts').filter({ hasText: '2 of 3' }).waitFor();
     assert.equal(await admin.getByTestId('quota-running_hosts').textContent(), '1 of 2');

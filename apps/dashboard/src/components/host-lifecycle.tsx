@@ -13,7 +13,7 @@ const SIGNALS: Record<string, string> = {
 };
 
 const REASONS: Record<string, string> = {
-  idle: 'idle: no session, terminal output, CPU or network use',
+  idle: 'idle: no input in a session, terminal output, CPU or network use',
   lifetime: 'its maximum lifetime',
   schedule: 'its weekly schedule',
   egress_budget: 'its monthly egress budget',

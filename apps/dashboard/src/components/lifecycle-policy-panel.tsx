@@ -133,7 +133,12 @@ function PolicyForm(props: {
           onChange={set('stop')}
         />
       </div>
-      <div className="row wrap">
+      {/* Without a time zone there is no schedule here: the days (Monday to Friday to begin with) wait, greyed. */}
+      <fieldset
+        className="row wrap plain"
+        disabled={values.timeZone.trim() === ''}
+        data-testid="schedule-days"
+      >
         {WEEKDAYS.map((day) => (
           <label key={day} className="check">
             <input
@@ -144,7 +149,10 @@ function PolicyForm(props: {
             {day}
           </label>
         ))}
-      </div>
+        {values.timeZone.trim() === '' ? (
+          <span className="muted">days apply once a time zone is set</span>
+        ) : null}
+      </fieldset>
       {errors['schedule.days'] ? <p className="field-error">{errors['schedule.days']}</p> : null}
       <ActionButton type="submit" kind="primary" pending={props.pending}>
         Save policy
