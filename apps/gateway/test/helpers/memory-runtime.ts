@@ -28,6 +28,8 @@ export class MemoryRuntime implements WorkspaceRuntime {
   failNextStart: string | null = null;
   /** Set to make the next switch fail its checks with this code. */
   failNextSwitch: string | null = null;
+  /** Set to make the next resize fail with this code. */
+  failNextResize: string | null = null;
   /** Milliseconds each lifecycle call takes (to observe busy hosts). */
   delayMs = 0;
   /** While set, starts wait as on an upstream that never answers, until cancelled or `releaseStarts()`. */
@@ -134,6 +136,11 @@ export class MemoryRuntime implements WorkspaceRuntime {
 
   async resize(hostId: string, limits: WorkspaceLimits): Promise<'now' | 'next_start'> {
     this.calls.push(`resize ${hostId}`);
+    if (this.failNextResize) {
+      const code = this.failNextResize;
+      this.failNextResize = null;
+      throw new RuntimeError(code, `simulated ${code}`);
+    }
     this.resized.set(hostId, limits);
     const host = this.hosts.get(hostId);
     if (host) host.spec = { ...host.spec, limits };

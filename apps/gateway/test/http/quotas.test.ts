@@ -82,6 +82,39 @@ async function simultaneousCreations(gateways: TestGateway[], exit: string, user
 }
 
 /**
+ * Resizes of a user's two running hosts asked at the same moment, spread over the gateways, each growing its memory
+ * by 1 GiB where the quota leaves room for one: exactly one passes, and the use never goes past the quota.
+ */
+async function simultaneousResizes(gateways: TestGateway[], exit: string, username: string): Promise<void> {
+  const [first] = gateways;
+  const user = await first!.createUser(username);
+  const hosts: string[] = [];
+  for (let i = 0; i < 2; i++) {
+    // Both on the first gateway's node (where its task runner starts them); the resizes come in at each gateway.
+    const id = (await first!.createHost(user.id, exit, gateways.length > 1 ? { node: 'a' } : {}))
+      .id as string;
+    const sized = await first!.request('PUT', `/v1/admin/hosts/${id}/resources`, {
+      body: { memory_mb: 1024 },
+    });
+    assert.equal(sized.status, 200, JSON.stringify(sized.body));
+    hosts.push(id);
+  }
+  await first!.request('PUT', `/v1/admin/users/${user.id}/resources`, {
+    body: { quotas: { memory_mb: 3072 } },
+  });
+  const answers = await Promise.all(
+    hosts.map((id, i) =>
+      gateways[i % gateways.length]!.request('PUT', `/v1/admin/hosts/${id}/resources`, {
+        body: { memory_mb: 2048 },
+      }),
+    ),
+  );
+  assert.deepEqual(outcomes(answers), ['200', '409 quota_exceeded']);
+  const usage = await first!.request('GET', `/v1/admin/users/${user.id}/resources`);
+  assert.equal(usage.body.usage.memory_mb, 3072);
+}
+
+/**
  * Each quota refuses what would pass it with 409 `quota_exceeded` naming the quota and its use, through the API
  * an administrator and a user call; resources resolve host, then owner, then gateway. (Real limits inside real
  * workspaces: test/runtime/resource-limits.test.ts.)
@@ -190,6 +223,9 @@ for (const kind of DATABASES) {
     it('lets exactly one of simultaneous creations through a quota of one host', () =>
       simultaneousCreations([t], exit, 'sven'));
 
+    it('lets exactly one of simultaneous resizes of running hosts through the memory quota', () =>
+      simultaneousResizes([t], exit, 'rosa'));
+
     it('refuses a start past the CPU quota, and a resize of a running host past it', async () => {
       const user = await t.createUser('cora');
       await setQuotas(user.id, { cpus: 1.5 });
@@ -202,6 +238,24 @@ for (const kind of DATABASES) {
       const fits = await t.request('PUT', `/v1/admin/hosts/${b.id}/resources`, { body: { cpus: 0.5 } });
       assert.equal(fits.status, 200);
       assert.equal((await start(b.id)).status, 202);
+    });
+
+    it('keeps the size a host had when the engine refuses its resize, and the quota use with it', async () => {
+      const user = await t.createUser('reni');
+      await setQuotas(user.id, { memory_mb: 4096 });
+      const host = (await newHost(user.id)).body;
+      assert.equal((await start(host.id)).status, 202);
+      runtime.failNextResize = 'resize_refused';
+      const refused = await t.request('PUT', `/v1/admin/hosts/${host.id}/resources`, {
+        body: { memory_mb: 2048 },
+      });
+      assert.equal(refused.status, 409, JSON.stringify(refused.body));
+      assert.equal(refused.body.code, 'resize_refused');
+      assert.match(refused.body.error, /stop the host and try again/);
+      const after = (await t.request('GET', `/v1/admin/hosts/${host.id}`)).body;
+      assert.equal(after.resources.memory_mb, 1024, 'the size it had');
+      const usage = await t.request('GET', `/v1/admin/users/${user.id}/resources`);
+      assert.equal(usage.body.usage.memory_mb, 1024);
     });
 
     it('refuses a start past the memory quota', async () => {
@@ -317,4 +371,7 @@ describe('quotas across two gateways on one PostgreSQL database', { skip: needs(
 
   it('lets exactly one of creations asked at both gateways at once through a quota of one host', () =>
     simultaneousCreations(gateways, exit, 'olaf'));
+
+  it('lets exactly one of resizes asked at both gateways at once through the memory quota', () =>
+    simultaneousResizes(gateways, exit, 'rudi'));
 });

@@ -130,22 +130,24 @@ export class ResourcesService {
         `The home of host ${host.short_id} is ${homeSize} MiB and is never shrunk (its files would not fit); give ${homeSize} MiB or more`,
       );
     const live = LIVE_STATUSES.includes(host.status);
+    // The new size is written with the quota check, under the user's lock: a second resize checked meanwhile
+    // counts it. The engine's resize comes after; when it fails, the row goes back to what it was.
     await this.admit(
       host.user_id,
       resizeDelta(before, after, live),
       grant.actor,
       { hostId: host.id, counted: 'all' },
-      async () => {},
+      (writes) => (writes?.hosts ?? this.hosts).update(host.id, { ...own, updated_at: nowIso() }),
     );
     let home: 'now' | 'next_start';
     try {
       home = await this.runtime.resize(host.id, workspaceLimits(after));
     } catch (error) {
+      await this.hosts.update(host.id, { ...hostOverrides(host), updated_at: nowIso() });
       if (error instanceof RuntimeError && error.code === 'resize_refused')
         throw errors.conflict('resize_refused', `${error.message}; stop the host and try again`);
       throw error;
     }
-    await this.hosts.update(host.id, { ...own, updated_at: nowIso() });
     const view = await adminHostView(this.hosts, (await this.hosts.findById(host.id))!, this.access);
     await this.bus.emit({
       type: 'host.resources_changed',
