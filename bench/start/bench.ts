@@ -182,9 +182,13 @@ await runBench('start bench', 30 * 60_000, async () => {
   await timedRawStart(rawArgs(), rawName);
   for (let i = 0; i < RUNS; i++) {
     // Cold: no container and no volume. Interleaved with the raw runs so drift on the machine hits both.
+    // Each pooled start begins with the pool refilled after the one before, as starts spread over time find it
+    // (one right after another takes none: its gateway is still being made, beside it).
     await runtime.remove(host);
+    await runtime.poolSettled();
     times.cold.push(await timedStart(host, coldSpans));
     await runtime.stop(host);
+    await runtime.poolSettled();
     times.warm.push(await timedStart(host, warmSpans));
 
     await removeLabelled(docker, HOST_LABEL, rawHost);

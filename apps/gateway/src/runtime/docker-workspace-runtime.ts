@@ -22,6 +22,7 @@ import {
   type Role,
   SPEC_LABEL,
   UPLINK_NETWORK,
+  WORKSPACE_UID,
   workspaceContainer,
   workspaceLimitsConfig,
   workspaceSpecHash,
@@ -211,6 +212,11 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
       // The next start with this upstream takes one ready; made once this one is done, not beside it.
       if (this.pool.enabled) this.queuePoolWork(() => this.fillPool(upstream, spec.egressPolicy ?? null));
     }
+  }
+
+  /** Resolves once the pool's work in hand is done: its gateways started ahead are ready (or failed). */
+  async poolSettled(): Promise<void> {
+    await this.poolWork;
   }
 
   async retireEgressGateways(egressIpId?: string): Promise<void> {
@@ -639,8 +645,8 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
         `verifying the path through ${upstream.label} (${upstream.exitIp}), and as ${spec.linuxUser} once sshd answers`,
       );
       const endpoints = endpointsAt(gateway.uplinkAddress);
-      // Side by side: the path as root sees it (the canary's window included), and sshd (which also proves the
-      // relay) followed by the check as the user. The path's verdict comes first whatever the others say.
+      // Side by side: the path as root sees it (the canary's window included), the check as the user, and sshd
+      // (which also proves the relay). The path's verdict comes first whatever the others say.
       const pathChecked = span('path check', () =>
         verifyEgressPath(
           {
@@ -653,12 +659,17 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
           { ...this.checkOptions(), signal, timings, program: ahead.program },
         ),
       );
-      const userChecked = span('sshd', () => this.waitForSsh(endpoints.ssh.host, workspace.id, signal)).then(
-        () => span('user check', () => this.verifyAsUser(workspace.id, spec.linuxUser, upstream.exitIp)),
+      // By number: the entrypoint may not have added the user's name yet; the uid and group the user logs in with
+      // (its other groups only ever add access).
+      const userChecked = span('user check', () =>
+        this.verifyAsUser(workspace.id, spec.linuxUser, upstream.exitIp, `${WORKSPACE_UID}:${WORKSPACE_UID}`),
       );
+      const sshdAnswered = span('sshd', () => this.waitForSsh(endpoints.ssh.host, workspace.id, signal));
       userChecked.catch(() => {});
+      sshdAnswered.catch(() => {});
       const { echoesOut } = await pathChecked;
       await userChecked;
+      await sshdAnswered;
       const out = echoesOut.length > 0 ? `; IP echoes out: ${echoesOut.join(', ')}` : '';
       const took = timings.elapsedMs();
       this.options.log?.debug({ hostId: spec.hostId, ms: took, spans: timings.spans }, 'host started');
@@ -1064,10 +1075,15 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
   }
 
   /** The path as the workspace's user sees it (user-path-check.ts), after the one checked as root. */
-  private verifyAsUser(workspaceId: string, linuxUser: string, exitIp: string): Promise<void> {
+  private verifyAsUser(
+    workspaceId: string,
+    linuxUser: string,
+    exitIp: string,
+    execAs = linuxUser,
+  ): Promise<void> {
     return verifyAsWorkspaceUser(
       (command, timeoutMs, as) => execCapped(this.docker, workspaceId, command, timeoutMs, as),
-      linuxUser,
+      { name: linuxUser, execAs },
       this.plan,
       exitIp,
       this.timeouts.httpMs,

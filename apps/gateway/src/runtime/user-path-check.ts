@@ -38,7 +38,8 @@ exit "$status"
  */
 export async function verifyAsWorkspaceUser(
   exec: WorkspaceExec,
-  linuxUser: string,
+  /** The user's name (for messages), and who the command runs as: the name, or its `uid:gid`. */
+  user: { name: string; execAs: string },
   plan: VerificationPlan,
   exitIp: string,
   timeoutMs: number,
@@ -52,8 +53,9 @@ export async function verifyAsWorkspaceUser(
   const result = await exec(
     ['sh', '-c', SCRIPT, 'sh', net.isIP(name) === 0 ? name : '', url, seconds],
     timeoutMs + 5000,
-    { user: linuxUser, env: ca ? [`CCP_CHECK_CA=${ca.trim()}`] : [] },
+    { user: user.execAs, env: ca ? [`CCP_CHECK_CA=${ca.trim()}`] : [] },
   );
+  const linuxUser = user.name;
   const said = result.stderr.trim().split('\n').slice(-3).join('; ');
   if (result.exitCode === LOOKUP_FAILED)
     throw new RuntimeError(

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFile, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { chmod, mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -20,13 +20,15 @@ import { needs } from '../../../../test/support/needs.js';
 import { verificationPlan } from '../../src/egress/egress-verification.js';
 import { renderGatewayFirewall } from '../../src/egress/gateway-firewall.js';
 import { v2rayEngine } from '../../src/egress/v2ray-engine.js';
-import { HOST_LABEL } from '../../src/runtime/container-specs.js';
+import { execCapped } from '../../src/runtime/container-exec.js';
+import { HOST_LABEL, WORKSPACE_UID } from '../../src/runtime/container-specs.js';
 import { DockerWorkspaceRuntime } from '../../src/runtime/docker-workspace-runtime.js';
 import { relayEnvironment, renderEgressGatewayFiles } from '../../src/runtime/egress-gateway-files.js';
 import { IMAGE_ROOT } from '../../src/runtime/image-inputs.js';
 import { listensOnTcp } from '../../src/runtime/netns.js';
 import { verifyEgressPath } from '../../src/runtime/path-check.js';
 import type { TimingSpan } from '../../src/runtime/start-timings.js';
+import { verifyAsWorkspaceUser } from '../../src/runtime/user-path-check.js';
 import {
   RuntimeError,
   type UpstreamSpec,
@@ -255,7 +257,8 @@ describe('DockerWorkspaceRuntime (real Docker, egress lab)', { skip, timeout: 60
     assert.ok(link.began >= span('gateway: kill switch and v2ray ready').ended);
     assert.ok(link.began >= span('gateway: uplink guard').ended);
     assert.ok(span('path check').began >= link.ended);
-    assert.ok(span('user check').began >= span('sshd').ended);
+    // The check as the user runs beside the path check (by uid: it need not wait for the entrypoint or sshd).
+    assert.ok(span('user check').began >= link.ended);
   });
 
   it('gives the workspace no way to touch its network, not even as root', async () => {
@@ -277,6 +280,34 @@ describe('DockerWorkspaceRuntime (real Docker, egress lab)', { skip, timeout: 60
     assert.equal(ipv6.stdout, '1');
     const resolv = await execIn(workspace(ids.main), ['cat', '/etc/resolv.conf']);
     assert.match(resolv.stdout, /^nameserver 169\.254\.77\.1$/m);
+  });
+
+  it("checks as the user's uid and group what the user gets: a resolver file only root reads fails the start's check", async () => {
+    // What the start runs beside the path check (by number, before the entrypoint has named the user).
+    const check = () =>
+      verifyAsWorkspaceUser(
+        (command, timeoutMs, as) => execCapped(docker, workspace(ids.main), command, timeoutMs, as),
+        { name: 'alice', execAs: `${WORKSPACE_UID}:${WORKSPACE_UID}` },
+        verificationPlan(labEgressSettings(lab)),
+        lab.exits[0]!.address,
+        5000,
+      );
+    await check();
+    // As a machine's umask 077 once left it (the first hour's failure): the file Docker binds, made 0600.
+    const resolvConf = (await docker.getContainer(workspace(ids.main)).inspect()).ResolvConfPath;
+    const { mode } = await stat(resolvConf);
+    await chmod(resolvConf, 0o600);
+    try {
+      await assert.rejects(
+        check(),
+        (error: unknown) =>
+          error instanceof RuntimeError &&
+          error.code === 'dns_failed' &&
+          /user alice cannot resolve .*Permission denied/.test(error.message),
+      );
+    } finally {
+      await chmod(resolvConf, mode);
+    }
   });
 
   it('lets the control plane log in over SSH through the relay', async () => {
