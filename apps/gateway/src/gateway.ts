@@ -694,6 +694,7 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
     async close() {
       for (const timer of timers) clearInterval(timer);
       taskRunner.stop();
+      await lifecycle.preparedAhead();
       unwatch();
       sse.closeAll();
       await ssh.close();

@@ -242,6 +242,16 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
     await this.pool.sweep(inUse);
   }
 
+  async prepare(spec: WorkspaceSpec): Promise<void> {
+    checkSpec(spec);
+    return this.lock.run(spec.hostId, () =>
+      this.guard(async () => {
+        await requireImages(this.docker, this.options.images);
+        await this.prepareWorkspace(spec);
+      }),
+    );
+  }
+
   async stop(hostId: string): Promise<void> {
     checkHostId(hostId);
     return this.lock.run(hostId, () => this.guard(() => this.stopNow(hostId)));

@@ -130,6 +130,11 @@ export interface WorkspaceRuntime {
     signal?: AbortSignal,
   ): Promise<StartedWorkspace>;
   stop(hostId: string): Promise<void>;
+  /**
+   * Makes a host's volumes and workspace container ahead of its first start, nothing started, so that start
+   * is a `docker start` like every later one; what exists is left as a start would find it.
+   */
+  prepare(spec: WorkspaceSpec): Promise<void>;
   /** Recreates the workspace container from the current image, keeping its home and SSH host keys. */
   rebuild(spec: WorkspaceSpec, upstream: UpstreamSpec | null, progress: ProgressReporter): Promise<void>;
   /** Removes every container, network link and volume of the host. */

@@ -134,6 +134,9 @@ export class MemoryRuntime implements WorkspaceRuntime {
   readonly resized = new Map<string, WorkspaceLimits>();
   readonly usages = new Map<string, ResourceUsage>();
 
+  /** Nothing to make ahead in memory (and not in `calls`: tests read those as what users asked for). */
+  async prepare(): Promise<void> {}
+
   async resize(hostId: string, limits: WorkspaceLimits): Promise<'now' | 'next_start'> {
     this.calls.push(`resize ${hostId}`);
     if (this.failNextResize) {

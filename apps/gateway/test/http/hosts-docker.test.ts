@@ -55,11 +55,20 @@ for (const kind of DATABASES) {
         await t.request('POST', '/v1/admin/hosts', { body: { user_id: user.id, egress_ip_id: egressIpId } })
       ).body;
       created.push(host.id);
+      // Its workspace is made with it, so its first start is a `docker start` of that container.
+      await t.gateway.lifecycle.preparedAhead();
+      const [madeAhead] = (await labelled(host.id)).containers;
+      assert.equal(madeAhead?.State, 'created');
 
       const started = await waitTask(
         (await t.request('POST', `/v1/admin/hosts/${host.id}/start`)).body.task_id,
       );
       assert.equal(started.status, 'succeeded', JSON.stringify(started.error));
+      assert.equal(
+        (await docker.getContainer(`ccp-ws-${host.id}`).inspect()).Id,
+        madeAhead.Id,
+        'the start started the workspace made ahead',
+      );
       assert.match(started.message, new RegExp(lab.exits[0]!.address.replaceAll('.', '\\.')));
       const running = (await t.request('GET', `/v1/admin/hosts/${host.id}`)).body;
       assert.equal(running.status, 'running');
@@ -109,7 +118,7 @@ for (const kind of DATABASES) {
       assert.equal((await labelled(host.id)).containers.filter((c) => c.State === 'running').length, 0);
     });
 
-    it('ends a start waiting on an upstream that never answers when the host is stopped, leaving nothing', async () => {
+    it('ends a start waiting on an upstream that never answers when the host is stopped, leaving nothing it made', async () => {
       const user = await t.createUser('gus');
       const silent = await t.request('POST', '/v1/admin/egress-ips', {
         body: {
@@ -125,6 +134,13 @@ for (const kind of DATABASES) {
         })
       ).body;
       created.push(host.id);
+      // Made with the host, ahead of its first start: its workspace container (not running) and volumes.
+      await t.gateway.lifecycle.preparedAhead();
+      const madeAhead = await labelled(host.id);
+      assert.deepEqual(
+        madeAhead.containers.map((c) => [c.Names[0], c.State]),
+        [[`/ccp-ws-${host.id}`, 'created']],
+      );
       const start = (await t.request('POST', `/v1/admin/hosts/${host.id}/start`)).body.task_id;
       const stage = async () => (await t.request('GET', `/v1/admin/tasks/${start}`)).body.stage as string;
       for (let waited = 0; !(await stage()).startsWith('verifying the path'); waited += 100) {
@@ -142,8 +158,13 @@ for (const kind of DATABASES) {
       assert.equal(cancelled.status, 'failed');
       assert.equal(cancelled.error.code, 'cancelled');
       assert.equal((await t.request('GET', `/v1/admin/hosts/${host.id}`)).body.status, 'stopped');
+      // What the start made (its egress gateway, files) is gone; what the host had is as it was, not running.
       const left = await labelled(host.id);
-      assert.deepEqual([left.containers.length, left.volumes.length], [0, 0]);
+      assert.deepEqual(
+        left.containers.map((c) => [c.Id, c.State]),
+        madeAhead.containers.map((c) => [c.Id, 'exited']),
+      );
+      assert.deepEqual(left.volumes.map((v) => v.Name).sort(), madeAhead.volumes.map((v) => v.Name).sort());
     });
 
     it('marks a running host failed when its egress gateway is stopped behind its back, and starts it again', async () => {

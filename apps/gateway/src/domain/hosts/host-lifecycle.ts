@@ -28,6 +28,9 @@ export class HostLifecycle {
   private readonly engineRounds: EngineRounds;
   private readonly upstreamRounds: UpstreamRounds;
   private readonly egressPolicies: EgressPolicyRollout;
+  private readonly hostTasks: HostTasks;
+  private readonly bus: EventBus;
+  private readonly log: Logger;
 
   constructor(
     hosts: HostsRepository,
@@ -44,7 +47,10 @@ export class HostLifecycle {
   ) {
     const records = new HostRecords(hosts, egressIps, bus, access);
     const upstreams = new UpstreamSwitch(hosts, records, runtime, bus);
-    new HostTasks(records, runtime, tasks, upstreams, resources, desktopPassword, access).register();
+    this.hostTasks = new HostTasks(records, runtime, tasks, upstreams, resources, desktopPassword, access);
+    this.hostTasks.register();
+    this.bus = bus;
+    this.log = log;
     const reconciler = new HostReconciler(records, runtime, bus, cluster, upstreams);
     this.egressPolicies = new EgressPolicyRollout(
       hosts,
@@ -129,7 +135,13 @@ export class HostLifecycle {
     return this.egressPolicies.apply(hostId, actor);
   }
 
+  /** Resolves once new hosts' workspaces being made ahead of their first start are made. */
+  preparedAhead(): Promise<void> {
+    return this.hostTasks.preparedAhead();
+  }
+
   follow(): void {
+    this.hostTasks.follow(this.bus, this.log);
     this.upstreamRounds.follow();
     this.egressPolicies.follow();
   }

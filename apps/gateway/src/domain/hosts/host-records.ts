@@ -23,6 +23,10 @@ export class HostRecords {
     private readonly access: AccessSettings,
   ) {}
 
+  async find(hostId: string): Promise<HostWithOwner | undefined> {
+    return this.hosts.findById(hostId);
+  }
+
   async require(hostId: string): Promise<HostWithOwner> {
     const host = await this.hosts.findById(hostId);
     if (!host) throw errors.notFound('Host');

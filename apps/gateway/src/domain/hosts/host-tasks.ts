@@ -1,5 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { type Actor, ALREADY_RUNNING } from '@ccp/api';
+import type { Logger } from 'pino';
+import type { EventBus } from '../../events/event-bus.js';
 import type {
   UpstreamSpec,
   WorkspaceLimits,
@@ -35,6 +37,7 @@ export interface HostResourcePolicy {
 export class HostTasks {
   /** The upstream each running host uses now (UpstreamSwitch.inUse): a start or rebuild sets it, a stop ends it. */
   private readonly current: Map<string, UpstreamSpec>;
+  private readonly preparing = new Set<Promise<void>>();
 
   constructor(
     private readonly records: HostRecords,
@@ -47,6 +50,36 @@ export class HostTasks {
     private readonly access: Pick<AccessSettings, 'egressPolicyDefault'>,
   ) {
     this.current = upstreams.inUse;
+  }
+
+  /**
+   * A new host of this node gets its volumes and workspace container made ahead (nothing runs), so its first
+   * start is a `docker start` like every later one. Best effort: a start asked meanwhile waits for it (the
+   * runtime takes one host's calls in turn), and what was made for a host deleted meanwhile is removed.
+   */
+  follow(bus: EventBus, log: Logger): void {
+    // Not awaited: the creation's answer does not wait for the engine.
+    bus.on('host.created', ({ hostId }) => {
+      if (!hostId) return;
+      const preparing = this.prepareAhead(hostId)
+        .catch((error: unknown) =>
+          log.debug({ err: error, hostId }, 'making a new host ahead of its first start failed'),
+        )
+        .finally(() => this.preparing.delete(preparing));
+      this.preparing.add(preparing);
+    });
+  }
+
+  /** Resolves once what is being made ahead is made (a gateway that stops waits for it). */
+  async preparedAhead(): Promise<void> {
+    await Promise.all(this.preparing);
+  }
+
+  private async prepareAhead(hostId: string): Promise<void> {
+    const host = await this.records.find(hostId);
+    if (!host || host.status !== 'created' || (host.node !== null && host.node !== this.tasks.node)) return;
+    await this.runtime.prepare(this.spec(host));
+    if (!(await this.records.find(hostId))) await this.runtime.remove(hostId);
   }
 
   /** Hands the task runner the work of each kind. */
