@@ -117,9 +117,16 @@ describe('the browser terminal in Chromium', { skip, timeout: 900_000 }, () => {
 
   it('a command typed in the browser runs in the tmux session that SSH shows too', async () => {
     const page = await openTerminal({ width: 1280, height: 800 });
+    await lab.t.gateway.sessionInput.record();
+    const typedAt = Date.now();
     await typeLine(page, 'echo "browser says $((6 * 7))"');
     await waitForText(page, 'browser says 42');
     await page.screenshot({ path: `${SHOTS}terminal-desktop.png` });
+    // The keys typed in the browser are the host's activity, as its idle stop reads it.
+    await lab.t.gateway.sessionInput.record();
+    const { lifecycle } = (await lab.t.request('GET', `/v1/admin/hosts/${host.id}`)).body;
+    assert.equal(lifecycle.last_activity_signal, 'session', JSON.stringify(lifecycle));
+    assert.ok(Date.parse(lifecycle.last_activity_at) >= typedAt, JSON.stringify(lifecycle));
     // xterm.js's own styles apply under the dashboard's CSP: tmux's status line keeps its colour and its blanks,
     // so it spans the row (collapsed blanks would put its right-hand side next to its left).
     const status = await page
