@@ -10,8 +10,8 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { labUnavailable } from '../../../../test/lab/lab.js';
 import { needs } from '../../../../test/support/needs.js';
-import { type LabGateway, startLabGateway } from '../helpers/lab-gateway.js';
-import { openLiveSession, sshWithPassword, until, within } from '../helpers/openssh.js';
+import { type LabGateway, type LabTenant, startLabGateway, startTenant } from '../helpers/lab-gateway.js';
+import { openLiveSession, sshWithPassword, until } from '../helpers/openssh.js';
 import { SseClient } from '../helpers/sse-client.js';
 
 const KiB = 1024;
@@ -23,26 +23,18 @@ describe('monthly egress budgets of a real workspace', {
 }, () => {
   const username = `budget${randomBytes(3).toString('hex')}`;
   let lab: LabGateway;
-  let hostId: string;
-  let userId: string;
-  let login: string;
-  let sshPass: string;
-  let port: number;
-
-  const host = async () => (await lab.t.request('GET', `/v1/admin/hosts/${hostId}`)).body;
-  const events = async (type: string) =>
-    (await lab.t.request('GET', `/v1/admin/events?host_id=${hostId}&type=${type}`)).body.events;
+  let tenant: LabTenant;
   /** This month's bytes of the host or its user, as the meter has them. */
   const used = async (scope: 'host' | 'user') => {
     const totals = (await lab.t.request('GET', '/v1/admin/egress-traffic')).body;
     const rows = scope === 'host' ? totals.hosts : totals.users;
     const row = rows.find((r: { host_id?: string; user_id?: string }) =>
-      scope === 'host' ? r.host_id === hostId : r.user_id === userId,
+      scope === 'host' ? r.host_id === tenant.hostId : r.user_id === tenant.userId,
     );
     return row ? row.sent_bytes + row.received_bytes : 0;
   };
   const setBudget = async (scope: 'host' | 'user', body: Record<string, unknown>) => {
-    const subject = scope === 'host' ? hostId : userId;
+    const subject = scope === 'host' ? tenant.hostId : tenant.userId;
     const set = await lab.t.request('PUT', `/v1/admin/egress-budgets/${scope}/${subject}`, { body });
     assert.equal(set.status, 200, JSON.stringify(set.body));
     return set.body;
@@ -51,10 +43,10 @@ describe('monthly egress budgets of a real workspace', {
   const download = async (bytes: number) => {
     const url = `${lab.lab.internet.httpUrl}/bytes/${bytes}`;
     const result = await sshWithPassword(
-      port,
-      sshPass,
+      tenant.port,
+      tenant.sshPass,
       [
-        `${login}@127.0.0.1`,
+        `${tenant.login}@127.0.0.1`,
         `curl -sS --max-time 120 -o /dev/null -w '%{size_download} %{speed_download}' ${url}`,
       ],
       150_000,
@@ -67,14 +59,7 @@ describe('monthly egress budgets of a real workspace', {
 
   before(async () => {
     lab = await startLabGateway({ EGRESS_METER_SECONDS: '1' });
-    port = lab.t.gateway.ssh.port;
-    const user = await lab.t.createUser(username);
-    userId = user.id;
-    sshPass = user.sshPass;
-    const created = await lab.createHost(user.id);
-    hostId = created.id;
-    login = `${username}+${created.short_id}`;
-    await within(300_000, 'the workspace start', lab.startHost(hostId));
+    tenant = await startTenant(lab, username);
   });
 
   after(async () => {
@@ -91,7 +76,7 @@ describe('monthly egress budgets of a real workspace', {
     assert.equal(budget.state, 'under');
     assert.equal(budget.global_default, false);
     const sse = await SseClient.open(`${lab.t.url}/v1/admin/sse?token=${lab.t.adminToken}&topics=hosts`);
-    const session = openLiveSession(port, sshPass, ['-tt', `${login}@127.0.0.1`]);
+    const session = openLiveSession(tenant.port, tenant.sshPass, ['-tt', `${tenant.login}@127.0.0.1`]);
     try {
       session.child.stdin.write('echo $((6*7))ready\n');
       await until(
@@ -102,10 +87,10 @@ describe('monthly egress budgets of a real workspace', {
       await download(160 * KiB);
       await until(
         'the warning event',
-        async () => (await events('host.egress_budget_warning')).length > 0,
+        async () => (await tenant.events('host.egress_budget_warning')).length > 0,
         30_000,
       );
-      const [warning] = await events('host.egress_budget_warning');
+      const [warning] = await tenant.events('host.egress_budget_warning');
       assert.equal(warning.data.scope, 'host');
       assert.equal(warning.data.action, 'notify');
       assert.ok(warning.data.used_bytes >= start + 128 * KiB, JSON.stringify(warning.data));
@@ -122,28 +107,28 @@ describe('monthly egress budgets of a real workspace', {
       const updates = sse
         .messages()
         .map((m) => m.data)
-        .filter((m) => m.topic === 'hosts' && m.id === hostId);
+        .filter((m) => m.topic === 'hosts' && m.id === tenant.hostId);
       assert.ok(
         updates.some((m) => m.payload.egress?.budget?.state === 'warned'),
         'the host on the live stream carries the warning (the banner)',
       );
-      assert.equal((await host()).egress.budget.state, 'warned');
+      assert.equal((await tenant.host()).egress.budget.state, 'warned');
 
       await download(128 * KiB);
       await until(
         'the limit event',
-        async () => (await events('host.egress_budget_reached')).length > 0,
+        async () => (await tenant.events('host.egress_budget_reached')).length > 0,
         30_000,
       );
       await until('the limit in the terminal', () => session.stderr().includes('reached the host'), 10_000);
-      const now = await host();
+      const now = await tenant.host();
       assert.equal(now.status, 'running', 'notify stops nothing');
       assert.equal(now.egress.throttle_bytes_per_second, null, 'notify holds nothing back');
       assert.equal(now.egress.budget.state, 'reached');
-      const read = (await lab.t.request('GET', `/v1/admin/egress-budgets/host/${hostId}`)).body;
+      const read = (await lab.t.request('GET', `/v1/admin/egress-budgets/host/${tenant.hostId}`)).body;
       assert.equal(read.state, 'reached');
       assert.ok(read.warned_at && read.reached_at, JSON.stringify(read));
-      assert.equal((await events('host.egress_budget_warning')).length, 1, 'warned once');
+      assert.equal((await tenant.events('host.egress_budget_warning')).length, 1, 'warned once');
     } finally {
       session.child.kill();
       sse.close();
@@ -163,15 +148,15 @@ describe('monthly egress budgets of a real workspace', {
     await download(128 * KiB);
     await until(
       'the throttle',
-      async () => (await host()).egress.throttle_bytes_per_second === THROTTLE,
+      async () => (await tenant.host()).egress.throttle_bytes_per_second === THROTTLE,
       30_000,
     );
     await until(
       'the throttled event',
-      async () => (await events('host.egress_throttled')).length === 1,
+      async () => (await tenant.events('host.egress_throttled')).length === 1,
       10_000,
     );
-    assert.equal((await events('host.egress_throttled'))[0].data.bytes_per_second, THROTTLE);
+    assert.equal((await tenant.events('host.egress_throttled'))[0].data.bytes_per_second, THROTTLE);
     const held = await download(320 * KiB);
     console.log(`# throttled to ${THROTTLE / KiB} KiB/s: ${Math.round(held / KiB)} KiB/s`);
     // Below the rate set: the shaper counts whole frames, and lets only a burst of 4 KiB pass at once.
@@ -183,35 +168,44 @@ describe('monthly egress budgets of a real workspace', {
       throttle_bytes_per_second: THROTTLE,
     });
     assert.equal(raised.state, 'under');
-    assert.equal((await host()).egress.throttle_bytes_per_second, null, 'lifted as the budget was raised');
+    assert.equal(
+      (await tenant.host()).egress.throttle_bytes_per_second,
+      null,
+      'lifted as the budget was raised',
+    );
     const again = await download(2048 * KiB);
     console.log(`# after raising the budget: ${Math.round(again / KiB)} KiB/s`);
     assert.ok(again > 4 * THROTTLE, `recovered: ${again} B/s`);
-    assert.equal((await events('host.egress_throttle_lifted')).length, 1);
+    assert.equal((await tenant.events('host.egress_throttle_lifted')).length, 1);
   });
 
   it("stop stops the host with the reason egress_budget at its owner's limit, and the SSH refusal names it", async () => {
     await setBudget('user', { limit_bytes: (await used('user')) + 64 * KiB, action: 'stop' });
     // The host may stop while the transfer runs.
     await sshWithPassword(
-      port,
-      sshPass,
+      tenant.port,
+      tenant.sshPass,
       [
-        `${login}@127.0.0.1`,
+        `${tenant.login}@127.0.0.1`,
         `curl -sS --max-time 60 -o /dev/null ${lab.lab.internet.httpUrl}/bytes/${256 * KiB}`,
       ],
       90_000,
     );
-    await until('the budget stop', async () => (await host()).status === 'stopped', 90_000);
-    const [stop] = await events('host.policy_stop');
+    await until('the budget stop', async () => (await tenant.host()).status === 'stopped', 90_000);
+    const [stop] = await tenant.events('host.policy_stop');
     assert.equal(stop.data.reason, 'egress_budget');
     const task = (await lab.t.request('GET', `/v1/admin/tasks/${stop.data.task_id}`)).body;
     assert.equal(task.kind, 'stop');
     assert.equal(task.status, 'succeeded');
-    const [reached] = await events('host.egress_budget_reached');
+    const [reached] = await tenant.events('host.egress_budget_reached');
     assert.equal(reached.data.scope, 'user');
     assert.equal(reached.data.action, 'stop');
-    const refused = await sshWithPassword(port, sshPass, [`${login}@127.0.0.1`, 'true'], 30_000);
+    const refused = await sshWithPassword(
+      tenant.port,
+      tenant.sshPass,
+      [`${tenant.login}@127.0.0.1`, 'true'],
+      30_000,
+    );
     assert.notEqual(refused.code, 0);
     assert.match(
       refused.stderr,

@@ -14,8 +14,8 @@ import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { labUnavailable } from '../../../../test/lab/lab.js';
 import { needs } from '../../../../test/support/needs.js';
-import { type LabGateway, startLabGateway } from '../helpers/lab-gateway.js';
-import { openLiveSession, sshWithPassword, until, within } from '../helpers/openssh.js';
+import { type LabGateway, type LabTenant, startLabGateway, startTenant } from '../helpers/lab-gateway.js';
+import { openLiveSession, sshWithPassword, until } from '../helpers/openssh.js';
 
 const exec = promisify(execFile);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -63,17 +63,10 @@ describe('a workspace pauses while its exit is in doubt', {
   const username = `pause${randomBytes(3).toString('hex')}`;
   let lab: LabGateway;
   let forwarder: Forwarder;
-  let hostId: string;
-  let login: string;
-  let sshPass: string;
-  let port: number;
-
-  const host = async () => (await lab.t.request('GET', `/v1/admin/hosts/${hostId}`)).body;
-  const events = async (type: string) =>
-    (await lab.t.request('GET', `/v1/admin/events?host_id=${hostId}&type=${type}`)).body.events;
+  let tenant: LabTenant;
   /** The counter the user's loop writes, read from outside: a frozen workspace runs no command. */
   const counter = async () => {
-    const { stdout } = await exec('docker', ['inspect', '-f', '{{.State.Pid}}', `ccp-ws-${hostId}`]);
+    const { stdout } = await exec('docker', ['inspect', '-f', '{{.State.Pid}}', `ccp-ws-${tenant.hostId}`]);
     return Number((await readFile(`/proc/${stdout.trim()}/root/tmp/ccp-counter`, 'utf8')).trim());
   };
 
@@ -95,17 +88,7 @@ describe('a workspace pauses while its exit is in doubt', {
       },
     });
     assert.equal(egress.status, 201, JSON.stringify(egress.body));
-    port = lab.t.gateway.ssh.port;
-    const user = await lab.t.createUser(username);
-    sshPass = user.sshPass;
-    const created = await lab.createHost(user.id, false);
-    hostId = created.id;
-    login = `${username}+${created.short_id}`;
-    const bound = await lab.t.request('POST', '/v1/admin/bindings', {
-      body: { host_id: hostId, egress_ip_id: egress.body.id },
-    });
-    assert.equal(bound.status, 201, JSON.stringify(bound.body));
-    await within(300_000, 'the workspace start', lab.startHost(hostId));
+    tenant = await startTenant(lab, username, egress.body.id);
   });
 
   after(async () => {
@@ -114,7 +97,7 @@ describe('a workspace pauses while its exit is in doubt', {
   });
 
   it('freezes its processes when the exit drifts, tells the session, and thaws them when the exit is back', async () => {
-    const session = openLiveSession(port, sshPass, ['-tt', `${login}@127.0.0.1`]);
+    const session = openLiveSession(tenant.port, tenant.sshPass, ['-tt', `${tenant.login}@127.0.0.1`]);
     try {
       session.child.stdin.write('echo $((6*7))ready\n');
       await until(
@@ -123,10 +106,10 @@ describe('a workspace pauses while its exit is in doubt', {
         30_000,
       );
       const started = await sshWithPassword(
-        port,
-        sshPass,
+        tenant.port,
+        tenant.sshPass,
         [
-          `${login}@127.0.0.1`,
+          `${tenant.login}@127.0.0.1`,
           `tmux new-session -d -s counter 'i=0; while :; do i=$((i+1)); echo $i > /tmp/ccp-counter; sleep 0.1; done'`,
         ],
         60_000,
@@ -136,25 +119,29 @@ describe('a workspace pauses while its exit is in doubt', {
       const before = await counter();
       await sleep(1000);
       assert.ok((await counter()) > before, 'the counter advances');
-      assert.equal((await host()).egress.paused, null);
+      assert.equal((await tenant.host()).egress.paused, null);
 
       forwarder.pointAt(lab.lab.exits[1]!.address);
-      await until('the pause', async () => (await host()).egress.paused !== null, 90_000);
-      const paused = (await host()).egress.paused;
+      await until('the pause', async () => (await tenant.host()).egress.paused !== null, 90_000);
+      const paused = (await tenant.host()).egress.paused;
       assert.match(paused.reason, /exit drifted/);
       assert.ok(paused.reason.includes(lab.lab.exits[1]!.address), paused.reason);
-      assert.equal((await host()).status, 'running', 'paused, not stopped');
+      assert.equal((await tenant.host()).status, 'running', 'paused, not stopped');
       assert.match(session.stderr(), /is paused: its exit drifted/);
-      await until('the paused event', async () => (await events('host.paused')).length === 1, 10_000);
-      const [event] = await events('host.paused');
+      await until('the paused event', async () => (await tenant.events('host.paused')).length === 1, 10_000);
+      const [event] = await tenant.events('host.paused');
       assert.ok(event.data.terminals_told >= 1, JSON.stringify(event.data));
       const frozenAt = await counter();
       await sleep(2500);
       assert.equal(await counter(), frozenAt, 'the counter does not advance while paused');
 
       forwarder.pointAt(lab.lab.exits[0]!.address);
-      await until('the resume', async () => (await host()).egress.paused === null, 90_000);
-      await until('the resumed event', async () => (await events('host.resumed')).length === 1, 10_000);
+      await until('the resume', async () => (await tenant.host()).egress.paused === null, 90_000);
+      await until(
+        'the resumed event',
+        async () => (await tenant.events('host.resumed')).length === 1,
+        10_000,
+      );
       await sleep(1000);
       const after = await counter();
       assert.ok(after > frozenAt, `the same loop runs on (${frozenAt} then ${after})`);

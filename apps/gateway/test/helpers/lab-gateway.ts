@@ -7,6 +7,7 @@ import type { GatewayOptions } from '../../src/gateway.js';
 import { egressGatewayName, HOST_LABEL } from '../../src/runtime/container-specs.js';
 import { releaseUplink } from '../../src/runtime/uplink-guard.js';
 import { buildTestImages, labEgressEnv } from './lab-egress.js';
+import { within } from './openssh.js';
 import { type DatabaseKind, startTestGateway, type TestGateway } from './test-gateway.js';
 
 const docker = new Docker({ socketPath: '/var/run/docker.sock' });
@@ -61,6 +62,42 @@ export interface LabGateway {
   /** Starts a host and waits for its task; fails with the task's error. */
   startHost(hostId: string): Promise<void>;
   close(): Promise<void>;
+}
+
+/** A user of the lab gateway with one running host, as a test logs in and as an admin reads the host. */
+export interface LabTenant {
+  userId: string;
+  hostId: string;
+  /** `user+short_id`, what SSH logs in as. */
+  login: string;
+  sshPass: string;
+  /** The gateway's SSH port. */
+  port: number;
+  /** The host as an admin reads it. */
+  host(): Promise<any>;
+  /** The host's events of one type, newest first. */
+  events(type: string): Promise<any[]>;
+}
+
+/** Creates a user and a host bound to `egressIpId` (the lab gateway's own by default), and starts it. */
+export async function startTenant(
+  lab: LabGateway,
+  username: string,
+  egressIpId?: string,
+): Promise<LabTenant> {
+  const user = await lab.t.createUser(username);
+  const created = await lab.createHost(user.id, true, egressIpId);
+  await within(300_000, 'the workspace start', lab.startHost(created.id));
+  return {
+    userId: user.id,
+    hostId: created.id,
+    login: `${username}+${created.short_id}`,
+    sshPass: user.sshPass,
+    port: lab.t.gateway.ssh.port,
+    host: async () => (await lab.t.request('GET', `/v1/admin/hosts/${created.id}`)).body,
+    events: async (type) =>
+      (await lab.t.request('GET', `/v1/admin/events?host_id=${created.id}&type=${type}`)).body.events,
+  };
 }
 
 /**

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { labUnavailable } from '../../../../test/lab/lab.js';
 import { needs } from '../../../../test/support/needs.js';
-import { type LabGateway, startLabGateway } from '../helpers/lab-gateway.js';
+import { type LabGateway, type LabTenant, startLabGateway, startTenant } from '../helpers/lab-gateway.js';
 import { openLiveSession, sshWithPassword, until, within } from '../helpers/openssh.js';
 import { SseClient } from '../helpers/sse-client.js';
 
@@ -23,23 +23,21 @@ describe('idle stop and maximum lifetime of a real workspace', {
 }, () => {
   const username = `idle${randomBytes(3).toString('hex')}`;
   let lab: LabGateway;
-  let hostId: string;
-  let login: string;
-  let sshPass: string;
-  let port: number;
-
-  const host = async () => (await lab.t.request('GET', `/v1/admin/hosts/${hostId}`)).body;
-  const events = async (type: string) =>
-    (await lab.t.request('GET', `/v1/admin/events?host_id=${hostId}&type=${type}`)).body.events;
+  let tenant: LabTenant;
   const setPolicy = async (idle: number | null, lifetime: number | null) => {
-    const set = await lab.t.request('PUT', `/v1/admin/hosts/${hostId}/lifecycle-policy`, {
+    const set = await lab.t.request('PUT', `/v1/admin/hosts/${tenant.hostId}/lifecycle-policy`, {
       body: { idle_timeout_seconds: idle, max_lifetime_seconds: lifetime, schedule: null },
     });
     assert.equal(set.status, 200, JSON.stringify(set.body));
   };
   /** A command in the workspace, run the way a user does: ssh through the proxy. */
   const inWorkspace = async (command: string) => {
-    const result = await sshWithPassword(port, sshPass, [`${login}@127.0.0.1`, command], 60_000);
+    const result = await sshWithPassword(
+      tenant.port,
+      tenant.sshPass,
+      [`${tenant.login}@127.0.0.1`, command],
+      60_000,
+    );
     assert.equal(result.code, 0, `${command}: ${result.stderr}`);
   };
 
@@ -48,13 +46,7 @@ describe('idle stop and maximum lifetime of a real workspace', {
       HOST_ACTIVITY_SECONDS: '1',
       HOST_STOP_WARNING_SECONDS: String(WARNING_SECONDS),
     });
-    port = lab.t.gateway.ssh.port;
-    const user = await lab.t.createUser(username);
-    sshPass = user.sshPass;
-    const created = await lab.createHost(user.id);
-    hostId = created.id;
-    login = `${username}+${created.short_id}`;
-    await within(300_000, 'the workspace start', lab.startHost(hostId));
+    tenant = await startTenant(lab, username);
   });
 
   after(async () => {
@@ -69,9 +61,9 @@ describe('idle stop and maximum lifetime of a real workspace', {
     await setPolicy(IDLE_SECONDS, null);
     const since = Date.now();
     await sleep((IDLE_SECONDS * 2 + WARNING_SECONDS) * 1000);
-    const now = await host();
+    const now = await tenant.host();
     assert.equal(now.status, 'running');
-    assert.deepEqual(await events('host.stop_warning'), [], 'never warned: it was working');
+    assert.deepEqual(await tenant.events('host.stop_warning'), [], 'never warned: it was working');
     assert.ok(
       ['terminal', 'cpu'].includes(now.lifecycle.last_activity_signal),
       JSON.stringify(now.lifecycle),
@@ -85,7 +77,7 @@ describe('idle stop and maximum lifetime of a real workspace', {
 
   it('someone typing in a session keeps it; left attached and quiet, that terminal and the live stream are warned, an extend moves the stop, then it stops as idle', async () => {
     const sse = await SseClient.open(`${lab.t.url}/v1/admin/sse?token=${lab.t.adminToken}&topics=hosts`);
-    const session = openLiveSession(port, sshPass, ['-tt', `${login}@127.0.0.1`]);
+    const session = openLiveSession(tenant.port, tenant.sshPass, ['-tt', `${tenant.login}@127.0.0.1`]);
     try {
       await inWorkspace('tmux kill-server');
       // Someone at the keyboard of an attached terminal: a key a second, past the idle timeout and its warning.
@@ -94,17 +86,17 @@ describe('idle stop and maximum lifetime of a real workspace', {
         session.child.stdin.write('\n');
         await sleep(1000);
       }
-      const typed = await host();
+      const typed = await tenant.host();
       assert.equal(typed.status, 'running');
       assert.equal(typed.lifecycle.last_activity_signal, 'session', JSON.stringify(typed.lifecycle));
-      assert.deepEqual(await events('host.stop_warning'), [], 'never warned while someone typed');
+      assert.deepEqual(await tenant.events('host.stop_warning'), [], 'never warned while someone typed');
       // The terminal stays attached, and nobody types in it any more.
       const quietAt = Date.now();
       const updates = () =>
         sse
           .messages()
           .map((m) => m.data)
-          .filter((m) => m.topic === 'hosts' && m.id === hostId)
+          .filter((m) => m.topic === 'hosts' && m.id === tenant.hostId)
           .map((m) => m.payload);
       await until(
         'a warning on the live stream',
@@ -116,11 +108,11 @@ describe('idle stop and maximum lifetime of a real workspace', {
       assert.equal(warned.lifecycle.planned_stop.reason, 'idle');
       await until('the warning in the attached terminal', () => session.stderr().includes('stops in about'));
       assert.match(session.stderr(), /idle: no input in a session, terminal output, CPU or network use/);
-      assert.equal((await host()).status, 'running', 'told before the stop');
+      assert.equal((await tenant.host()).status, 'running', 'told before the stop');
       const firstStop = Date.parse(warned.lifecycle.planned_stop.at);
       assert.ok(firstStop - quietAt >= IDLE_SECONDS * 1000 - 2000, 'not before its idle timeout');
 
-      const extended = await lab.t.request('POST', `/v1/admin/hosts/${hostId}/extend`, {
+      const extended = await lab.t.request('POST', `/v1/admin/hosts/${tenant.hostId}/extend`, {
         body: { seconds: 10 },
       });
       assert.equal(extended.status, 200, JSON.stringify(extended.body));
@@ -129,19 +121,19 @@ describe('idle stop and maximum lifetime of a real workspace', {
       assert.equal(extended.body.lifecycle.planned_stop.warned_at, null);
 
       await sleep(Math.max(0, firstStop - Date.now()) + 2000);
-      assert.equal((await host()).status, 'running', 'still running past the stop it had');
+      assert.equal((await tenant.host()).status, 'running', 'still running past the stop it had');
 
-      await until('the idle stop', async () => (await host()).status === 'stopped', 40_000);
+      await until('the idle stop', async () => (await tenant.host()).status === 'stopped', 40_000);
       const stoppedAt = Date.now();
       await within(40_000, 'the attached session to end with the host', session.exited);
       assert.ok(stoppedAt >= movedTo - 1000, 'not before the extended stop');
-      const warnings = await events('host.stop_warning');
+      const warnings = await tenant.events('host.stop_warning');
       assert.equal(
         warnings.length,
         2,
         'warned before the first planned stop and again before the extended one',
       );
-      const [stop] = await events('host.policy_stop');
+      const [stop] = await tenant.events('host.policy_stop');
       assert.equal(stop.data.reason, 'idle');
       // Newest first: the warning of the extended stop came a full warning time before it.
       assert.ok(
@@ -155,7 +147,12 @@ describe('idle stop and maximum lifetime of a real workspace', {
       assert.equal(task.kind, 'stop');
       assert.equal(task.status, 'succeeded');
 
-      const refused = await sshWithPassword(port, sshPass, [`${login}@127.0.0.1`, 'true'], 30_000);
+      const refused = await sshWithPassword(
+        tenant.port,
+        tenant.sshPass,
+        [`${tenant.login}@127.0.0.1`, 'true'],
+        30_000,
+      );
       assert.notEqual(refused.code, 0);
       assert.match(refused.stderr, /stopped by the gateway at \S+ for its lifecycle policy, idle: /);
     } finally {
@@ -166,27 +163,32 @@ describe('idle stop and maximum lifetime of a real workspace', {
 
   it('a maximum lifetime stops the host even with a session open, whose terminal is told first', async () => {
     await setPolicy(0, 25);
-    await within(300_000, 'the workspace start', lab.startHost(hostId));
-    const session = openLiveSession(port, sshPass, ['-tt', `${login}@127.0.0.1`]);
+    await within(300_000, 'the workspace start', lab.startHost(tenant.hostId));
+    const session = openLiveSession(tenant.port, tenant.sshPass, ['-tt', `${tenant.login}@127.0.0.1`]);
     try {
       // Its user types: the session is activity, and the lifetime stops the host all the same.
       const typedAt = Date.now();
       session.child.stdin.write('true\n');
       await until('the input to count', async () => {
-        const { lifecycle } = await host();
+        const { lifecycle } = await tenant.host();
         return (
           lifecycle.last_activity_signal === 'session' && Date.parse(lifecycle.last_activity_at) >= typedAt
         );
       });
       await until('the line in the terminal', () => session.stderr().includes('stops in about'), 40_000);
-      assert.equal((await host()).status, 'running', 'told before the stop');
+      assert.equal((await tenant.host()).status, 'running', 'told before the stop');
       assert.match(session.stderr(), /lifetime: it ran for its maximum lifetime/);
       assert.match(session.stderr(), /`ccp extend`/);
       await within(40_000, 'the session to end with the host', session.exited);
-      await until('the stop to end', async () => (await host()).status === 'stopped', 60_000);
-      const stops = await events('host.policy_stop');
+      await until('the stop to end', async () => (await tenant.host()).status === 'stopped', 60_000);
+      const stops = await tenant.events('host.policy_stop');
       assert.equal(stops[0].data.reason, 'lifetime', 'the newest stop');
-      const refused = await sshWithPassword(port, sshPass, [`${login}@127.0.0.1`, 'true'], 30_000);
+      const refused = await sshWithPassword(
+        tenant.port,
+        tenant.sshPass,
+        [`${tenant.login}@127.0.0.1`, 'true'],
+        30_000,
+      );
       assert.match(refused.stderr, /for its lifecycle policy, lifetime: /);
     } finally {
       session.child.kill();

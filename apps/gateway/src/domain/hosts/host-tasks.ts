@@ -77,7 +77,8 @@ export class HostTasks {
 
   private async prepareAhead(hostId: string): Promise<void> {
     const host = await this.records.find(hostId);
-    if (!host || host.status !== 'created' || (host.node !== null && host.node !== this.tasks.node)) return;
+    const here = host?.node === null || host?.node === this.tasks.node;
+    if (host?.status !== 'created' || !here) return;
     await this.runtime.prepare(this.spec(host));
     if (!(await this.records.find(hostId))) await this.runtime.remove(hostId);
   }
