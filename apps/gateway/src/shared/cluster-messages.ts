@@ -28,6 +28,8 @@ export const clusterMessageSchemas = {
   'task.queued': Type.Object({ node: Type.String({ minLength: 1 }) }),
   /** Cancelling a task was asked for in its row: the gateway running it aborts it. */
   'task.cancel_requested': Type.Object({ taskId: Type.String({ minLength: 1 }) }),
+  /** A host was created: its node makes its workspace ahead of the first start. */
+  'host.created': Type.Object({ hostId: Type.String({ minLength: 1 }) }),
   /** A running host's egress gateway must follow its active binding: the host's node applies it. */
   'host.upstream_switch_requested': Type.Object({ hostId: Type.String({ minLength: 1 }) }),
   /** A running host's egress policy changed: the host's node applies it to its egress gateway. */

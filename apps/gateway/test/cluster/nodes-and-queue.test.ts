@@ -117,6 +117,15 @@ describe('two nodes on one PostgreSQL database: placement, the task queue, a los
     );
   });
 
+  it('makes the workspace of a host created at one gateway ahead on its node, and only there', async () => {
+    const host = await createHost('b');
+    await until('node b to make it ahead', () => engineB.prepared.includes(host.id), 10_000);
+    assert.ok(!engineA.prepared.includes(host.id), "node a's engine never made it");
+    const own = await createHost('a');
+    await until('node a to make its own', () => engineA.prepared.includes(own.id), 10_000);
+    assert.ok(!engineB.prepared.includes(own.id));
+  });
+
   it("runs a start asked at one gateway on the host's node, and only there", async () => {
     const host = await createHost('b');
     const accepted = await a.request('POST', `/v1/admin/hosts/${host.id}/start`);

@@ -134,8 +134,12 @@ export class MemoryRuntime implements WorkspaceRuntime {
   readonly resized = new Map<string, WorkspaceLimits>();
   readonly usages = new Map<string, ResourceUsage>();
 
-  /** Nothing to make ahead in memory (and not in `calls`: tests read those as what users asked for). */
-  async prepare(): Promise<void> {}
+  /** Hosts whose workspace was made ahead (not in `calls`: tests read those as what users asked for). */
+  readonly prepared: string[] = [];
+
+  async prepare(spec: WorkspaceSpec): Promise<void> {
+    this.prepared.push(spec.hostId);
+  }
 
   async resize(hostId: string, limits: WorkspaceLimits): Promise<'now' | 'next_start'> {
     this.calls.push(`resize ${hostId}`);

@@ -30,6 +30,7 @@ export class HostLifecycle {
   private readonly egressPolicies: EgressPolicyRollout;
   private readonly hostTasks: HostTasks;
   private readonly bus: EventBus;
+  private readonly cluster: ClusterBus;
   private readonly log: Logger;
 
   constructor(
@@ -50,6 +51,7 @@ export class HostLifecycle {
     this.hostTasks = new HostTasks(records, runtime, tasks, upstreams, resources, desktopPassword, access);
     this.hostTasks.register();
     this.bus = bus;
+    this.cluster = cluster;
     this.log = log;
     const reconciler = new HostReconciler(records, runtime, bus, cluster, upstreams);
     this.egressPolicies = new EgressPolicyRollout(
@@ -141,7 +143,7 @@ export class HostLifecycle {
   }
 
   follow(): void {
-    this.hostTasks.follow(this.bus, this.log);
+    this.hostTasks.follow(this.bus, this.cluster, this.log);
     this.upstreamRounds.follow();
     this.egressPolicies.follow();
   }

@@ -9,6 +9,7 @@ import type {
   WorkspaceSpec,
 } from '../../runtime/workspace-runtime.js';
 import { nowIso } from '../../shared/clock.js';
+import type { ClusterBus } from '../../shared/cluster-messages.js';
 import type { HostPatch, HostWithOwner } from '../../store/hosts-repository.js';
 import type { TasksRepository } from '../../store/tasks-repository.js';
 import { effectiveEgressPolicy, gatewayPolicy } from '../egress/egress-policy.js';
@@ -53,21 +54,31 @@ export class HostTasks {
   }
 
   /**
-   * A new host of this node gets its volumes and workspace container made ahead (nothing runs), so its first
-   * start is a `docker start` like every later one. Best effort: a start asked meanwhile waits for it (the
-   * runtime takes one host's calls in turn), and what was made for a host deleted meanwhile is removed.
+   * A new host gets its volumes and workspace container made ahead on its node (nothing runs), so its first
+   * start is a `docker start` like every later one; a host created at another gateway is announced to the
+   * others. Best effort: a start asked meanwhile waits for it (the runtime takes one host's calls in turn), and
+   * what was made for a host deleted meanwhile is removed.
    */
-  follow(bus: EventBus, log: Logger): void {
-    // Not awaited: the creation's answer does not wait for the engine.
-    bus.on('host.created', ({ hostId }) => {
-      if (!hostId) return;
+  follow(bus: EventBus, cluster: Pick<ClusterBus, 'publish' | 'subscribe'>, log: Logger): void {
+    const prepare = (hostId: string) => {
       const preparing = this.prepareAhead(hostId)
         .catch((error: unknown) =>
           log.debug({ err: error, hostId }, 'making a new host ahead of its first start failed'),
         )
         .finally(() => this.preparing.delete(preparing));
       this.preparing.add(preparing);
+    };
+    // Not awaited: the creation's answer does not wait for the engine (nor for the other gateways).
+    bus.on('host.created', ({ hostId }) => {
+      if (!hostId) return;
+      prepare(hostId);
+      void cluster
+        .publish('host.created', { hostId })
+        .catch((error: unknown) =>
+          log.debug({ err: error, hostId }, 'announcing a new host to the other gateways failed'),
+        );
     });
+    cluster.subscribe('host.created', ({ hostId }) => prepare(hostId));
   }
 
   /** Resolves once what is being made ahead is made (a gateway that stops waits for it). */
