@@ -56,7 +56,8 @@ export function buildTestImages(): Promise<{ workspace: string; egressGateway: s
       stdout += chunk.toString();
     });
     child.on('error', reject);
-    child.on('exit', (code) => {
+    // 'close', not 'exit': the tags are on stdout, which a fast (cached) build may still be delivering at exit.
+    child.on('close', (code) => {
       const tags = new Map(
         [...stdout.matchAll(/^image ([\w-]+)=(\S+)$/gm)].map((match) => [match[1], match[2]] as const),
       );

@@ -62,7 +62,8 @@ function buildImages(): Promise<Map<string, string>> {
       stdout += chunk;
     });
     child.on('error', reject);
-    child.on('exit', (code) => {
+    // 'close': stdout (the tags) may still be arriving at exit.
+    child.on('close', (code) => {
       if (code !== 0) return reject(new Error(`image/build.sh exited with ${code}`));
       const tags = new Map<string, string>();
       for (const [, name, tag] of stdout.matchAll(/^image ([a-z-]+)=(\S+)$/gm)) tags.set(name!, tag!);

@@ -324,7 +324,7 @@ describe('the SSH proxy, with OpenSSH clients, against a real workspace', { skip
       );
       let stderr = '';
       child.stderr.on('data', (chunk) => (stderr += chunk));
-      child.on('exit', (code) => resolve({ code, stderr }));
+      child.on('close', (code) => resolve({ code, stderr }));
     });
     assert.equal(mount.code, 0, mount.stderr);
     try {
