@@ -104,13 +104,18 @@ describe('monthly egress budgets of a real workspace', {
         session.stderr(),
         /has used [\d.]+ KiB of the host's egress budget of [\d.]+ KiB for \d{4}-\d\d \(warning at 50 %\)/,
       );
-      const updates = sse
-        .messages()
-        .map((m) => m.data)
-        .filter((m) => m.topic === 'hosts' && m.id === tenant.hostId);
-      assert.ok(
-        updates.some((m) => m.payload.egress?.budget?.state === 'warned'),
-        'the host on the live stream carries the warning (the banner)',
+      // The host on the live stream carries the warning (the banner); the stream may come a moment after.
+      await until(
+        'the warning on the live stream',
+        () =>
+          sse
+            .messages()
+            .map((m) => m.data)
+            .some(
+              (m) =>
+                m.topic === 'hosts' && m.id === tenant.hostId && m.payload.egress?.budget?.state === 'warned',
+            ),
+        10_000,
       );
       assert.equal((await tenant.host()).egress.budget.state, 'warned');
 
