@@ -5,7 +5,7 @@ import http, {
   type ServerResponse,
 } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { type Duplex, Transform } from 'node:stream';
+import { type Duplex, pipeline, Transform } from 'node:stream';
 import type { Logger } from 'pino';
 import { DomainError, errors } from '../domain/errors.js';
 import {
@@ -255,9 +255,10 @@ export class ShareProxy {
     });
     upstream.on('response', (answer) => {
       response.writeHead(answer.statusCode ?? 502, answer.statusMessage, returnedHeaders(answer.headers));
-      throttled(answer, budget).pipe(response);
+      // An answer cut short ends the visitor's response too, rather than leave it open.
+      pipeline([answer, ...throttle(budget), response], () => {});
     });
-    throttled(request, budget).pipe(upstream);
+    pipeline([request, ...throttle(budget), upstream], () => {});
   }
 
   private upgrade(request: IncomingMessage, socket: Socket, head: Buffer, where: Where): void {
@@ -332,8 +333,9 @@ export class ShareProxy {
             done(null, chunk);
           },
         });
-      throttled(socket, budget).pipe(counted('in')).pipe(appSocket);
-      throttled(appSocket, budget).pipe(counted('out')).pipe(socket);
+      // Each way in a pipeline: a reset on either side (read ECONNRESET) ends both, and no error is left unheard.
+      pipeline([socket, ...throttle(budget), counted('in'), appSocket], () => {});
+      pipeline([appSocket, ...throttle(budget), counted('out'), socket], () => {});
       const finish = () => {
         socket.destroy();
         appSocket.destroy();
@@ -435,20 +437,18 @@ class ByteBudget {
   }
 }
 
-function throttled(
-  source: (NodeJS.ReadableStream & Duplex) | IncomingMessage | Duplex,
-  budget: ByteBudget | null,
-) {
-  if (!budget) return source;
-  const gate = new Transform({
-    transform(chunk: Buffer, _encoding, done) {
-      const wait = budget.take(chunk.length);
-      if (wait === 0) done(null, chunk);
-      else setTimeout(() => done(null, chunk), wait);
-    },
-  });
-  source.on('error', (error: Error) => gate.destroy(error));
-  return source.pipe(gate);
+/** The stage that holds a stream to the share's budget: none without a limit. */
+function throttle(budget: ByteBudget | null): Transform[] {
+  if (!budget) return [];
+  return [
+    new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        const wait = budget.take(chunk.length);
+        if (wait === 0) done(null, chunk);
+        else setTimeout(() => done(null, chunk), wait);
+      },
+    }),
+  ];
 }
 
 /** The request's headers for the app: none of the gateway's credentials (cookies of shares, Authorization). */
