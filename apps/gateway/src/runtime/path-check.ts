@@ -105,11 +105,18 @@ const task = new Promise((resolve) => {
   process.stdin.on('end', () => resolve(text));
 });
 
-Promise.all([import(process.argv[1]), task]).then(([client, text]) => {
+// The canary is touched as soon as the task arrives, while the probe client may still be loading: its window
+// then runs beside the load rather than after it.
+const touched = task.then((text) => {
   if (!text) process.exit(0);
   const task = JSON.parse(text);
   const touchedAt = performance.timeOrigin + performance.now();
   const untouch = touch(task.canary);
+  const window = new Promise((resolve) => setTimeout(resolve, task.canaryMs));
+  return { task, touchedAt, untouch, window };
+});
+
+Promise.all([import(process.argv[1]), touched]).then(([client, { task, touchedAt, untouch, window }]) => {
   const echo = ({ url, trust }) =>
     client.resolveIPv4(new URL(url).hostname, task.dns, task.dnsMs).then(
       (address) => client.getEcho(url, address, { trust, timeoutMs: task.httpMs }),
@@ -128,7 +135,7 @@ Promise.all([import(process.argv[1]), task]).then(([client, text]) => {
     Promise.all(task.urls.map(echo)),
     Promise.all(task.queries.map(ask)),
     doh,
-    new Promise((resolve) => setTimeout(resolve, task.canaryMs)),
+    window,
   ]).then(([echoes, dns, doh]) => {
     untouch();
     process.stdout.write(JSON.stringify({ echoes, dns, doh, touchedAt }));
