@@ -258,7 +258,13 @@ export class ShareProxy {
       // An answer cut short ends the visitor's response too, rather than leave it open.
       pipeline([answer, ...throttle(budget), response], () => {});
     });
-    pipeline([request, ...throttle(budget), upstream], () => {});
+    // Not a pipeline: an app that fails while a body is still arriving answers 502 above, which destroying the
+    // visitor's request with it would cut off. A visitor's reset only ends the limiter, quietly.
+    const [gate] = throttle(budget);
+    if (gate) {
+      request.on('error', () => gate.destroy());
+      request.pipe(gate).pipe(upstream);
+    } else request.pipe(upstream);
   }
 
   private upgrade(request: IncomingMessage, socket: Socket, head: Buffer, where: Where): void {

@@ -1,8 +1,8 @@
 /**
- * Attack: a visitor of a shared port resets their connection in the middle of a WebSocket. Shares are held to
- * SHARE_BYTES_PER_SECOND by default, and the limiter passed the socket's `read ECONNRESET` on as an error nobody
- * listened to: the gateway process died, for every user, on one reset any visitor can send (and Chromium sends
- * when a tab closes at the wrong moment).
+ * Attack: a visitor of a shared port resets their connection in the middle of a WebSocket or of an upload. Shares
+ * are held to SHARE_BYTES_PER_SECOND by default, and the limiter passed the socket's `read ECONNRESET` (or the
+ * request's `aborted`) on as an error nobody listened to: the gateway process died, for every user, on one reset
+ * any visitor can send (and Chromium sends when a tab closes at the wrong moment).
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -38,7 +38,30 @@ function openSocket(origin: string, cookie: string): Promise<net.Socket> {
   });
 }
 
-describe('attack: a share visitor resetting a WebSocket', { skip, timeout: 900_000 }, () => {
+/**
+ * Sends the head of an upload and part of its body (within the limiter's budget, so it is read at once) through
+ * the share, to the app's upload form that reads it whole before answering; then resets the connection.
+ */
+function resetMidUpload(origin: string, cookie: string): Promise<void> {
+  const { hostname, port } = new URL(origin);
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(Number(port), hostname, () => {
+      socket.write(
+        'POST /upload HTTP/1.1\r\n' +
+          `Host: ${new URL(origin).host}\r\nOrigin: ${origin}\r\nCookie: ${cookie}\r\n` +
+          'Content-Type: application/octet-stream\r\nContent-Length: 1048576\r\n\r\n',
+      );
+      socket.write(Buffer.alloc(64 * 1024, 1));
+      setTimeout(() => {
+        socket.resetAndDestroy();
+        resolve();
+      }, 300);
+    });
+    socket.on('error', reject);
+  });
+}
+
+describe('attack: a share visitor resetting a WebSocket or an upload', { skip, timeout: 900_000 }, () => {
   let s: SharedPortHost;
   // The gateway runs in this process: an error nobody handles there is the one that ends a real gateway.
   const unhandled: Error[] = [];
@@ -54,6 +77,8 @@ describe('attack: a share visitor resetting a WebSocket', { skip, timeout: 900_0
     await s?.close();
   });
 
+  let share: { id: string; origin: string; cookie: string };
+
   it('ends that WebSocket only: the gateway keeps serving and records the close', async () => {
     const created = await s.lab.t.request('POST', `/v1/user/hosts/${s.host.id}/shares`, {
       token: s.owner.token,
@@ -65,6 +90,7 @@ describe('attack: a share visitor resetting a WebSocket', { skip, timeout: 900_0
     const entered = await rawRequest(origin, `${ticket.pathname}${ticket.search}`);
     assert.equal(entered.status, 303);
     const cookie = String(entered.headers['set-cookie']?.[0] ?? '').split(';')[0]!;
+    share = { id: created.body.id, origin, cookie };
     for (let round = 0; round < 5; round++) {
       const socket = await openSocket(origin, cookie);
       // A frame on its way, then the reset (RST) rather than a close: the gateway's read fails with ECONNRESET.
@@ -83,5 +109,16 @@ describe('attack: a share visitor resetting a WebSocket', { skip, timeout: 900_0
       assert.ok(Date.now() < deadline, `closes recorded: ${JSON.stringify(closed)}`);
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
+  });
+
+  it('ends an upload reset halfway: the gateway keeps serving its shares', async () => {
+    assert.ok(share, 'the first test entered the share');
+    for (let round = 0; round < 3; round++) await resetMidUpload(share.origin, share.cookie);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.deepEqual(unhandled.map(String), []);
+    assert.equal((await rawRequest(s.lab.t.url, '/healthz')).status, 200);
+    const page = await rawRequest(share.origin, '/', { cookie: share.cookie });
+    assert.equal(page.status, 200);
+    assert.match(page.body, /shared app|WebSocket/);
   });
 });

@@ -1,6 +1,6 @@
 # A tiny web app a test starts in a workspace as its user: static files from the directory given, the headers
 # it was sent (/headers), a cookie under the gateway's name and one of its own (/set-cookie), and a WebSocket
-# that echoes text (/ws). Python's standard library only (the test image has no Node.js).
+# that echoes text (/ws), and an upload (POST) read whole before its answer, the body's length. Python's standard library only (the test image has no Node.js).
 import base64
 import hashlib
 import json
@@ -42,6 +42,21 @@ class Handler(SimpleHTTPRequestHandler):
         if self.path == "/ws" and self.headers.get("upgrade", "").lower() == "websocket":
             return self.echo()
         return super().do_GET()
+
+    def do_POST(self):
+        remaining = int(self.headers.get("content-length", "0"))
+        received = 0
+        while remaining > 0:
+            chunk = self.rfile.read(min(65536, remaining))
+            if not chunk:
+                return
+            received += len(chunk)
+            remaining -= len(chunk)
+        body = str(received).encode()
+        self.send_response(200)
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
     def echo(self):
         key = self.headers["sec-websocket-key"]
