@@ -70,15 +70,9 @@ export class EngineWatcher {
               label: [`${OWNER_LABEL}=${owner}`],
             },
           });
-          for (const hostId of await hostIds()) relink(hostId).catch(onError);
-          const gateways = await docker.listContainers({
-            filters: { label: [`${OWNER_LABEL}=${owner}`, `${ROLE_LABEL}=egress-gateway`] },
-          });
-          for (const gateway of gateways) {
-            const hostId = hostOfContainer(gateway.Labels, gateway.Names[0]);
-            if (hostId && HOST_ID.test(hostId)) follow(gateway.Id, hostId);
-          }
-          await readEvents(stream, (event) => {
+          // Read from now on, beside the catch-up below: a stream the engine cuts meanwhile ends this round. Read
+          // only after it, the stream's end had gone by unheard and the watcher waited for it for good.
+          const reading = readEvents(stream, (event) => {
             const attributes = event.Actor?.Attributes ?? {};
             const hostId = hostOfContainer(attributes, attributes.name);
             if (!hostId || !HOST_ID.test(hostId)) return;
@@ -86,6 +80,22 @@ export class EngineWatcher {
             if (attributes[ROLE_LABEL] === 'egress-gateway' && event.Actor?.ID)
               follow(event.Actor.ID, hostId);
           });
+          // Its failure is awaited below, after the catch-up.
+          reading.catch(() => {});
+          try {
+            for (const hostId of await hostIds()) relink(hostId).catch(onError);
+            const gateways = await docker.listContainers({
+              filters: { label: [`${OWNER_LABEL}=${owner}`, `${ROLE_LABEL}=egress-gateway`] },
+            });
+            for (const gateway of gateways) {
+              const hostId = hostOfContainer(gateway.Labels, gateway.Names[0]);
+              if (hostId && HOST_ID.test(hostId)) follow(gateway.Id, hostId);
+            }
+          } catch (error) {
+            (stream as { destroy?: () => void }).destroy?.();
+            throw error;
+          }
+          await reading;
         } catch (error) {
           if (!stopped) onError(error);
         }
@@ -136,6 +146,7 @@ interface DockerEvent {
 
 function readEvents(stream: NodeJS.ReadableStream, onEvent: (event: DockerEvent) => void): Promise<void> {
   return new Promise((resolve, reject) => {
+    if ((stream as { destroyed?: boolean }).destroyed) return resolve();
     let pending = '';
     stream.on('data', (chunk: Buffer) => {
       pending += chunk.toString('utf8');
