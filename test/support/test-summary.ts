@@ -23,7 +23,8 @@ export interface Summary {
 const SUBTEST = /^( *)# Subtest: (.*)$/;
 const RESULT = /^( *)(?:not )?ok \d+ - (.*?)(?: # SKIP(?: (.*))?)?$/;
 const SKIP = / # SKIP(?: |$)/;
-const TOTAL = /^# (pass|fail) (\d+)$/;
+// Cancelled: tests that never ran because a hook of theirs failed, or their file ended first. They count as failed.
+const TOTAL = /^# (pass|fail|cancelled) (\d+)$/;
 
 /** Reads Node's TAP reporter output: each level of nesting is indented by 4 spaces. */
 export function summarize(tap: string): Summary {
@@ -51,7 +52,8 @@ export function summarize(tap: string): Summary {
       return;
     }
     const total = TOTAL.exec(line);
-    if (total) summary[total[1] === 'pass' ? 'passed' : 'failed'] = Number(total[2]);
+    if (total?.[1] === 'pass') summary.passed = Number(total[2]);
+    else if (total) summary.failed += Number(total[2]);
   });
   return summary;
 }

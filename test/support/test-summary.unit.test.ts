@@ -9,8 +9,11 @@ import { render, summarize } from './test-summary.js';
 
 const exec = promisify(execFile);
 
-/** A run as scripts/test.sh makes one: two files, with a skipped suite, a skipped test and a failure. */
-const FILE = `import { describe, it } from 'node:test';
+/**
+ * A run as scripts/test.sh makes one: two files, with a skipped suite, a skipped test, a failure and a test its
+ * failed set-up cancelled.
+ */
+const FILE = `import { before, describe, it } from 'node:test';
 describe('real workspaces', { skip: 'the network lab needs root (ip netns)' }, () => {
   it('starts a host', () => {});
   it('stops it', () => {});
@@ -20,6 +23,10 @@ describe('the dashboard', () => {
   it('draws the desktop', { skip: 'no Chromium at /usr/bin/chromium' }, () => {});
 });
 it('fails', () => { throw new Error('no'); });
+describe('a set-up that fails', () => {
+  before(() => { throw new Error('the host did not start'); });
+  it('is never run', () => {});
+});
 `;
 
 describe("the run's summary", () => {
@@ -39,7 +46,7 @@ describe("the run's summary", () => {
       ).catch(() => {});
       const summary = summarize(readFileSync(tap, 'utf8'));
       assert.equal(summary.passed, 2);
-      assert.equal(summary.failed, 2);
+      assert.equal(summary.failed, 4);
       assert.deepEqual(summary.skipped, [
         { name: 'real workspaces', kind: 'suite', reason: 'the network lab needs root (ip netns)' },
         {
@@ -56,7 +63,7 @@ describe("the run's summary", () => {
       ]);
       assert.equal(
         render(summary).trimEnd().split('\n').at(-1),
-        '2 passed, 2 failed, 4 skipped (2 whole suites, whose tests are not counted)',
+        '2 passed, 4 failed, 4 skipped (2 whole suites, whose tests are not counted)',
       );
       assert.match(
         render(summary),
