@@ -5,7 +5,7 @@ import http, {
   type ServerResponse,
 } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { type Duplex, pipeline, Transform } from 'node:stream';
+import { type Duplex, type Readable, Transform } from 'node:stream';
 import type { Logger } from 'pino';
 import { DomainError, errors } from '../domain/errors.js';
 import {
@@ -255,16 +255,9 @@ export class ShareProxy {
     });
     upstream.on('response', (answer) => {
       response.writeHead(answer.statusCode ?? 502, answer.statusMessage, returnedHeaders(answer.headers));
-      // An answer cut short ends the visitor's response too, rather than leave it open.
-      pipeline([answer, ...throttle(budget), response], () => {});
+      throttled(answer, budget).pipe(response);
     });
-    // Not a pipeline: an app that fails while a body is still arriving answers 502 above, which destroying the
-    // visitor's request with it would cut off. A visitor's reset only ends the limiter, quietly.
-    const [gate] = throttle(budget);
-    if (gate) {
-      request.on('error', () => gate.destroy());
-      request.pipe(gate).pipe(upstream);
-    } else request.pipe(upstream);
+    throttled(request, budget).pipe(upstream);
   }
 
   private upgrade(request: IncomingMessage, socket: Socket, head: Buffer, where: Where): void {
@@ -339,9 +332,8 @@ export class ShareProxy {
             done(null, chunk);
           },
         });
-      // Each way in a pipeline: a reset on either side (read ECONNRESET) ends both, and no error is left unheard.
-      pipeline([socket, ...throttle(budget), counted('in'), appSocket], () => {});
-      pipeline([appSocket, ...throttle(budget), counted('out'), socket], () => {});
+      throttled(socket, budget).pipe(counted('in')).pipe(appSocket);
+      throttled(appSocket, budget).pipe(counted('out')).pipe(socket);
       const finish = () => {
         socket.destroy();
         appSocket.destroy();
@@ -443,18 +435,22 @@ class ByteBudget {
   }
 }
 
-/** The stage that holds a stream to the share's budget: none without a limit. */
-function throttle(budget: ByteBudget | null): Transform[] {
-  if (!budget) return [];
-  return [
-    new Transform({
-      transform(chunk: Buffer, _encoding, done) {
-        const wait = budget.take(chunk.length);
-        if (wait === 0) done(null, chunk);
-        else setTimeout(() => done(null, chunk), wait);
-      },
-    }),
-  ];
+/**
+ * The stream as the share's budget lets it through (itself without a limit). A side that fails (a visitor's
+ * reset, the app's answer cut short) ends the limiter quietly: its own listeners end the share's streams, and an
+ * error passed on to the limiter would have no listener and end the gateway.
+ */
+function throttled(source: Readable, budget: ByteBudget | null): Readable {
+  if (!budget) return source;
+  const gate = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      const wait = budget.take(chunk.length);
+      if (wait === 0) done(null, chunk);
+      else setTimeout(() => done(null, chunk), wait);
+    },
+  });
+  source.on('error', () => gate.destroy());
+  return source.pipe(gate);
 }
 
 /** The request's headers for the app: none of the gateway's credentials (cookies of shares, Authorization). */
