@@ -30,6 +30,8 @@ export const POOL_FILES_LABEL = 'cloud-cli-proxy.pool-files';
 export const UPLINK_NETWORK = 'ccp-uplink';
 
 export const WORKSPACE_UID = 1000;
+/** The desktop's control program in the workspace image (image/README.md, "Desktop"). */
+export const DESKTOP_CONTROL = '/usr/local/sbin/ccp-desktop';
 const CA_IN_GATEWAY = '/usr/local/share/ccp-egress/ca.pem';
 
 export type Role = 'workspace' | 'egress-gateway';

@@ -11,6 +11,7 @@ import type { EgressSettings } from '../egress/settings.js';
 import type { ReadDecisions, TunnelEngine } from '../egress/tunnel-engine.js';
 import { execCapped } from './container-exec.js';
 import {
+  DESKTOP_CONTROL,
   EGRESS_GATEWAY_RESTART,
   egressGatewayContainer,
   egressGatewayName,
@@ -132,6 +133,8 @@ interface ContainerFacts {
 }
 
 const GATEWAY_CONFIG_MOUNT = '/etc/ccp-egress';
+/** `ccp-desktop start` waits up to 20 s for the desktop; a little more for `docker exec` itself. */
+const DESKTOP_RELEASE_TIMEOUT_MS = 30_000;
 const LINUX_USER = /^[a-z_][a-z0-9_-]{0,31}$/;
 const WORKSPACE_USER_ENV = 'WORKSPACE_USER=';
 
@@ -684,6 +687,7 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
       const took = timings.elapsedMs();
       this.options.log?.debug({ hostId: spec.hostId, ms: took, spans: timings.spans }, 'host started');
       await progress(100, `running through ${upstream.label}, verified in ${Math.round(took)} ms${out}`);
+      this.releaseDesktop(workspace.id);
       return { ...endpoints, echoesOut };
     } catch (error) {
       ahead.program?.discard();
@@ -752,7 +756,21 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
       // A gateway Docker started again has a new port on the uplink, unguarded until now.
       await this.guardUplink(hostId, ready);
       await linkWorkspace(ready.pid, workspace.pid);
+      this.releaseDesktop(workspace.id);
     });
+  }
+
+  /**
+   * Lets the workspace's desktop come up (`ccp-desktop start`): its supervisor waits for this, so that the
+   * desktop's own start-up (X server, fonts, window manager, a terminal and its shell) does not take the CPU the
+   * start's checks need. Not awaited. An image without a desktop answers 126 or 127; a supervisor that never
+   * hears it brings the desktop up on its own after a while.
+   */
+  private releaseDesktop(workspaceId: string): void {
+    execCapped(this.docker, workspaceId, [DESKTOP_CONTROL, 'start'], DESKTOP_RELEASE_TIMEOUT_MS).catch(
+      (error: unknown) =>
+        this.options.log?.debug({ workspaceId, error: String(error) }, 'the desktop was not released'),
+    );
   }
 
   /** The host-side guard on the gateway's uplink port (uplink-guard.ts), with the policy its files were written with. */

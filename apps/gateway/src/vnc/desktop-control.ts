@@ -7,15 +7,14 @@ import type { HostGrant } from '../domain/access/grants.js';
 import { grantedHostAccess, type HostAccess } from '../domain/access/host-access.js';
 import { DomainError, errors } from '../domain/errors.js';
 import type { EventBus } from '../events/event-bus.js';
+import { DESKTOP_CONTROL } from '../runtime/container-specs.js';
 import { type ExecResult, RuntimeError } from '../runtime/workspace-runtime.js';
 
-/** The control program in the workspace image (image/README.md, "Desktop"). */
-const CONTROL = '/usr/local/sbin/ccp-desktop';
 const ACTIONS = ['status', 'start', 'restart'];
 
 /** Whether `command` is one of the desktop's controls: the only commands a node runs for its peers. */
 export function isDesktopControl(command: string[]): boolean {
-  return command.length === 2 && command[0] === CONTROL && ACTIONS.includes(command[1]!);
+  return command.length === 2 && command[0] === DESKTOP_CONTROL && ACTIONS.includes(command[1]!);
 }
 /** The program waits up to 20 s for the desktop to come up; a little more for `docker exec` itself. */
 const CONTROL_TIMEOUT_MS = 30_000;
@@ -110,7 +109,7 @@ export class DesktopControl {
   ): Promise<{ exitCode: number; stderr: string; report: ControlReport } | null> {
     let result: ExecResult | null;
     try {
-      result = await this.options.dialer.exec(host, [CONTROL, action], timeoutMs);
+      result = await this.options.dialer.exec(host, [DESKTOP_CONTROL, action], timeoutMs);
     } catch (error) {
       if (error instanceof HostUnreachable) throw errors.unavailable('vnc_unreachable', error.message);
       if (error instanceof RuntimeError && error.code === 'exec_timeout')

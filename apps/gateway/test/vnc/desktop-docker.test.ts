@@ -94,6 +94,10 @@ describe('the browser desktop of a real workspace', { skip, timeout: 900_000 }, 
     assert.match(await inWorkspace('ps -o args= -C Xtigervnc'), /-SecurityTypes VncAuth -PasswordFile /);
     const admin = await t.request('GET', `/v1/admin/hosts/${host.id}/vnc/status`);
     assert.equal(admin.body.status, 'running');
+    // Brought up when the gateway asked, once the start's checks had passed, not by the supervisor's fallback.
+    const logs = await exec('docker', ['logs', container]);
+    assert.match(logs.stderr, /ccp-desktop: first start requested \(start\)/, await desktopLogs());
+    assert.doesNotMatch(logs.stderr, /no start requested within/);
   });
 
   it('the watchdog restarts a killed VNC server 3 times in 60 s, then leaves it stopped until a start', async () => {
