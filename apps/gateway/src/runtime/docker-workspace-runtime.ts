@@ -30,6 +30,7 @@ import {
 } from './container-specs.js';
 import { DNS_REFUSAL_LOG_PATH, takeDecisionLog } from './decision-log.js';
 import { desktopPasswordArchive } from './desktop-secret.js';
+import { type HeldNetns, watchNetns } from './early-netns.js';
 import {
   EGRESS_GATEWAY_LIMITS,
   type EgressGatewayFiles,
@@ -637,17 +638,20 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
       const [gateway, workspace] = await span('containers', () =>
         settleAll([
           this.readyGateway(spec.hostId, files, policy, taken, timings, signal),
-          span('workspace: create', () => this.prepareWorkspace(spec)).then((id) => {
+          span('workspace: create', () => this.prepareWorkspace(spec)).then(async (id) => {
             if (id !== previousWorkspace) made.workspaceId = id;
-            return span('workspace: start', () => this.startContainer(id)).then((started) => {
-              // Its namespace exists now: the path check's program gets ready while the gateway does.
-              ahead.program = new PathCheckProgram(started.pid, {
-                nodeCommand: this.checkOptions().nodeCommand,
-                timeoutMs: 2 * this.timeouts.readyMs + pathCheckBudgetMs(this.checkOptions()),
-                signal,
-              });
-              return started;
-            });
+            const starting = span('workspace: start', () => this.startContainer(id));
+            // The path check's program gets ready while the gateway does, in the workspace's namespace as soon
+            // as runc has made it (about 100 ms before Docker's start returns), so that it has loaded when the
+            // link is made. A namespace seen early is used only if it is the started workspace's own.
+            const early = await span('workspace: namespace seen', () => watchNetns(id, starting));
+            if (early) ahead.program = this.pathCheckProgram(early.path, signal, early);
+            const started = await starting;
+            if (!early?.holds(started.pid)) {
+              ahead.program?.discard();
+              ahead.program = this.pathCheckProgram(`/proc/${started.pid}/ns/net`, signal);
+            }
+            return started;
           }),
         ]),
       );
@@ -1122,6 +1126,15 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
       exitIp,
       this.timeouts.httpMs,
     );
+  }
+
+  private pathCheckProgram(netns: string, signal?: AbortSignal, holding?: HeldNetns): PathCheckProgram {
+    return new PathCheckProgram(netns, {
+      nodeCommand: this.checkOptions().nodeCommand,
+      timeoutMs: 2 * this.timeouts.readyMs + pathCheckBudgetMs(this.checkOptions()),
+      signal,
+      holding,
+    });
   }
 
   private checkOptions() {

@@ -68,7 +68,17 @@ export function runInNetns(
   args: readonly string[],
   options: RunOptions = {},
 ): Promise<CommandResult> {
-  return run('nsenter', [`--net=/proc/${pid}/ns/net`, '--', command, ...args], options);
+  return runInNetnsAt(`/proc/${pid}/ns/net`, command, args, options);
+}
+
+/** Runs a host program inside the network namespace at `path` (a process's, or one held open: early-netns.ts). */
+export function runInNetnsAt(
+  path: string,
+  command: string,
+  args: readonly string[],
+  options: RunOptions = {},
+): Promise<CommandResult> {
+  return run('nsenter', [`--net=${path}`, '--', command, ...args], options);
 }
 
 /**

@@ -19,8 +19,9 @@ import {
   probeLeakName,
   readProbeLog,
 } from '../egress/probe-client.js';
+import type { HeldNetns } from './early-netns.js';
 import { GATEWAY_NETWORK, WORKSPACE_LINK } from './egress-gateway-files.js';
-import { type CommandResult, runInNetns } from './netns.js';
+import { type CommandResult, runInNetns, runInNetnsAt } from './netns.js';
 import type { StartTimings } from './start-timings.js';
 import { RuntimeError } from './workspace-runtime.js';
 
@@ -161,21 +162,29 @@ export class PathCheckProgram {
   private withdraw: (reason: Error) => void = () => {};
   private readonly result: Promise<CommandResult>;
 
+  /** `netns`: the workspace's namespace, a path nsenter opens (runInNetnsAt). */
   constructor(
-    workspacePid: number,
-    options: { nodeCommand: string; timeoutMs: number; signal?: AbortSignal },
+    netns: string,
+    options: {
+      nodeCommand: string;
+      timeoutMs: number;
+      signal?: AbortSignal;
+      /** The namespace `netns` names, held open until the program ends. */
+      holding?: HeldNetns;
+    },
   ) {
     const task = new Promise<string>((resolve, reject) => {
       this.giveTask = resolve;
       this.withdraw = reject;
     });
-    this.result = runInNetns(workspacePid, options.nodeCommand, ['-e', PROGRAM, PROBE_CLIENT], {
+    this.result = runInNetnsAt(netns, options.nodeCommand, ['-e', PROGRAM, PROBE_CLIENT], {
       input: task,
       timeoutMs: options.timeoutMs,
       signal: options.signal,
     });
     // Awaited by run(); a discarded program's end is nobody's business.
-    this.result.catch(() => {});
+    const release = () => options.holding?.release();
+    this.result.then(release, release);
   }
 
   run(task: object): Promise<CommandResult> {
@@ -283,7 +292,7 @@ export async function verifyEgressPath(
     };
     const program =
       options.program ??
-      new PathCheckProgram(target.workspacePid, {
+      new PathCheckProgram(`/proc/${target.workspacePid}/ns/net`, {
         nodeCommand: options.nodeCommand,
         timeoutMs: pathCheckBudgetMs(options),
         signal: options.signal,

@@ -253,6 +253,8 @@ describe('DockerWorkspaceRuntime (real Docker, egress lab)', { skip, timeout: 60
     // Side by side where allowed: the workspace starts beside its gateway, the program waits for its task.
     assert.ok(span('workspace: start').began < span('gateway: kill switch and v2ray ready').ended);
     assert.ok(span('path check: program in the workspace').began >= link.ended);
+    // The path check's program started in the workspace's namespace before Docker's start returned.
+    assert.ok(span('workspace: namespace seen').ended < span('workspace: start').ended - 1);
     // Never before the gateway's kill switch, v2ray and the host's guard on its uplink are in place.
     assert.ok(link.began >= span('gateway: kill switch and v2ray ready').ended);
     assert.ok(link.began >= span('gateway: uplink guard').ended);
