@@ -153,8 +153,8 @@ Promise.all([import(process.argv[1]), touched]).then(([client, { task, touchedAt
 const CANARY_WINDOW_MS = 100;
 
 /**
- * The path check's program, started in the workspace's namespace ahead of the check (as soon as the workspace
- * runs, before it is linked): Node.js starts and loads the probe client while the egress gateway gets ready.
+ * The path check's program, started in the workspace's namespace ahead of the check (as soon as the namespace
+ * exists, before the workspace is linked): Node.js starts and loads the probe client while the start goes on.
  * `discard` ends it when no check follows.
  */
 export class PathCheckProgram {
