@@ -32,6 +32,8 @@ export const UPLINK_NETWORK = 'ccp-uplink';
 export const WORKSPACE_UID = 1000;
 /** The desktop's control program in the workspace image (image/README.md, "Desktop"). */
 export const DESKTOP_CONTROL = '/usr/local/sbin/ccp-desktop';
+/** Its start and restart wait up to 20 s for the desktop; a little more for `docker exec` itself. */
+export const DESKTOP_CONTROL_TIMEOUT_MS = 30_000;
 const CA_IN_GATEWAY = '/usr/local/share/ccp-egress/ca.pem';
 
 export type Role = 'workspace' | 'egress-gateway';

@@ -12,6 +12,7 @@ import type { ReadDecisions, TunnelEngine } from '../egress/tunnel-engine.js';
 import { execCapped } from './container-exec.js';
 import {
   DESKTOP_CONTROL,
+  DESKTOP_CONTROL_TIMEOUT_MS,
   EGRESS_GATEWAY_RESTART,
   egressGatewayContainer,
   egressGatewayName,
@@ -136,8 +137,6 @@ interface ContainerFacts {
 const GATEWAY_CONFIG_MOUNT = '/etc/ccp-egress';
 const SSH_RETRY_MS = 20;
 const SSH_INSPECT_EVERY = 10;
-/** `ccp-desktop start` waits up to 20 s for the desktop; a little more for `docker exec` itself. */
-const DESKTOP_RELEASE_TIMEOUT_MS = 30_000;
 const LINUX_USER = /^[a-z_][a-z0-9_-]{0,31}$/;
 const WORKSPACE_USER_ENV = 'WORKSPACE_USER=';
 
@@ -773,7 +772,7 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
    * hears it brings the desktop up on its own after a while.
    */
   private releaseDesktop(workspaceId: string): void {
-    execCapped(this.docker, workspaceId, [DESKTOP_CONTROL, 'start'], DESKTOP_RELEASE_TIMEOUT_MS).catch(
+    execCapped(this.docker, workspaceId, [DESKTOP_CONTROL, 'start'], DESKTOP_CONTROL_TIMEOUT_MS).catch(
       (error: unknown) =>
         this.options.log?.debug({ workspaceId, error: String(error) }, 'the desktop was not released'),
     );

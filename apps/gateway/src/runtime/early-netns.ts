@@ -66,14 +66,10 @@ const hostNetnsInode = () => {
  */
 export async function watchNetns(containerId: string, done: Promise<unknown>): Promise<HeldNetns | null> {
   let finished = false;
-  const ended = done.then(
-    () => {
-      finished = true;
-    },
-    () => {
-      finished = true;
-    },
-  );
+  const finish = () => {
+    finished = true;
+  };
+  const ended = done.then(finish, finish);
   const paths = CGROUP_PROCS(containerId);
   while (!finished) {
     for (const path of paths) {

@@ -7,7 +7,7 @@ import type { HostGrant } from '../domain/access/grants.js';
 import { grantedHostAccess, type HostAccess } from '../domain/access/host-access.js';
 import { DomainError, errors } from '../domain/errors.js';
 import type { EventBus } from '../events/event-bus.js';
-import { DESKTOP_CONTROL } from '../runtime/container-specs.js';
+import { DESKTOP_CONTROL, DESKTOP_CONTROL_TIMEOUT_MS } from '../runtime/container-specs.js';
 import { type ExecResult, RuntimeError } from '../runtime/workspace-runtime.js';
 
 const ACTIONS = ['status', 'start', 'restart'];
@@ -16,8 +16,6 @@ const ACTIONS = ['status', 'start', 'restart'];
 export function isDesktopControl(command: string[]): boolean {
   return command.length === 2 && command[0] === DESKTOP_CONTROL && ACTIONS.includes(command[1]!);
 }
-/** The program waits up to 20 s for the desktop to come up; a little more for `docker exec` itself. */
-const CONTROL_TIMEOUT_MS = 30_000;
 const STATUS_TIMEOUT_MS = 10_000;
 /** After the program reports the desktop up, how long the gateway's own path to it may take to answer. */
 const REACH_TIMEOUT_MS = 5_000;
@@ -74,7 +72,7 @@ export class DesktopControl {
       });
       throw error;
     };
-    const outcome = await this.run(host, action, CONTROL_TIMEOUT_MS).catch((error: unknown) => {
+    const outcome = await this.run(host, action, DESKTOP_CONTROL_TIMEOUT_MS).catch((error: unknown) => {
       if (error instanceof DomainError) return fail(error);
       throw error;
     });
