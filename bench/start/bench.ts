@@ -46,6 +46,8 @@ const TARGET_PATH_CHECK_MS = 150;
 const TARGET_GATEWAY_MIB = 40;
 /** Long enough for sshd, v2ray and the kernel to settle after a start before memory is read. */
 const SETTLE_MS = 5000;
+/** A start slower than this has its spans printed. */
+const OUTLIER_MS = 1000;
 const READY_TIMEOUT_MS = 30_000;
 const USER = 'bench';
 const LIMITS = { memoryMb: 512, cpus: 1, pids: 256, homeMb: 1024 };
@@ -142,6 +144,12 @@ await runBench('start bench', 30 * 60_000, async () => {
     const returned = performance.now();
     await waitForSshBanner(endpoints.ssh.host, endpoints.ssh.port, READY_TIMEOUT_MS);
     const ended = performance.now();
+    // A run far off the others says where its time went (the tables show medians only).
+    if (ended - began > OUTLIER_MS)
+      console.error(
+        `start of ${hostId} took ${Math.round(ended - began)} ms: ` +
+          lastSpans.map((span) => `${span.name} at ${span.atMs} for ${span.ms}`).join('; '),
+      );
     addSpans(samples, [
       ...lastSpans,
       { name: 'bench: banner seen after start returned', atMs: returned - began, ms: ended - returned },

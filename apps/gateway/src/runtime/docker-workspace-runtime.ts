@@ -4,6 +4,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { rm, rmdir } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
 import type { EgressPolicy } from '@ccp/api';
 import type Docker from 'dockerode';
 import { type VerificationPlan, verificationPlan } from '../egress/egress-verification.js';
@@ -51,7 +52,7 @@ import { imageStatuses, type RuntimeImages, requireImages, workspaceVariant } fr
 import { readMemoryUse } from './memory-cgroup.js';
 import { linkWorkspace, run, unlinkWorkspace, workspaceLinked } from './netns.js';
 import { PathCheckProgram, pathCheckBudgetMs, verifyEgressPath } from './path-check.js';
-import { delay, sshBanner, tunnelReady, v2rayPid } from './readiness.js';
+import { delay, entrypointDone, sshBanner, tunnelReady, v2rayPid } from './readiness.js';
 import { type RuntimeLog, StartTimings } from './start-timings.js';
 import { guardUplink, releaseUplink } from './uplink-guard.js';
 import { verifyAsWorkspaceUser } from './user-path-check.js';
@@ -132,11 +133,15 @@ interface ContainerFacts {
   user: string | null;
   /** The image name it was created from (tags carry the recipe's hash). */
   image: string;
+  /** Its memory, CPU and process limits, as `workspaceLimitsConfig` writes them. */
+  limits: ReturnType<typeof workspaceLimitsConfig>;
 }
 
 const GATEWAY_CONFIG_MOUNT = '/etc/ccp-egress';
 const SSH_RETRY_MS = 20;
 const SSH_INSPECT_EVERY = 10;
+/** How often a workspace setting up at creation is looked at (from /proc, not Docker). */
+const SET_UP_POLL_MS = 50;
 const LINUX_USER = /^[a-z_][a-z0-9_-]{0,31}$/;
 const WORKSPACE_USER_ENV = 'WORKSPACE_USER=';
 
@@ -168,6 +173,11 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
   private readonly watcher: EngineWatcher;
   private readonly homes: HomeVolumes;
   private readonly pool: EgressGatewayPool;
+  /**
+   * New workspaces running, without a network, for their entrypoint's one-time set-up, by host: stopped once it is
+   * done, unless a start took them over meanwhile.
+   */
+  private readonly settingUp = new Map<string, string>();
   /** Pooled gateways are started one at a time, after the start that wanted them (never beside one). */
   private poolWork: Promise<unknown> = Promise.resolve();
 
@@ -247,14 +257,25 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
     await this.pool.sweep(inUse);
   }
 
+  /**
+   * Makes a new host's workspace and runs it once, without a network, until its entrypoint has created the user,
+   * filled the home and made the host key: its first start is then like every later one. A start asked meanwhile
+   * takes the running workspace over instead of waiting for the set-up.
+   */
   async prepare(spec: WorkspaceSpec): Promise<void> {
     checkSpec(spec);
-    return this.lock.run(spec.hostId, () =>
+    const settingUp = await this.lock.run(spec.hostId, () =>
       this.guard(async () => {
         await requireImages(this.docker, this.options.images);
-        await this.prepareWorkspace(spec);
+        await this.provisioning.ensureVolumes(spec.hostId, spec.limits.homeMb);
+        const id = await this.prepareWorkspace(spec);
+        if (!(await this.neverStarted(id))) return null;
+        const facts = await this.startContainer(id);
+        this.settingUp.set(spec.hostId, id);
+        return facts;
       }),
     );
+    if (settingUp) await this.finishSetUp(spec.hostId, settingUp);
   }
 
   async stop(hostId: string): Promise<void> {
@@ -282,7 +303,12 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
         // A host that was not running stays stopped, with its new container ready for the next start.
         await this.stopNow(spec.hostId);
         await progress(50, 'creating the workspace container');
-        await this.prepareWorkspace(spec);
+        await this.provisioning.ensureVolumes(spec.hostId, spec.limits.homeMb);
+        const id = await this.prepareWorkspace(spec);
+        // Set up as at creation (without a network), so that the next start is as quick as every later one.
+        await progress(70, 'setting the user up in the new container');
+        await this.waitForSetUp(await this.startContainer(id));
+        await this.stopSetUp(id);
         await progress(100, 'rebuilt');
       }),
     );
@@ -608,6 +634,8 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
   ): Promise<StartedWorkspace> {
     // Cancelled while waiting for its turn: nothing was touched yet.
     if (signal?.aborted) throw startCancelled();
+    // A workspace still setting up at creation is this start's now (it has no network until the link).
+    this.settingUp.delete(spec.hostId);
     const timings = new StartTimings();
     const span = timings.span.bind(timings);
     const made: StartMade = { volumes: [], workspaceId: null };
@@ -973,19 +1001,22 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
   }
 
   /**
-   * The workspace container, made when missing or made from another spec; its volumes are kept either way. A
-   * newer image alone does not replace it (what users installed outside their home stays until a rebuild).
+   * The workspace container, made when missing or made from another spec; its volumes (made by the caller) are
+   * kept either way. A newer image alone does not replace it (what users installed outside their home stays until a rebuild).
    */
   private async prepareWorkspace(spec: WorkspaceSpec): Promise<string> {
-    await this.provisioning.ensureVolumes(spec.hostId, spec.limits.homeMb);
-    const resolvConf = await this.provisioning.ensureResolvConf();
-    const mountsDir = await this.provisioning.prepareFolderMountsDir(spec.hostId);
-    const existing = await this.find(spec.hostId, 'workspace');
+    const [resolvConf, mountsDir, existing] = await Promise.all([
+      this.provisioning.ensureResolvConf(),
+      this.provisioning.prepareFolderMountsDir(spec.hostId),
+      this.find(spec.hostId, 'workspace'),
+    ]);
     if (
       existing?.labels[SPEC_LABEL] === workspaceSpecHash(spec, mountsDir) &&
       existing.labels[OWNER_LABEL] === this.owner
     ) {
-      await this.updateLimits(existing.id, spec.limits);
+      // Asked of the engine only when they changed: on a start's critical path.
+      if (!isDeepStrictEqual(existing.limits, workspaceLimitsConfig(spec.limits)))
+        await this.updateLimits(existing.id, spec.limits);
       return existing.id;
     }
     if (existing) await this.docker.getContainer(existing.id).remove({ force: true, v: true });
@@ -1001,6 +1032,34 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
     // Before it starts: the desktop's supervisor reads it when it starts the VNC server.
     await container.putArchive(desktopPasswordArchive(spec.desktopPassword), { path: '/' });
     return container.id;
+  }
+
+  private async neverStarted(id: string): Promise<boolean> {
+    // Docker's zero time (year 1) until the first start.
+    const { State } = await this.docker.getContainer(id).inspect();
+    return !(Date.parse(State.StartedAt) > 0);
+  }
+
+  /** Once the entrypoint of a workspace started by `prepare` is past its set-up: stopped, unless a start took it. */
+  private async finishSetUp(hostId: string, workspace: ContainerFacts): Promise<void> {
+    await this.waitForSetUp(workspace);
+    await this.lock.run(hostId, () =>
+      this.guard(async () => {
+        if (this.settingUp.get(hostId) !== workspace.id) return;
+        this.settingUp.delete(hostId);
+        await this.stopSetUp(workspace.id);
+      }),
+    );
+  }
+
+  /** Until the entrypoint is past its set-up (or its container ended), within the ready timeout. */
+  private async waitForSetUp(workspace: ContainerFacts): Promise<void> {
+    const until = Date.now() + this.timeouts.readyMs;
+    while (Date.now() < until && !(await entrypointDone(workspace.pid))) await delay(SET_UP_POLL_MS);
+  }
+
+  private async stopSetUp(id: string): Promise<void> {
+    await this.docker.getContainer(id).stop({ t: this.timeouts.stopSeconds }).catch(ignoreStatus(304, 404));
   }
 
   private async startContainer(id: string): Promise<ContainerFacts> {
@@ -1094,6 +1153,12 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
             .find((entry) => entry.startsWith(WORKSPACE_USER_ENV))
             ?.slice(WORKSPACE_USER_ENV.length) ?? null,
         image: info.Config.Image,
+        limits: {
+          Memory: info.HostConfig.Memory ?? 0,
+          MemorySwap: info.HostConfig.MemorySwap ?? 0,
+          NanoCpus: info.HostConfig.NanoCpus ?? 0,
+          PidsLimit: info.HostConfig.PidsLimit ?? 0,
+        },
       };
     } catch (error) {
       if (statusCode(error) === 404) return null;

@@ -109,21 +109,24 @@ export async function linkWorkspace(gatewayPid: number, workspacePid: number): P
     'netns',
     String(workspacePid),
   ]);
-  await runInNetns(gatewayPid, 'ip', ['-batch', '-'], {
-    input: [
-      `addr add ${gatewayAddress}/${prefixLength} dev ${gatewayInterface}`,
-      `link set ${gatewayInterface} up`,
-      '',
-    ].join('\n'),
-  });
-  await runInNetns(workspacePid, 'ip', ['-batch', '-'], {
-    input: [
-      `addr add ${workspaceAddress}/${prefixLength} dev ${workspaceInterface}`,
-      `link set ${workspaceInterface} up`,
-      `route add default via ${gatewayAddress} dev ${workspaceInterface}`,
-      '',
-    ].join('\n'),
-  });
+  // Both ends at once: nothing crosses the link before this resolves.
+  await Promise.all([
+    runInNetns(gatewayPid, 'ip', ['-batch', '-'], {
+      input: [
+        `addr add ${gatewayAddress}/${prefixLength} dev ${gatewayInterface}`,
+        `link set ${gatewayInterface} up`,
+        '',
+      ].join('\n'),
+    }),
+    runInNetns(workspacePid, 'ip', ['-batch', '-'], {
+      input: [
+        `addr add ${workspaceAddress}/${prefixLength} dev ${workspaceInterface}`,
+        `link set ${workspaceInterface} up`,
+        `route add default via ${gatewayAddress} dev ${workspaceInterface}`,
+        '',
+      ].join('\n'),
+    }),
+  ]);
 }
 
 /**
@@ -143,7 +146,7 @@ async function hasInterface(pid: number, name: string): Promise<boolean> {
 
 /**
  * Whether these two namespaces are linked: the gateway's has its end and the workspace's its default route
- * through it (the last step of linking). Both sides count: a namespace whose container stopped is torn down
+ * through it (its last step of linking). Both sides count: a namespace whose container stopped is torn down
  * asynchronously, so the peer of a dead one can linger for a moment after a restart.
  */
 export async function workspaceLinked(workspacePid: number, gatewayPid: number): Promise<boolean> {

@@ -30,6 +30,19 @@ export async function tunnelReady(gatewayPid: number, previousV2ray: number | nu
   );
 }
 
+/**
+ * Whether a workspace's entrypoint is past its set-up (user, home, host key): the child of its docker-init
+ * `initPid` runs sshd, or the container's init is gone.
+ */
+export async function entrypointDone(initPid: number): Promise<boolean> {
+  const children = await readFile(`/proc/${initPid}/task/${initPid}/children`, 'utf8').catch(() => null);
+  if (children === null) return true;
+  const [child] = children.trim().split(' ');
+  if (!child) return false;
+  const command = await readFile(`/proc/${child}/comm`, 'utf8').catch(() => '');
+  return command.trim() === 'sshd';
+}
+
 /** One attempt: whether `host:port` sends an SSH banner within a second. */
 export function sshBanner(host: string, port: number): Promise<boolean> {
   return new Promise((resolve) => {

@@ -55,10 +55,13 @@ for (const kind of DATABASES) {
         await t.request('POST', '/v1/admin/hosts', { body: { user_id: user.id, egress_ip_id: egressIpId } })
       ).body;
       created.push(host.id);
-      // Its workspace is made with it, so its first start is a `docker start` of that container.
+      // Its workspace is made and set up with it (run once without a network, then stopped), so its first start
+      // is a `docker start` of that container that finds the user made.
       await t.gateway.lifecycle.preparedAhead();
       const [madeAhead] = (await labelled(host.id)).containers;
-      assert.equal(madeAhead?.State, 'created');
+      assert.equal(madeAhead?.State, 'exited');
+      const setUp = await exec('docker', ['logs', `ccp-ws-${host.id}`]);
+      assert.match(setUp.stdout + setUp.stderr, /created user dora/);
 
       const started = await waitTask(
         (await t.request('POST', `/v1/admin/hosts/${host.id}/start`)).body.task_id,
@@ -134,12 +137,12 @@ for (const kind of DATABASES) {
         })
       ).body;
       created.push(host.id);
-      // Made with the host, ahead of its first start: its workspace container (not running) and volumes.
+      // Made with the host, ahead of its first start: its workspace container (set up, not running) and volumes.
       await t.gateway.lifecycle.preparedAhead();
       const madeAhead = await labelled(host.id);
       assert.deepEqual(
         madeAhead.containers.map((c) => [c.Names[0], c.State]),
-        [[`/ccp-ws-${host.id}`, 'created']],
+        [[`/ccp-ws-${host.id}`, 'exited']],
       );
       const start = (await t.request('POST', `/v1/admin/hosts/${host.id}/start`)).body.task_id;
       const stage = async () => (await t.request('GET', `/v1/admin/tasks/${start}`)).body.stage as string;

@@ -113,7 +113,13 @@ describe('egress gateway files', () => {
 const skip = needs('lab', 'docker');
 const docker = new Docker({ socketPath: '/var/run/docker.sock' });
 const run = `t${randomBytes(3).toString('hex')}`;
-const ids = { main: `${run}-main`, wrong: `${run}-wrong`, cancel: `${run}-cancel` };
+const ids = {
+  main: `${run}-main`,
+  wrong: `${run}-wrong`,
+  cancel: `${run}-cancel`,
+  ahead: `${run}-ahead`,
+  takeover: `${run}-takeover`,
+};
 const noProgress = async () => {};
 
 /** `docker exec` in a host's container (the test may use the CLI; the runtime never does). */
@@ -567,6 +573,63 @@ describe('DockerWorkspaceRuntime (real Docker, egress lab)', { skip, timeout: 60
     const took = Date.now() - abortedAt;
     assert.ok(took < 5000, `the cancelled start took ${took} ms to end`);
   };
+
+  /** What a workspace's entrypoint said, over all its starts. */
+  const entrypointLog = async (hostId: string) => {
+    const { stdout, stderr } = await exec('docker', ['logs', workspace(hostId)]);
+    return stdout + stderr;
+  };
+  const times = (text: string, pattern: RegExp) => text.match(pattern)?.length ?? 0;
+
+  it("sets a new host's user, home and host key up at its creation, once, with nothing left running", async () => {
+    await runtime.prepare(spec(ids.ahead));
+    const made = await docker.getContainer(workspace(ids.ahead)).inspect();
+    assert.equal(made.State.Status, 'exited');
+    assert.equal(made.HostConfig.NetworkMode, 'none');
+    assert.equal((await labelled(ids.ahead)).containers.length, 1);
+    const setUp = await entrypointLog(ids.ahead);
+    for (const said of [
+      /created user alice \(1000:1000\)/,
+      /populated \/home\/alice/,
+      /generated a new SSH host key/,
+    ])
+      assert.match(setUp, said);
+
+    const started = await runtime.start(spec(ids.ahead), upstream('vmess-tcp'), noProgress);
+    assert.equal((await docker.getContainer(workspace(ids.ahead)).inspect()).Id, made.Id);
+    // The first start found them in place: each was made once.
+    const log = await entrypointLog(ids.ahead);
+    assert.equal(times(log, /created user/g), 1);
+    assert.equal(times(log, /populated/g), 1);
+    assert.equal(times(log, /generated a new SSH host key/g), 1);
+    assert.equal(times(log, /key login only/g), 1);
+    assert.equal((await sshLogin(started, key.privateKey)).user, 'alice');
+    assert.equal((await asUser(ids.ahead, 'sh', '-c', 'test -f ~/.zshrc && echo home')).stdout, 'home');
+    assert.equal(await exitSeen(ids.ahead), lab.exits[0]!.address);
+    await runtime.stop(ids.ahead);
+
+    // A rebuild of the stopped host sets its new container up the same way, in the home it keeps.
+    await runtime.rebuild(spec(ids.ahead), null, noProgress);
+    const rebuilt = await docker.getContainer(workspace(ids.ahead)).inspect();
+    assert.notEqual(rebuilt.Id, made.Id);
+    assert.equal(rebuilt.State.Status, 'exited');
+    const rebuiltLog = await entrypointLog(ids.ahead);
+    assert.equal(times(rebuiltLog, /created user alice/g), 1);
+    assert.equal(times(rebuiltLog, /populated/g), 0);
+    assert.equal(await runtime.state(ids.ahead), 'stopped');
+  });
+
+  it('lets a start asked during that set-up take the workspace over, and leaves it running', async () => {
+    const preparing = runtime.prepare(spec(ids.takeover));
+    // Asked at once, as a script that creates a host and starts it does: it runs once the workspace is made.
+    const started = await runtime.start(spec(ids.takeover), upstream('vmess-tcp'), noProgress);
+    await preparing;
+    assert.equal(await runtime.state(ids.takeover), 'running');
+    assert.equal((await sshLogin(started, key.privateKey)).user, 'alice');
+    assert.equal(await exitSeen(ids.takeover), lab.exits[0]!.address);
+    assert.equal(times(await entrypointLog(ids.takeover), /created user/g), 1);
+    await runtime.stop(ids.takeover);
+  });
 
   it('ends a first start that waits on a silent upstream at once, leaving nothing behind', async () => {
     await cancelledStart(ids.cancel);
