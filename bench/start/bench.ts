@@ -1,12 +1,13 @@
 // Host start: from DockerWorkspaceRuntime.start until the workspace's sshd greets through the egress gateway's
-// relay, a new host's first start (its workspace made when it was created, as the gateway does) and warm (a
-// stopped pair), and cold with nothing made ahead and no pool, beside `docker run`/`docker start` of the same
+// relay, a new host's first start (its workspace made and set up when it was created, as the gateway does),
+// one asked at creation, and warm (a stopped pair), and cold with nothing made ahead and no pool, beside `docker run`/`docker start` of the same
 // image waiting for the same banner; what an idle host holds in memory; and N idle hosts side by side.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { setTimeout as delay } from 'node:timers/promises';
 import Docker from 'dockerode';
 import ssh2 from 'ssh2';
 import { v2rayEngine } from '../../apps/gateway/dist/egress/v2ray-engine.js';
@@ -43,9 +44,12 @@ const POOL = Math.min(4, Math.max(0, Math.floor(Number(process.env.BENCH_START_P
 const TARGET_P50_MS = 400;
 const TARGET_RAW_RATIO = 1.6;
 const TARGET_PATH_CHECK_MS = 150;
-const TARGET_GATEWAY_MIB = 40;
+/** Goal 4: an idle egress gateway's memory as `docker stats` shows it (bench/idle-memory has the detail). */
+const TARGET_GATEWAY_MIB = 25;
 /** Long enough for sshd, v2ray and the kernel to settle after a start before memory is read. */
 const SETTLE_MS = 5000;
+/** How long after a host's creation (its workspace made and set up) the bench starts it for the first time. */
+const AFTER_CREATION_MS = 1000;
 /** A start slower than this has its spans printed. */
 const OUTLIER_MS = 1000;
 const READY_TIMEOUT_MS = 30_000;
@@ -174,6 +178,7 @@ await runBench('start bench', 30 * 60_000, async () => {
       limits: LIMITS,
     });
   const times = {
+    atCreation: [] as number[],
     cold: [] as number[],
     warm: [] as number[],
     rawCold: [] as number[],
@@ -193,9 +198,18 @@ await runBench('start bench', 30 * 60_000, async () => {
     // Cold: no container and no volume. Interleaved with the raw runs so drift on the machine hits both.
     // Each pooled start begins with the pool refilled after the one before, as starts spread over time find it
     // (one right after another takes none: its gateway is still being made, beside it).
-    // A new host's first start: the gateway makes its workspace when the host is created (runtime.prepare).
+    // A script that creates a host and starts it at once: the start takes over the workspace setting up.
+    await runtime.remove(host);
+    await runtime.poolSettled();
+    const preparing = runtime.prepare(spec(host));
+    times.atCreation.push(await timedStart(host, new Map()));
+    await preparing;
+    // A new host's first start: the gateway makes and sets up its workspace when the host is created
+    // (runtime.prepare), and the user's start comes later. One begun the very moment the set-up's stop returned
+    // would share the CPUs with Docker's clean-up after that stop (40-60 ms more on machine A).
     await runtime.remove(host);
     await runtime.prepare(spec(host));
+    await delay(AFTER_CREATION_MS);
     await runtime.poolSettled();
     times.cold.push(await timedStart(host, coldSpans));
     await runtime.stop(host);
@@ -230,7 +244,8 @@ await runBench('start bench', 30 * 60_000, async () => {
   printTable(
     ['start', 'p50 ms', 'p95 ms', 'min ms', 'max ms'],
     [
-      row(`runtime first start (workspace made at creation; pool ${POOL})`, times.cold),
+      row(`runtime first start (workspace set up at creation; pool ${POOL})`, times.cold),
+      row(`runtime start asked at creation, set-up taken over (pool ${POOL})`, times.atCreation),
       row(`runtime warm (stopped pair; new egress gateway; pool ${POOL})`, times.warm),
       row('runtime cold: nothing made ahead, no pool (interleaved)', times.unpooledCold),
       row('runtime warm without a pool (interleaved)', times.unpooledWarm),
@@ -352,10 +367,12 @@ await runBench('start bench', 30 * 60_000, async () => {
     `         path check p50 <= ${TARGET_PATH_CHECK_MS} ms -> cold ${fixed(pathChecks[0]!, 0)} ms, warm ` +
       `${fixed(pathChecks[1]!, 0)} ms -> ${verdict(Math.max(...pathChecks) <= TARGET_PATH_CHECK_MS)}`,
   );
-  const gatewayMax = Math.max(idle.gateway.rssMiB, gatewaysRss.at(-1)!);
+  const gatewaysUsed = sortedOf(perHost.map((h) => h.gateway.usedMiB));
+  const gatewayMax = Math.max(idle.gateway.usedMiB, gatewaysUsed.at(-1)!);
   console.log(
-    `         egress gateway idle RSS <= ${TARGET_GATEWAY_MIB} MiB -> ${fixed(idle.gateway.rssMiB)} MiB, ` +
-      `density max ${fixed(gatewaysRss.at(-1)!)} MiB -> ${verdict(gatewayMax <= TARGET_GATEWAY_MIB)}`,
+    `         egress gateway idle <= ${TARGET_GATEWAY_MIB} MiB (cgroup, as docker stats) -> ` +
+      `${fixed(idle.gateway.usedMiB)} MiB, density max ${fixed(gatewaysUsed.at(-1)!)} MiB -> ` +
+      `${verdict(gatewayMax <= TARGET_GATEWAY_MIB)} (its processes' RSS added up: ${fixed(idle.gateway.rssMiB)} MiB)`,
   );
   console.log(`Removed ${removed} containers and volumes labelled ${HOST_LABEL}=${RUN}*`);
 });

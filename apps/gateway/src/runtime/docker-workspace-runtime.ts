@@ -178,6 +178,8 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
    * done, unless a start took them over meanwhile.
    */
   private readonly settingUp = new Map<string, string>();
+  /** Starts asked and waiting for their turn, by host. */
+  private readonly startsWaiting = new Map<string, number>();
   /** Pooled gateways are started one at a time, after the start that wanted them (never beside one). */
   private poolWork: Promise<unknown> = Promise.resolve();
 
@@ -221,12 +223,22 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
     signal?: AbortSignal,
   ): Promise<StartedWorkspace> {
     checkSpec(spec);
+    this.countWaitingStart(spec.hostId, 1);
     try {
-      return await this.lock.run(spec.hostId, () => this.startNow(spec, upstream, progress, signal));
+      return await this.lock.run(spec.hostId, () => {
+        this.countWaitingStart(spec.hostId, -1);
+        return this.startNow(spec, upstream, progress, signal);
+      });
     } finally {
       // The next start with this upstream takes one ready; made once this one is done, not beside it.
       if (this.pool.enabled) this.queuePoolWork(() => this.fillPool(upstream, spec.egressPolicy ?? null));
     }
+  }
+
+  private countWaitingStart(hostId: string, change: 1 | -1): void {
+    const count = (this.startsWaiting.get(hostId) ?? 0) + change;
+    if (count > 0) this.startsWaiting.set(hostId, count);
+    else this.startsWaiting.delete(hostId);
   }
 
   /** Resolves once the pool's work in hand is done: its gateways started ahead are ready (or failed). */
@@ -269,7 +281,8 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
         await requireImages(this.docker, this.options.images);
         await this.provisioning.ensureVolumes(spec.hostId, spec.limits.homeMb);
         const id = await this.prepareWorkspace(spec);
-        if (!(await this.neverStarted(id))) return null;
+        // A start already asked does the set-up itself, with the egress gateway's start beside it.
+        if (this.startsWaiting.has(spec.hostId) || !(await this.neverStarted(id))) return null;
         const facts = await this.startContainer(id);
         this.settingUp.set(spec.hostId, id);
         return facts;

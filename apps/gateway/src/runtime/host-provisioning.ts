@@ -214,11 +214,16 @@ export class HostProvisioning {
     return text === null ? null : checkUplinkPolicy(JSON.parse(text) as UplinkPolicy);
   }
 
-  /** One resolv.conf for every workspace: the resolver is always the gateway's end of the link. */
+  /**
+   * One resolv.conf for every workspace: the resolver is always the gateway's end of the link. Asked again after
+   * 1 s, three times: v2ray's DoH client now and then drops a question ("read/write on closed pipe", in one
+   * start of 20-50 on machine A), and the question asked again is answered; an answer slower than a second
+   * still counts, as glibc keeps listening for it.
+   */
   async ensureResolvConf(): Promise<string> {
     const { runtimeDir } = this.options;
     const file = path.join(runtimeDir, 'workspace-resolv.conf');
-    const text = `nameserver ${WORKSPACE_LINK.gatewayAddress}\noptions timeout:2 attempts:2\n`;
+    const text = `nameserver ${WORKSPACE_LINK.gatewayAddress}\noptions timeout:1 attempts:3\n`;
     const current = await readFile(file, 'utf8').catch(() => null);
     await makeTraversableDir(runtimeDir);
     // Written in place, not renamed: running workspaces bind-mount this very inode. The mode is set every time:

@@ -131,8 +131,9 @@ export interface WorkspaceRuntime {
   ): Promise<StartedWorkspace>;
   stop(hostId: string): Promise<void>;
   /**
-   * Makes a host's volumes and workspace container ahead of its first start, nothing started, so that start
-   * is a `docker start` like every later one; what exists is left as a start would find it.
+   * Makes a host's volumes and workspace container ahead of its first start and sets the workspace up (run once
+   * without a network, then stopped), so that start is a `docker start` like every later one; a start asked
+   * meanwhile takes over. What exists is left as a start would find it.
    */
   prepare(spec: WorkspaceSpec): Promise<void>;
   /** Recreates the workspace container from the current image, keeping its home and SSH host keys. */

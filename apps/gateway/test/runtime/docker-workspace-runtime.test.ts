@@ -119,6 +119,7 @@ const ids = {
   cancel: `${run}-cancel`,
   ahead: `${run}-ahead`,
   takeover: `${run}-takeover`,
+  atCreation: `${run}-at-creation`,
 };
 const noProgress = async () => {};
 
@@ -580,6 +581,7 @@ describe('DockerWorkspaceRuntime (real Docker, egress lab)', { skip, timeout: 60
     return stdout + stderr;
   };
   const times = (text: string, pattern: RegExp) => text.match(pattern)?.length ?? 0;
+  const sshdListening = /Server listening on 0\.0\.0\.0 port 22/g;
 
   it("sets a new host's user, home and host key up at its creation, once, with nothing left running", async () => {
     await runtime.prepare(spec(ids.ahead));
@@ -603,6 +605,8 @@ describe('DockerWorkspaceRuntime (real Docker, egress lab)', { skip, timeout: 60
     assert.equal(times(log, /populated/g), 1);
     assert.equal(times(log, /generated a new SSH host key/g), 1);
     assert.equal(times(log, /key login only/g), 1);
+    // sshd ran twice: in the set-up (stopped) and for the start.
+    assert.equal(times(log, sshdListening), 2);
     assert.equal((await sshLogin(started, key.privateKey)).user, 'alice');
     assert.equal((await asUser(ids.ahead, 'sh', '-c', 'test -f ~/.zshrc && echo home')).stdout, 'home');
     assert.equal(await exitSeen(ids.ahead), lab.exits[0]!.address);
@@ -621,14 +625,39 @@ describe('DockerWorkspaceRuntime (real Docker, egress lab)', { skip, timeout: 60
 
   it('lets a start asked during that set-up take the workspace over, and leaves it running', async () => {
     const preparing = runtime.prepare(spec(ids.takeover));
-    // Asked at once, as a script that creates a host and starts it does: it runs once the workspace is made.
+    const settingUp = await eventually('the set-up to begin', async () => {
+      const info = await docker
+        .getContainer(workspace(ids.takeover))
+        .inspect()
+        .catch(() => null);
+      return info?.State.Running ? info.State.StartedAt : undefined;
+    });
     const started = await runtime.start(spec(ids.takeover), upstream('vmess-tcp'), noProgress);
     await preparing;
+    // The same run of the container: the start neither waited for the set-up's stop nor restarted it.
+    const info = await docker.getContainer(workspace(ids.takeover)).inspect();
+    assert.equal(info.State.StartedAt, settingUp);
     assert.equal(await runtime.state(ids.takeover), 'running');
     assert.equal((await sshLogin(started, key.privateKey)).user, 'alice');
     assert.equal(await exitSeen(ids.takeover), lab.exits[0]!.address);
-    assert.equal(times(await entrypointLog(ids.takeover), /created user/g), 1);
+    const log = await entrypointLog(ids.takeover);
+    assert.equal(times(log, /created user/g), 1);
+    assert.equal(times(log, sshdListening), 1);
     await runtime.stop(ids.takeover);
+  });
+
+  it('starts a host asked to start with its creation, as a script that creates and starts one does', async () => {
+    const preparing = runtime.prepare(spec(ids.atCreation));
+    const started = await runtime.start(spec(ids.atCreation), upstream('vmess-tcp'), noProgress);
+    await preparing;
+    assert.equal(await runtime.state(ids.atCreation), 'running');
+    assert.equal((await sshLogin(started, key.privateKey)).user, 'alice');
+    assert.equal(await exitSeen(ids.atCreation), lab.exits[0]!.address);
+    const log = await entrypointLog(ids.atCreation);
+    assert.equal(times(log, /created user/g), 1);
+    // One run of the container: no set-up was stopped under the start.
+    assert.equal(times(log, sshdListening), 1);
+    await runtime.stop(ids.atCreation);
   });
 
   it('ends a first start that waits on a silent upstream at once, leaving nothing behind', async () => {

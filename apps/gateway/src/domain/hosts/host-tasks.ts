@@ -54,10 +54,11 @@ export class HostTasks {
   }
 
   /**
-   * A new host gets its volumes and workspace container made ahead on its node (nothing runs), so its first
-   * start is a `docker start` like every later one; a host created at another gateway is announced to the
-   * others. Best effort: a start asked meanwhile waits for it (the runtime takes one host's calls in turn), and
-   * what was made for a host deleted meanwhile is removed.
+   * A new host gets its volumes and workspace container made and set up ahead on its node (run once without a
+   * network, then stopped), so its first start is a `docker start` like every later one; a host created at
+   * another gateway is announced to the others. Best effort: a start asked meanwhile waits for the container to
+   * be made (the runtime takes one host's calls in turn), and what was made for a host deleted meanwhile is
+   * removed.
    */
   follow(bus: EventBus, cluster: Pick<ClusterBus, 'publish' | 'subscribe'>, log: Logger): void {
     const prepare = (hostId: string) => {
