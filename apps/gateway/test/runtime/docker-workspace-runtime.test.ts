@@ -582,6 +582,19 @@ describe('DockerWorkspaceRuntime (real Docker, egress lab)', { skip, timeout: 60
   };
   const times = (text: string, pattern: RegExp) => text.match(pattern)?.length ?? 0;
   const sshdListening = /Server listening on 0\.0\.0\.0 port 22/g;
+  /**
+   * A new host started while it was being made: running, reached as its user, leaving from the exit, and its
+   * user made once, in one run of its container (no set-up was stopped under the start). Stops it.
+   */
+  const assertStartedInOneRun = async (hostId: string, started: WorkspaceEndpoints) => {
+    assert.equal(await runtime.state(hostId), 'running');
+    assert.equal((await sshLogin(started, key.privateKey)).user, 'alice');
+    assert.equal(await exitSeen(hostId), lab.exits[0]!.address);
+    const log = await entrypointLog(hostId);
+    assert.equal(times(log, /created user/g), 1);
+    assert.equal(times(log, sshdListening), 1);
+    await runtime.stop(hostId);
+  };
 
   it("sets a new host's user, home and host key up at its creation, once, with nothing left running", async () => {
     await runtime.prepare(spec(ids.ahead));
@@ -637,27 +650,14 @@ describe('DockerWorkspaceRuntime (real Docker, egress lab)', { skip, timeout: 60
     // The same run of the container: the start neither waited for the set-up's stop nor restarted it.
     const info = await docker.getContainer(workspace(ids.takeover)).inspect();
     assert.equal(info.State.StartedAt, settingUp);
-    assert.equal(await runtime.state(ids.takeover), 'running');
-    assert.equal((await sshLogin(started, key.privateKey)).user, 'alice');
-    assert.equal(await exitSeen(ids.takeover), lab.exits[0]!.address);
-    const log = await entrypointLog(ids.takeover);
-    assert.equal(times(log, /created user/g), 1);
-    assert.equal(times(log, sshdListening), 1);
-    await runtime.stop(ids.takeover);
+    await assertStartedInOneRun(ids.takeover, started);
   });
 
   it('starts a host asked to start with its creation, as a script that creates and starts one does', async () => {
     const preparing = runtime.prepare(spec(ids.atCreation));
     const started = await runtime.start(spec(ids.atCreation), upstream('vmess-tcp'), noProgress);
     await preparing;
-    assert.equal(await runtime.state(ids.atCreation), 'running');
-    assert.equal((await sshLogin(started, key.privateKey)).user, 'alice');
-    assert.equal(await exitSeen(ids.atCreation), lab.exits[0]!.address);
-    const log = await entrypointLog(ids.atCreation);
-    assert.equal(times(log, /created user/g), 1);
-    // One run of the container: no set-up was stopped under the start.
-    assert.equal(times(log, sshdListening), 1);
-    await runtime.stop(ids.atCreation);
+    await assertStartedInOneRun(ids.atCreation, started);
   });
 
   it('ends a first start that waits on a silent upstream at once, leaving nothing behind', async () => {
