@@ -54,6 +54,7 @@ function floodingEngine(streamType: 1 | 2) {
         State: { Running: true, Restarting: false, Pid: 4242 },
         NetworkSettings: { Networks: {} },
         Config: { Labels: {} },
+        HostConfig: {},
         Mounts: [],
       }),
       exec: async () => ({
