@@ -271,8 +271,9 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
 
   /**
    * Makes a new host's workspace and runs it once, without a network, until its entrypoint has created the user,
-   * filled the home and made the host key: its first start is then like every later one. A start asked meanwhile
-   * takes the running workspace over instead of waiting for the set-up.
+   * filled the home and made the host key: its first start is then like every later one. A start already waiting
+   * when the container is made does the set-up itself; one asked during the set-up takes the running workspace
+   * over instead of waiting for it.
    */
   async prepare(spec: WorkspaceSpec): Promise<void> {
     checkSpec(spec);
@@ -1015,7 +1016,8 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
 
   /**
    * The workspace container, made when missing or made from another spec; its volumes (made by the caller) are
-   * kept either way. A newer image alone does not replace it (what users installed outside their home stays until a rebuild).
+   * kept either way. A newer image alone does not replace it (what users installed outside their home stays
+   * until a rebuild).
    */
   private async prepareWorkspace(spec: WorkspaceSpec): Promise<string> {
     const [resolvConf, mountsDir, existing] = await Promise.all([
