@@ -256,6 +256,17 @@ describe('workspace and egress gateway images', { skip, timeout: 15 * 60_000 }, 
     assert.equal(await sshWithKey(ip, keyFile, 'umask 077; echo x >~/private; sudo -n cat ~/private'), 'x');
   });
 
+  it("starts a new home's first interactive zsh on the completion dump the image made", async () => {
+    // compinit rewrites a dump it does not accept; building one costs a shell about 1.7 s of CPU.
+    const out = await sshWithKey(
+      ip,
+      keyFile,
+      'before=$(stat -c %y ~/.zcompdump) && zsh -i -c true && [ "$(stat -c %y ~/.zcompdump)" = "$before" ] && ' +
+        'cmp /etc/skel/.zcompdump ~/.zcompdump && echo kept',
+    );
+    assert.equal(out, 'kept');
+  });
+
   it('refuses a wrong password and root', async () => {
     await assert.rejects(sshWithPassword(ip, 'wrong password', 'true'));
     await assert.rejects(
