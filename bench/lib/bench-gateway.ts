@@ -12,10 +12,14 @@ import ssh2 from 'ssh2';
 import { desktopPasswordOf } from '../../apps/gateway/dist/domain/access/access.js';
 import { SecretBox } from '../../apps/gateway/dist/domain/access/secret-box.js';
 import { linuxUserFor } from '../../apps/gateway/dist/domain/hosts/host-view.js';
-import { v2rayEngine } from '../../apps/gateway/dist/egress/v2ray-engine.js';
-import { HOST_LABEL, OWNER_LABEL } from '../../apps/gateway/dist/runtime/container-specs.js';
-import { DockerWorkspaceRuntime } from '../../apps/gateway/dist/runtime/docker-workspace-runtime.js';
-import { labEgressEnv, labEgressSettings } from '../../apps/gateway/test/helpers/lab-egress.js';
+import {
+  egressGatewayName,
+  HOST_LABEL,
+  OWNER_LABEL,
+  UPLINK_NETWORK,
+} from '../../apps/gateway/dist/runtime/container-specs.js';
+import { WORKSPACE_PORTS } from '../../apps/gateway/dist/runtime/egress-gateway-files.js';
+import { labEgressEnv } from '../../apps/gateway/test/helpers/lab-egress.js';
 import { ensureLab, type LabDescription } from '../../test/lab/lab.js';
 import { removeDataDir } from '../../test/support/data-dir.js';
 import { removeLabelled, removeLeftoversOfEndedBenches } from '../start/containers.js';
@@ -141,11 +145,11 @@ export interface BenchHost {
   desktopPassword: string;
 }
 
-/** What every host of one bench gateway shares: the egress IP they are bound to and the runtime that finds
- * their relay. */
+/** What every host of one bench gateway shares: the egress IP they are bound to, and the Docker engine in
+ * which their relays are found. */
 interface HostFactory {
   gateway: RunningGateway;
-  runtime: DockerWorkspaceRuntime;
+  docker: Docker;
   egressIpId: string;
   /** The gateway's DATA_DIR (its database and secret key). */
   dataDir: string;
@@ -159,7 +163,7 @@ interface HostFactory {
  * the host and waits for its task. `onHost` gets the id as soon as it exists, for clean-up.
  */
 async function createRunningHost(factory: HostFactory, username: string): Promise<BenchHost> {
-  const { gateway, runtime, egressIpId, dataDir, workDir, onHost } = factory;
+  const { gateway, docker, egressIpId, dataDir, workDir, onHost } = factory;
   const { api } = gateway;
   const user = await expect(api, 'POST', '/v1/admin/users', 201, {
     username,
@@ -194,8 +198,7 @@ async function createRunningHost(factory: HostFactory, username: string): Promis
   if (!row?.gateway_key_sealed) throw new Error(`host ${hostId} has no gateway key`);
   const box = SecretBox.openInDirectory(dataDir);
   const privateKey = box.open(row.gateway_key_sealed);
-  const endpoints = await runtime.endpoints(hostId);
-  if (!endpoints) throw new Error(`host ${hostId} is running but its egress gateway has no address`);
+  const relay = await relayAddress(docker, hostId);
 
   const userKeyFile = path.join(workDir, `user_key-${username}`);
   const privateKeyFile = path.join(workDir, `gateway_key-${username}`);
@@ -207,14 +210,27 @@ async function createRunningHost(factory: HostFactory, username: string): Promis
     userKey: pair.private,
     userKeyFile,
     direct: {
-      host: endpoints.ssh.host,
-      port: endpoints.ssh.port,
+      host: relay,
+      port: WORKSPACE_PORTS.ssh,
       linuxUser: linuxUserFor(username),
       privateKey,
       privateKeyFile,
     },
     desktopPassword: desktopPasswordOf(box, hostId),
   };
+}
+
+/**
+ * The address of the host's egress gateway, where its relays listen. Read from Docker by the gateway's name,
+ * which a gateway the host took from the gateway's pool also has (a runtime of the bench's own would not take
+ * another instance's pooled gateway for the host's).
+ */
+async function relayAddress(docker: Docker, hostId: string): Promise<string> {
+  const info = await docker.getContainer(egressGatewayName(hostId)).inspect();
+  const address = info.NetworkSettings.Networks[UPLINK_NETWORK]?.IPAddress;
+  if (!info.State.Running || !address)
+    throw new Error(`host ${hostId} is running but its egress gateway has no address`);
+  return address;
 }
 
 /** Null once the task succeeded, its error when it failed. */
@@ -245,16 +261,15 @@ export interface BenchSetup {
 /**
  * Everything a bench against real workspaces needs: the test images checked, the lab up, the gateway started
  * and a running host, each undone at clean-up (the hosts through the API, then every container and volume of
- * this run by its owner label). The instance id of the gateway and of the bench's own runtime, which Docker
- * carries as that label, is `bench-<name>[-own]-<pid>-<random>`, so a run also removes what an earlier one left
- * when it was killed outright.
+ * this run by its owner label). The gateway's instance id, which Docker carries as that label, is
+ * `bench-<name>-<pid>-<random>`, so a run also removes what an earlier one left when it was killed outright.
  */
 export async function setUpBenchHost(
   name: string,
   docker: Docker,
   options: Pick<GatewayOptions, 'limits' | 'nodeFlags'>,
 ): Promise<BenchSetup> {
-  const images = await builtImages(docker, 'test');
+  await builtImages(docker, 'test');
   const swept = await removeLeftoversOfEndedBenches(docker);
   if (swept > 0) console.log(`Removed ${swept} containers and volumes left by earlier bench runs`);
   const lab = await ensureLab();
@@ -264,22 +279,17 @@ export async function setUpBenchHost(
     removeDataDir(dataDir);
     rmSync(workDir, { recursive: true, force: true });
   });
-  // The gateway's, and that of the runtime the bench itself uses (in its own directory, so neither gateway
-  // takes the other's containers for its own).
-  const owners = [dataDir, workDir].map((dir, i) => {
-    const owner = `bench-${name}${i === 0 ? '' : '-own'}-${process.pid}-${randomBytes(3).toString('hex')}`;
-    mkdirSync(path.join(dir, 'runtime'), { recursive: true, mode: 0o700 });
-    writeFileSync(path.join(dir, 'runtime', 'instance-id'), `${owner}\n`, { mode: 0o600 });
-    return owner;
-  });
+  const owner = `bench-${name}-${process.pid}-${randomBytes(3).toString('hex')}`;
+  mkdirSync(path.join(dataDir, 'runtime'), { recursive: true, mode: 0o700 });
+  writeFileSync(path.join(dataDir, 'runtime', 'instance-id'), `${owner}\n`, { mode: 0o600 });
   // Whatever the API did not remove (the gateway gone first, an interruption mid-start) goes by its labels;
   // the second sweep catches a container whose creation was still on its way to the daemon.
   const hostIds: string[] = [];
   onCleanup(async () => {
     for (const hostId of hostIds) await removeLabelled(docker, HOST_LABEL, hostId);
-    for (const owner of owners) await removeLabelled(docker, OWNER_LABEL, owner);
+    await removeLabelled(docker, OWNER_LABEL, owner);
     await new Promise((resolve) => setTimeout(resolve, 1000));
-    for (const owner of owners) await removeLabelled(docker, OWNER_LABEL, owner);
+    await removeLabelled(docker, OWNER_LABEL, owner);
   }, 90_000);
   const gateway = await startGateway({ dataDir, lab, ...options });
   let deleted = false;
@@ -310,14 +320,7 @@ export async function setUpBenchHost(
   });
   const factory: HostFactory = {
     gateway,
-    // Only to find each host's relay; its own (unused) files live in the bench's directory.
-    runtime: new DockerWorkspaceRuntime({
-      docker,
-      engine: v2rayEngine,
-      images,
-      dataDir: workDir,
-      egress: labEgressSettings(lab),
-    }),
+    docker,
     egressIpId: String(egress.id),
     dataDir,
     workDir,
