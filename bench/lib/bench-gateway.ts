@@ -304,8 +304,13 @@ export async function setUpBenchHost(
           status: 0,
           body: { error: String(error) },
         }));
-        if (response.status !== 204 && response.status !== 404)
-          console.error(`deleting host ${hostId}: HTTP ${response.status} ${JSON.stringify(response.body)}`);
+        if (response.status === 204 || response.status === 404) continue;
+        console.error(`deleting host ${hostId}: HTTP ${response.status} ${JSON.stringify(response.body)}`);
+        // An internal error's cause is only in the gateway's log (errors are logged at level 50).
+        if (response.status >= 500)
+          console.error(
+            await gateway.child.waitForLine((line) => line.includes('"level":50'), 100).catch(() => ''),
+          );
       }
     };
     await Promise.all([worker(), worker(), worker(), worker()]);
