@@ -6,7 +6,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import Docker from 'dockerode';
-import ssh2 from 'ssh2';
+import { generateEd25519 } from '../../apps/gateway/dist/domain/users/ssh-public-key.js';
 import { HOST_LABEL } from '../../apps/gateway/dist/runtime/container-specs.js';
 import { labEgressEnv } from '../../apps/gateway/test/helpers/lab-egress.js';
 import { ensureLab } from '../../test/lab/lab.js';
@@ -152,10 +152,13 @@ await runBench('cluster bench', 20 * 60_000, async () => {
       ),
     );
   const user = await api(n1, 'POST', '/v1/admin/users', { username: 'bench', password: 'bench-password' });
-  const pair = ssh2.utils.generateKeyPairSync('ed25519', { comment: 'cluster bench' });
-  await api(n1, 'POST', `/v1/admin/users/${user.id}/ssh-keys`, { public_key: pair.public, label: 'bench' });
+  const pair = generateEd25519('cluster bench');
+  await api(n1, 'POST', `/v1/admin/users/${user.id}/ssh-keys`, {
+    public_key: pair.publicKey,
+    label: 'bench',
+  });
   const keyFile = path.join(work, 'user_key');
-  writeFileSync(keyFile, pair.private, { mode: 0o600 });
+  writeFileSync(keyFile, pair.privateKey, { mode: 0o600 });
   const exit = lab.exits[0]!;
   const egress = await api(n1, 'POST', '/v1/admin/egress-ips', {
     label: 'lab vmess-tcp',

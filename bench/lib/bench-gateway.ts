@@ -8,10 +8,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import type Docker from 'dockerode';
-import ssh2 from 'ssh2';
 import { desktopPasswordOf } from '../../apps/gateway/dist/domain/access/access.js';
 import { SecretBox } from '../../apps/gateway/dist/domain/access/secret-box.js';
 import { linuxUserFor } from '../../apps/gateway/dist/domain/hosts/host-view.js';
+import { generateEd25519 } from '../../apps/gateway/dist/domain/users/ssh-public-key.js';
 import {
   egressGatewayName,
   HOST_LABEL,
@@ -169,9 +169,9 @@ async function createRunningHost(factory: HostFactory, username: string): Promis
     username,
     password: randomBytes(18).toString('base64url'),
   });
-  const pair = ssh2.utils.generateKeyPairSync('ed25519', { comment: 'ssh bench' });
+  const pair = generateEd25519('ssh bench');
   await expect(api, 'POST', `/v1/admin/users/${String(user.id)}/ssh-keys`, 201, {
-    public_key: pair.public,
+    public_key: pair.publicKey,
     label: 'ssh bench',
   });
   const host = await expect(api, 'POST', '/v1/admin/hosts', 201, {
@@ -202,12 +202,12 @@ async function createRunningHost(factory: HostFactory, username: string): Promis
 
   const userKeyFile = path.join(workDir, `user_key-${username}`);
   const privateKeyFile = path.join(workDir, `gateway_key-${username}`);
-  writeFileSync(userKeyFile, pair.private, { mode: 0o600 });
+  writeFileSync(userKeyFile, pair.privateKey, { mode: 0o600 });
   writeFileSync(privateKeyFile, privateKey, { mode: 0o600 });
   return {
     id: hostId,
     proxyLogin: String((host.ssh as Record<string, unknown>).ssh_user),
-    userKey: pair.private,
+    userKey: pair.privateKey,
     userKeyFile,
     direct: {
       host: relay,

@@ -102,6 +102,9 @@ for (const kind of DATABASES) {
           const response = await t.request('POST', base, { body });
           assertValidation(response, ['public_key']);
           assert.match(response.body.details[0].message, reason);
+          // The message is one sentence about the key, the reason following "The public key".
+          assert.equal(response.body.error, `The public key ${response.body.details[0].message}`);
+          assert.match(response.body.error, /^The public key (is|must|has|needs) /);
         }
         assertValidation(await t.request('POST', base, { body: {} }), ['public_key']);
         assertValidation(await t.request('POST', base, { body: { public_key: '' } }), ['public_key']);

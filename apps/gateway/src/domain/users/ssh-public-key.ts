@@ -68,7 +68,7 @@ function validSecurityKey(keyType: string, parts: Buffer[]): boolean {
   );
 }
 
-/** Parses one OpenSSH public key line, or returns the reason it is refused. */
+/** Parses one OpenSSH public key line, or returns why it is refused, worded to follow "The public key". */
 export function parsePublicKey(input: string): PublicKeyInfo | string {
   const text = input.trim();
   if (text.includes('PRIVATE KEY')) return 'is a private key; send the public half (the .pub file)';
@@ -76,24 +76,24 @@ export function parsePublicKey(input: string): PublicKeyInfo | string {
   const [keyType, base64, ...rest] = text.split(/\s+/);
   if (!keyType || !base64) return 'must look like "ssh-ed25519 AAAA... comment"';
   if (!STANDARD_TYPES.has(keyType) && !SECURITY_KEY_TYPES.has(keyType)) {
-    return `key type "${keyType}" is not accepted (use ed25519, ecdsa, rsa of at least ${MIN_RSA_BITS} bits, or sk-*)`;
+    return `has the key type "${keyType}", which is not accepted (use ed25519, ecdsa, rsa of at least ${MIN_RSA_BITS} bits, or sk-*)`;
   }
-  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(base64)) return 'the key data is not base64';
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(base64)) return 'has key data that is not base64';
   const blob = Buffer.from(base64, 'base64');
-  if (blobTypeName(blob) !== keyType) return 'the key data does not match its type';
+  if (blobTypeName(blob) !== keyType) return 'has key data that does not match its type';
   const parts = sshStrings(blob);
-  if (!parts || parts.length !== BLOB_PARTS[keyType]) return 'the key data is not a valid public key';
+  if (!parts || parts.length !== BLOB_PARTS[keyType]) return 'has key data that is not a valid public key';
   const comment = rest.join(' ');
   if (STANDARD_TYPES.has(keyType)) {
     const parsed = ssh2.utils.parseKey(`${keyType} ${base64}`);
-    if (parsed instanceof Error || Array.isArray(parsed)) return 'the key data is not a valid public key';
+    if (parsed instanceof Error || Array.isArray(parsed)) return 'has key data that is not a valid public key';
     if (keyType === 'ssh-rsa') {
       const details = createPublicKey(parsed.getPublicPEM()).asymmetricKeyDetails;
       const bits = details?.modulusLength ?? 0;
-      if (bits < MIN_RSA_BITS) return `RSA keys need at least ${MIN_RSA_BITS} bits (this one has ${bits})`;
+      if (bits < MIN_RSA_BITS) return `needs at least ${MIN_RSA_BITS} bits as an RSA key (this one has ${bits})`;
     }
   } else if (!validSecurityKey(keyType, parts)) {
-    return 'the key data is not a valid public key';
+    return 'has key data that is not a valid public key';
   }
   return {
     keyType,
