@@ -86,11 +86,13 @@ export function parsePublicKey(input: string): PublicKeyInfo | string {
   const comment = rest.join(' ');
   if (STANDARD_TYPES.has(keyType)) {
     const parsed = ssh2.utils.parseKey(`${keyType} ${base64}`);
-    if (parsed instanceof Error || Array.isArray(parsed)) return 'has key data that is not a valid public key';
+    if (parsed instanceof Error || Array.isArray(parsed))
+      return 'has key data that is not a valid public key';
     if (keyType === 'ssh-rsa') {
       const details = createPublicKey(parsed.getPublicPEM()).asymmetricKeyDetails;
       const bits = details?.modulusLength ?? 0;
-      if (bits < MIN_RSA_BITS) return `needs at least ${MIN_RSA_BITS} bits as an RSA key (this one has ${bits})`;
+      if (bits < MIN_RSA_BITS)
+        return `needs at least ${MIN_RSA_BITS} bits as an RSA key (this one has ${bits})`;
     }
   } else if (!validSecurityKey(keyType, parts)) {
     return 'has key data that is not a valid public key';
