@@ -1184,7 +1184,7 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
   // ------------------------------------------------------------------ images, volumes, network, files
 
   images(): Promise<ImageStatus[]> {
-    return imageStatuses(this.docker, this.options.images);
+    return this.guard(() => imageStatuses(this.docker, this.options.images));
   }
 
   buildImages(rebuild: boolean, progress: ProgressReporter): Promise<void> {

@@ -22,6 +22,14 @@ export function asRuntimeError(error: unknown): RuntimeError {
       `the container engine is not reachable: ${failure.message}`,
     );
   }
+  // The engine dropped the connection mid-request: a dockerd that is overloaded or restarting.
+  if (failure.code === 'ECONNRESET' || failure.code === 'EPIPE') {
+    return new RuntimeError(
+      'runtime_unavailable',
+      `the container engine closed the connection (${failure.message}); try again, and if it keeps ` +
+        'failing see `systemctl status docker`',
+    );
+  }
   const message = failure.statusCode
     ? `container engine: ${failure.message}`
     : String(failure.message ?? error);

@@ -61,7 +61,8 @@ export type ProgressReporter = (progress: number, stage: string) => Promise<void
  */
 export class RuntimeError extends DomainError {
   constructor(code: string, message: string) {
-    super('internal', code, message);
+    // An engine that does not answer is no fault of the gateway's: 503 with the message, not a bare 500.
+    super(code === 'runtime_unavailable' ? 'unavailable' : 'internal', code, message);
     this.name = 'RuntimeError';
   }
 }
