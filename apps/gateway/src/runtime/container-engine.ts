@@ -6,11 +6,14 @@ export interface ContainerEngine {
   ping(timeoutMs?: number): Promise<void>;
 }
 
+/** How long a request to the engine may stay silent before the gateway drops it ("socket hang up"). */
+export const ENGINE_REQUEST_TIMEOUT_MS = 10_000;
+
 export class DockerEngine implements ContainerEngine {
   readonly docker: Docker;
 
   constructor(socketPath: string) {
-    this.docker = new Docker({ socketPath, timeout: 10_000 });
+    this.docker = new Docker({ socketPath, timeout: ENGINE_REQUEST_TIMEOUT_MS });
   }
 
   async ping(timeoutMs = 2000): Promise<void> {

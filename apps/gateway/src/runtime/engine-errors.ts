@@ -1,3 +1,4 @@
+import { ENGINE_REQUEST_TIMEOUT_MS } from './container-engine.js';
 import { CommandError } from './netns.js';
 import { RuntimeError } from './workspace-runtime.js';
 
@@ -22,12 +23,13 @@ export function asRuntimeError(error: unknown): RuntimeError {
       `the container engine is not reachable: ${failure.message}`,
     );
   }
-  // The engine dropped the connection mid-request: a dockerd that is overloaded or restarting.
+  // A request cut off mid-way: the engine closed the connection, or it stayed silent past the gateway's timeout
+  // and the gateway dropped it (both read "socket hang up"). An overloaded or restarting dockerd does either.
   if (failure.code === 'ECONNRESET' || failure.code === 'EPIPE') {
     return new RuntimeError(
       'runtime_unavailable',
-      `the container engine closed the connection (${failure.message}); try again, and if it keeps ` +
-        'failing see `systemctl status docker`',
+      `the container engine did not answer within ${ENGINE_REQUEST_TIMEOUT_MS / 1000} s or closed the ` +
+        `connection (${failure.message}); try again, and if it keeps failing see \`systemctl status docker\``,
     );
   }
   const message = failure.statusCode
