@@ -130,12 +130,8 @@ describe('everyday use of the dashboard in Chromium', { skip, timeout: 300_000 }
     };
     t = await startTestGateway('sqlite', env, runtime, {
       activityProbe: {
-        sample: async (hostId) => ({
-          cpuSeconds: 0,
-          networkBytes: 0,
-          terminalOutputAt: terminalOutputAt.get(hostId) ?? null,
-          pid: 1,
-        }),
+        sample: async () => ({ cpuSeconds: 0, networkBytes: 0, pid: 1 }),
+        terminalOutputAt: async (hostId) => terminalOutputAt.get(hostId) ?? null,
         tellTerminals: async () => {},
       },
     });

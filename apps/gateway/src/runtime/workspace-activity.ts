@@ -10,16 +10,19 @@ export interface WorkspaceActivitySample {
   cpuSeconds: number | null;
   /** Bytes both ways on the workspace's link to its egress gateway (all it has); null where unreadable. */
   networkBytes: number | null;
-  /** When a tmux pane of the workspace's user last printed (ms since the epoch); null without a tmux server. */
-  terminalOutputAt: number | null;
   /** The workspace process the counters belong to: a restarted container starts them from zero. */
   pid: number;
 }
 
 /** Reads a workspace's activity cheaply, for the lifecycle policy's rounds. */
 export interface WorkspaceActivityProbe {
-  /** Null when the host's workspace is not running on this engine. */
+  /** Null when the host's workspace is not running on this engine. Read from files: cheap. */
   sample(hostId: string): Promise<WorkspaceActivitySample | null>;
+  /**
+   * When a tmux pane of the workspace's user last printed (ms since the epoch); null without a tmux server or a
+   * running workspace. A command in the workspace: far dearer than a sample.
+   */
+  terminalOutputAt(hostId: string): Promise<number | null>;
   /** Shows a line to every tmux client attached in the workspace (its status line), for a few seconds. */
   tellTerminals(hostId: string, text: string): Promise<void>;
 }
@@ -35,23 +38,62 @@ const MAX_TOLD_CLIENTS = 16;
  * whose server is the one its sessions use.
  */
 export class DockerActivityProbe implements WorkspaceActivityProbe {
+  /**
+   * CPU the probe's own commands cost each workspace's cgroup (runc and tmux run there), by the workspace process
+   * they ran beside. Left out of the samples, or asking the terminals would itself read as activity.
+   */
+  private readonly ownCpu = new Map<string, { pid: number; seconds: number }>();
+
   constructor(private readonly docker: Docker) {}
 
   async sample(hostId: string): Promise<WorkspaceActivitySample | null> {
     const workspace = await this.workspace(hostId);
-    if (!workspace) return null;
-    const [cpuSeconds, networkBytes, terminal] = await Promise.all([
+    if (!workspace) {
+      this.ownCpu.delete(hostId);
+      return null;
+    }
+    const [cpuSeconds, networkBytes] = await Promise.all([
       cpuSecondsOf(workspace.pid).catch(() => null),
       linkBytesOf(workspace.pid).catch(() => null),
-      execCapped(
-        this.docker,
-        workspace.id,
-        ['tmux', 'list-panes', '-a', '-F', '#{window_activity}'],
-        TMUX_TIMEOUT_MS,
-        {
-          user: String(WORKSPACE_UID),
-        },
-      ).catch(() => null),
+    ]);
+    const own = this.ownCpu.get(hostId);
+    if (own && own.pid !== workspace.pid) this.ownCpu.delete(hostId);
+    const ownSeconds = own?.pid === workspace.pid ? own.seconds : 0;
+    return {
+      cpuSeconds: cpuSeconds === null ? null : cpuSeconds - ownSeconds,
+      networkBytes,
+      pid: workspace.pid,
+    };
+  }
+
+  /** Runs the probe's own command in the workspace, counting the CPU it cost there as the probe's. */
+  private async ownCommand(
+    hostId: string,
+    workspace: { id: string; pid: number },
+    command: string[],
+  ): Promise<{ exitCode: number; stdout: string } | null> {
+    const before = await cpuSecondsOf(workspace.pid).catch(() => null);
+    const result = await execCapped(this.docker, workspace.id, command, TMUX_TIMEOUT_MS, {
+      user: String(WORKSPACE_UID),
+    }).catch(() => null);
+    const after = await cpuSecondsOf(workspace.pid).catch(() => null);
+    if (before !== null && after !== null) {
+      const own = this.ownCpu.get(hostId);
+      const seconds = (own?.pid === workspace.pid ? own.seconds : 0) + Math.max(0, after - before);
+      this.ownCpu.set(hostId, { pid: workspace.pid, seconds });
+    }
+    return result;
+  }
+
+  async terminalOutputAt(hostId: string): Promise<number | null> {
+    const workspace = await this.workspace(hostId);
+    if (!workspace) return null;
+    const terminal = await this.ownCommand(hostId, workspace, [
+      'tmux',
+      'list-panes',
+      '-a',
+      '-F',
+      '#{window_activity}',
     ]);
     const times =
       terminal?.exitCode === 0
@@ -60,36 +102,31 @@ export class DockerActivityProbe implements WorkspaceActivityProbe {
             .map(Number)
             .filter((seconds) => Number.isFinite(seconds) && seconds > 0)
         : [];
-    return {
-      cpuSeconds,
-      networkBytes,
-      terminalOutputAt: times.length > 0 ? Math.max(...times) * 1000 : null,
-      pid: workspace.pid,
-    };
+    return times.length > 0 ? Math.max(...times) * 1000 : null;
   }
 
   async tellTerminals(hostId: string, text: string): Promise<void> {
     const workspace = await this.workspace(hostId);
     if (!workspace) return;
-    const as = { user: String(WORKSPACE_UID) };
-    const clients = await execCapped(
-      this.docker,
-      workspace.id,
-      ['tmux', 'list-clients', '-F', '#{client_name}'],
-      TMUX_TIMEOUT_MS,
-      as,
-    ).catch(() => null);
+    const clients = await this.ownCommand(hostId, workspace, [
+      'tmux',
+      'list-clients',
+      '-F',
+      '#{client_name}',
+    ]);
     if (clients?.exitCode !== 0) return;
     // The list is the workspace's to write: a bounded number of clients, so one workspace cannot hold the round.
+    // -d: shown for 15 s; `#` doubled so tmux prints the text as it is.
     for (const client of clients.stdout.split('\n').filter(Boolean).slice(0, MAX_TOLD_CLIENTS))
-      await execCapped(
-        this.docker,
-        workspace.id,
-        // -d: shown for 15 s; `#` doubled so tmux prints the text as it is.
-        ['tmux', 'display-message', '-d', '15000', '-c', client, text.replaceAll('#', '##')],
-        TMUX_TIMEOUT_MS,
-        as,
-      ).catch(() => null);
+      await this.ownCommand(hostId, workspace, [
+        'tmux',
+        'display-message',
+        '-d',
+        '15000',
+        '-c',
+        client,
+        text.replaceAll('#', '##'),
+      ]);
   }
 
   private async workspace(hostId: string): Promise<{ id: string; pid: number } | null> {

@@ -13,7 +13,8 @@ import { createPostgresDatabase, startTestGateway, type TestGateway } from '../h
 
 /** A workspace that shows no activity: only the lifetime decides, and tmux has no clients to tell. */
 const quietProbe: WorkspaceActivityProbe = {
-  sample: async () => ({ cpuSeconds: 0, networkBytes: 0, terminalOutputAt: null, pid: 1 }),
+  sample: async () => ({ cpuSeconds: 0, networkBytes: 0, pid: 1 }),
+  terminalOutputAt: async () => null,
   tellTerminals: async () => {},
 };
 

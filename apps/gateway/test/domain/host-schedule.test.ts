@@ -5,7 +5,8 @@ import { DATABASES, startTestGateway, type TestGateway } from '../helpers/test-g
 
 /** A workspace that shows no activity at all: the schedule alone decides. */
 const quietProbe: WorkspaceActivityProbe = {
-  sample: async () => ({ cpuSeconds: 0, networkBytes: 0, terminalOutputAt: null, pid: 1 }),
+  sample: async () => ({ cpuSeconds: 0, networkBytes: 0, pid: 1 }),
+  terminalOutputAt: async () => null,
   tellTerminals: async () => {},
 };
 

@@ -269,7 +269,10 @@ describe('workspace and egress gateway images', { skip, timeout: 15 * 60_000 }, 
 
   it('runs no message-of-the-day programs at an SSH login', async () => {
     // pam_motd's dynamic part writes this file at each login it runs its programs for.
-    assert.equal(await sshWithKey(ip, keyFile, 'test -e /run/motd.dynamic && echo made || echo none'), 'none');
+    assert.equal(
+      await sshWithKey(ip, keyFile, 'test -e /run/motd.dynamic && echo made || echo none'),
+      'none',
+    );
   });
 
   it('refuses a wrong password and root', async () => {

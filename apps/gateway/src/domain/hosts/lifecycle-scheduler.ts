@@ -147,22 +147,27 @@ export class LifecycleScheduler {
     const comparable = previous && previous.pid === sample.pid;
     const elapsedSeconds = comparable ? (now - previous.at) / 1000 : 0;
     const known = msOf(host.last_activity_at);
-    const activity = activityOf(
-      {
-        terminalOutputAt: sample.terminalOutputAt,
-        cpu:
-          comparable && previous.cpuSeconds !== null && sample.cpuSeconds !== null
-            ? { usedSeconds: Math.max(0, sample.cpuSeconds - previous.cpuSeconds), elapsedSeconds }
-            : null,
-        networkBytes:
-          comparable && previous.networkBytes !== null && sample.networkBytes !== null
-            ? Math.max(0, sample.networkBytes - previous.networkBytes)
-            : null,
-      },
-      now,
-      known,
-      settings.thresholds,
-    );
+    const reading = {
+      terminalOutputAt: null,
+      cpu:
+        comparable && previous.cpuSeconds !== null && sample.cpuSeconds !== null
+          ? { usedSeconds: Math.max(0, sample.cpuSeconds - previous.cpuSeconds), elapsedSeconds }
+          : null,
+      networkBytes:
+        comparable && previous.networkBytes !== null && sample.networkBytes !== null
+          ? Math.max(0, sample.networkBytes - previous.networkBytes)
+          : null,
+    };
+    // The terminals are asked (a command in the workspace, the round's dearest read) only when CPU and network
+    // showed nothing: activity seen now is the latest there can be.
+    const activity =
+      activityOf(reading, now, known, settings.thresholds) ??
+      activityOf(
+        { ...reading, terminalOutputAt: await probe.terminalOutputAt(host.id) },
+        now,
+        known,
+        settings.thresholds,
+      );
     const newer = activity && (known === null || activity.at > known) ? activity : null;
     const lastActivityAt = newer?.at ?? known;
     const plan = plannedStop(policy, {
