@@ -71,6 +71,21 @@ export class HostsRepository {
   }
 
   /**
+   * Applies the patch only while the columns in `seen` still hold what the caller read them as (a compare and
+   * set: a decision made on that read is not written over a change made since); answers whether it was applied.
+   */
+  async updateIfUnchanged(id: string, seen: Partial<HostRow>, patch: HostPatch): Promise<boolean> {
+    let query = this.db.updateTable('hosts').set(patch).where('id', '=', id);
+    for (const [column, value] of Object.entries(seen) as [
+      keyof HostsTable & string,
+      string | number | null,
+    ][])
+      query = value === null ? query.where(column, 'is', null) : query.where(column, '=', value);
+    const result = await query.executeTakeFirst();
+    return Number(result.numUpdatedRows) > 0;
+  }
+
+  /**
    * A person's input reached these hosts through a session: their last activity, unless a newer one is known
    * (ISO times in one format compare as text on both databases). Stopped hosts are left as they are.
    */

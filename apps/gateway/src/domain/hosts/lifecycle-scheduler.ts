@@ -189,13 +189,14 @@ export class LifecycleScheduler {
       planned_start_at: null,
     };
     if (decision.action === 'stop') patch.policy_stop_reason = decision.reason;
-    const changed = await this.write(host, patch);
+    const written = await this.write(host, patch);
+    if (written === 'moved') return;
     if (decision.action === 'warn') {
       await this.warn(host, plan!.reason, decision.stopAt);
       // The warning time counts from when the last user was told, not from when the round began.
       await this.options.hosts.update(host.id, { stop_warned_at: isoOf(this.now()) });
     } else if (decision.action === 'stop') await this.stop(host, decision.reason, lastActivityAt);
-    else if (changed) await this.notify(host.id);
+    else if (written === 'written') await this.notify(host.id);
   }
 
   private async stoppedHost(
@@ -205,14 +206,15 @@ export class LifecycleScheduler {
     now: number,
   ) {
     const next = policy.schedule ? nextScheduled(policy.schedule, 'start', now) : null;
-    const changed = await this.write(host, {
+    const written = await this.write(host, {
       planned_start_at: isoOf(next),
       planned_stop_at: null,
       planned_stop_reason: null,
       stop_warned_at: null,
     });
+    if (written === 'moved') return;
     if (!scheduledStartDue(policy.schedule, since, now)) {
-      if (changed) await this.notify(host.id);
+      if (written === 'written') await this.notify(host.id);
       return;
     }
     const { access, lifecycle, bus } = this.options;
@@ -291,13 +293,28 @@ export class LifecycleScheduler {
     });
   }
 
-  /** Writes what changed of the patch; answers whether anything did. */
-  private async write(host: HostWithOwner, patch: HostPatch): Promise<boolean> {
+  /**
+   * Writes what changed of the patch, unless the host moved since the round read it (started or stopped, its
+   * policy set, an extend, a warning): the round's decision was made on the old row, and the next round decides
+   * again on the new one. Without this an extend asked while a round read the host's terminals was written over,
+   * and the host stopped at the stop it had just been kept from.
+   */
+  private async write(host: HostWithOwner, patch: HostPatch): Promise<'written' | 'unchanged' | 'moved'> {
     const row = host as unknown as Record<string, unknown>;
     const changes = Object.entries(patch).filter(([key, value]) => row[key] !== value);
-    if (changes.length === 0) return false;
-    await this.options.hosts.update(host.id, Object.fromEntries(changes) as HostPatch);
-    return true;
+    if (changes.length === 0) return 'unchanged';
+    const seen = {
+      status: host.status,
+      updated_at: host.updated_at,
+      stop_extended_until: host.stop_extended_until,
+      stop_warned_at: host.stop_warned_at,
+    };
+    const applied = await this.options.hosts.updateIfUnchanged(
+      host.id,
+      seen,
+      Object.fromEntries(changes) as HostPatch,
+    );
+    return applied ? 'written' : 'moved';
   }
 
   private async notify(hostId: string): Promise<void> {

@@ -1,0 +1,100 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { WorkspaceActivityProbe } from '../../src/runtime/workspace-activity.js';
+import { DATABASES, startTestGateway, type TestGateway } from '../helpers/test-gateway.js';
+
+const MINUTE = 60_000;
+
+// A round reads every host, then asks each quiet workspace's terminals (a command in it, seconds on a loaded
+// machine) before it writes its decision. An extend asked in that time must hold: the round decided on the row
+// it read, and may neither write its old plan over the extend nor stop the host at the stop just moved.
+for (const kind of DATABASES) {
+  describe(`an extend asked while a lifecycle round reads the host's terminals holds (${kind})`, () => {
+    let t: TestGateway;
+    let now = Math.ceil(Date.now() / MINUTE) * MINUTE + MINUTE;
+    /** Set while a round should wait in the terminals' read; the test lets it go on. */
+    let hold: { reached: () => void; release: Promise<void> } | null = null;
+    const probe: WorkspaceActivityProbe = {
+      sample: async () => ({ cpuSeconds: 0, networkBytes: 0, pid: 1 }),
+      terminalOutputAt: async () => {
+        if (hold) {
+          hold.reached();
+          await hold.release;
+        }
+        return null;
+      },
+      tellTerminals: async () => {},
+    };
+
+    before(async () => {
+      t = await startTestGateway(kind, { HOST_STOP_WARNING_SECONDS: '60' }, undefined, {
+        activityProbe: probe,
+        clock: () => now,
+      });
+    });
+    after(() => t?.close());
+
+    const host = async (id: string) => (await t.request('GET', `/v1/admin/hosts/${id}`)).body;
+
+    it('keeps the host running until the extended stop, the plan showing it', async () => {
+      const user = await t.createUser('extender');
+      const egress = await t.createEgressIp('198.51.100.92');
+      const created = await t.createHost(user.id, egress);
+      const set = await t.request('PUT', `/v1/admin/hosts/${created.id}/lifecycle-policy`, {
+        body: { idle_timeout_seconds: null, max_lifetime_seconds: 600, schedule: null },
+      });
+      assert.equal(set.status, 200, JSON.stringify(set.body));
+      const lifetimeEnd = Date.parse((await host(created.id)).started_at) + 600_000;
+
+      now = lifetimeEnd - 30_000;
+      await t.gateway.lifecycleScheduler.round();
+      const warned = (await host(created.id)).lifecycle.planned_stop;
+      assert.notEqual(warned.warned_at, null, 'warned a minute ahead');
+
+      // The stop is due; the round that would make it waits in the terminals' read while the owner extends.
+      now = lifetimeEnd + 31_000;
+      let reached = () => {};
+      const inRead = new Promise<void>((resolve) => {
+        reached = resolve;
+      });
+      let release = () => {};
+      hold = {
+        reached,
+        release: new Promise<void>((resolve) => {
+          release = resolve;
+        }),
+      };
+      const round = t.gateway.lifecycleScheduler.round();
+      await inRead;
+      const extended = await t.request('POST', `/v1/user/hosts/${created.id}/extend`, {
+        token: user.token,
+        body: { seconds: 600 },
+      });
+      assert.equal(extended.status, 200, JSON.stringify(extended.body));
+      const until = extended.body.lifecycle.planned_stop.at;
+      assert.equal(Date.parse(until), now + 600_000);
+      hold = null;
+      release();
+      await round;
+      await t.gateway.tasks.idle();
+
+      const after = await host(created.id);
+      assert.equal(after.status, 'running', 'not stopped at the stop the extend moved');
+      assert.equal(after.lifecycle.planned_stop.at, until);
+      assert.equal(after.lifecycle.planned_stop.warned_at, null);
+      const stops = (await t.request('GET', `/v1/admin/events?host_id=${created.id}&type=host.policy_stop`))
+        .body;
+      assert.equal(stops.events.length, 0);
+
+      // The next round plans from the extend, and stops the host a warning after it comes.
+      await t.gateway.lifecycleScheduler.round();
+      assert.equal((await host(created.id)).lifecycle.planned_stop.at, until);
+      now = Date.parse(until) - 30_000;
+      await t.gateway.lifecycleScheduler.round();
+      now = Date.parse(until) + 31_000;
+      await t.gateway.lifecycleScheduler.round();
+      await t.gateway.tasks.idle();
+      assert.equal((await host(created.id)).status, 'stopped');
+    });
+  });
+}
