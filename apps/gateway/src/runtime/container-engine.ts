@@ -6,8 +6,12 @@ export interface ContainerEngine {
   ping(timeoutMs?: number): Promise<void>;
 }
 
-/** How long a request to the engine may stay silent before the gateway drops it ("socket hang up"). */
-export const ENGINE_REQUEST_TIMEOUT_MS = 10_000;
+/**
+ * How long a request to the engine may stay silent before the gateway drops it ("socket hang up"). Creating,
+ * starting and stopping containers answer only when done, and six starts at once on a busy two-core machine took
+ * a request past 10 s (the start failed while the engine went on with it); a minute still tells a wedged engine.
+ */
+export const ENGINE_REQUEST_TIMEOUT_MS = 60_000;
 
 export class DockerEngine implements ContainerEngine {
   readonly docker: Docker;
