@@ -12,18 +12,48 @@ for (const kind of DATABASES) {
   describe(`an extend asked while a lifecycle round reads the host's terminals holds (${kind})`, () => {
     let t: TestGateway;
     let now = Math.ceil(Date.now() / MINUTE) * MINUTE + MINUTE;
-    /** Set while a round should wait in the terminals' read; the test lets it go on. */
-    let hold: { reached: () => void; release: Promise<void> } | null = null;
+    /** Where a round should wait (reading the terminals, telling them of a stop) until the test lets it go on. */
+    let hold: { at: 'read' | 'tell'; reached: () => void; release: Promise<void> } | null = null;
+    const waitIfHeld = async (at: 'read' | 'tell') => {
+      if (hold?.at !== at) return;
+      hold.reached();
+      await hold.release;
+    };
     const probe: WorkspaceActivityProbe = {
       sample: async () => ({ cpuSeconds: 0, networkBytes: 0, pid: 1 }),
       terminalOutputAt: async () => {
-        if (hold) {
-          hold.reached();
-          await hold.release;
-        }
+        await waitIfHeld('read');
         return null;
       },
-      tellTerminals: async () => {},
+      tellTerminals: async () => waitIfHeld('tell'),
+    };
+    /** Holds the next round at `at`: resolves once it waits there, with what lets it go on. */
+    const holdAt = async (at: 'read' | 'tell', round: () => Promise<void>) => {
+      let reached = () => {};
+      const waiting = new Promise<void>((resolve) => {
+        reached = resolve;
+      });
+      let release = () => {};
+      hold = {
+        at,
+        reached,
+        release: new Promise<void>((resolve) => {
+          release = resolve;
+        }),
+      };
+      const running = round();
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        waiting,
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`the round did not reach "${at}" within 10 s`)), 10_000);
+        }),
+      ]).finally(() => clearTimeout(timer));
+      return async () => {
+        hold = null;
+        release();
+        await running;
+      };
     };
 
     before(async () => {
@@ -53,19 +83,7 @@ for (const kind of DATABASES) {
 
       // The stop is due; the round that would make it waits in the terminals' read while the owner extends.
       now = lifetimeEnd + 31_000;
-      let reached = () => {};
-      const inRead = new Promise<void>((resolve) => {
-        reached = resolve;
-      });
-      let release = () => {};
-      hold = {
-        reached,
-        release: new Promise<void>((resolve) => {
-          release = resolve;
-        }),
-      };
-      const round = t.gateway.lifecycleScheduler.round();
-      await inRead;
+      const goOn = await holdAt('read', () => t.gateway.lifecycleScheduler.round());
       const extended = await t.request('POST', `/v1/user/hosts/${created.id}/extend`, {
         token: user.token,
         body: { seconds: 600 },
@@ -73,9 +91,7 @@ for (const kind of DATABASES) {
       assert.equal(extended.status, 200, JSON.stringify(extended.body));
       const until = extended.body.lifecycle.planned_stop.at;
       assert.equal(Date.parse(until), now + 600_000);
-      hold = null;
-      release();
-      await round;
+      await goOn();
       await t.gateway.tasks.idle();
 
       const after = await host(created.id);
@@ -95,6 +111,28 @@ for (const kind of DATABASES) {
       await t.gateway.lifecycleScheduler.round();
       await t.gateway.tasks.idle();
       assert.equal((await host(created.id)).status, 'stopped');
+    });
+
+    it('leaves the warning taken back by an extend asked while the round told the terminals', async () => {
+      const user = await t.createUser('teller');
+      const egress = await t.createEgressIp('198.51.100.93');
+      const created = await t.createHost(user.id, egress);
+      const set = await t.request('PUT', `/v1/admin/hosts/${created.id}/lifecycle-policy`, {
+        body: { idle_timeout_seconds: null, max_lifetime_seconds: 600, schedule: null },
+      });
+      assert.equal(set.status, 200, JSON.stringify(set.body));
+      // Its warning is due: the clock, moved far ahead for the host before, goes back to this one's.
+      now = Date.parse((await host(created.id)).started_at) + 600_000 - 30_000;
+      const goOn = await holdAt('tell', () => t.gateway.lifecycleScheduler.round());
+      const extended = await t.request('POST', `/v1/user/hosts/${created.id}/extend`, {
+        token: user.token,
+        body: { seconds: 600 },
+      });
+      assert.equal(extended.status, 200, JSON.stringify(extended.body));
+      await goOn();
+      const planned = (await host(created.id)).lifecycle.planned_stop;
+      assert.equal(planned.at, extended.body.lifecycle.planned_stop.at);
+      assert.equal(planned.warned_at, null, 'the extend took the warning back');
     });
   });
 }

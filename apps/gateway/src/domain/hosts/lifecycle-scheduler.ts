@@ -193,8 +193,13 @@ export class LifecycleScheduler {
     if (written === 'moved') return;
     if (decision.action === 'warn') {
       await this.warn(host, plan!.reason, decision.stopAt);
-      // The warning time counts from when the last user was told, not from when the round began.
-      await this.options.hosts.update(host.id, { stop_warned_at: isoOf(this.now()) });
+      // The warning time counts from when the last user was told, not from when the round began; an extend
+      // asked meanwhile took the warning back, and stays so.
+      await this.options.hosts.updateIfUnchanged(
+        host.id,
+        { stop_extended_until: host.stop_extended_until, stop_warned_at: patch.stop_warned_at },
+        { stop_warned_at: isoOf(this.now()) },
+      );
     } else if (decision.action === 'stop') await this.stop(host, decision.reason, lastActivityAt);
     else if (written === 'written') await this.notify(host.id);
   }
