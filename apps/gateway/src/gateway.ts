@@ -529,8 +529,26 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
       await lifecycle.stopHostsOf(access.system(`owner ${reason}`), userId);
   });
 
+  const timers: NodeJS.Timeout[] = [];
+  /** Background jobs under way: shutdown waits for them before it closes the database under them. */
+  const jobs = new Set<Promise<unknown>>();
+  const every = (seconds: number, name: string, job: () => Promise<unknown>) => {
+    const timer = setInterval(() => {
+      const run = job()
+        .catch((error: unknown) => logger.error({ err: error, job: name }, 'background job failed'))
+        .finally(() => jobs.delete(run));
+      jobs.add(run);
+    }, seconds * 1000);
+    timer.unref();
+    timers.push(timer);
+  };
+
   await live?.start();
   await nodes.register();
+  // From the registration on: the rest of the start-up (the HTTP app, the engine's clean-up, the reconcile) can
+  // take longer than NODE_DEAD_SECONDS on a busy machine, and the other nodes would find this one silent and
+  // mark the hosts it just took back unavailable again.
+  every(config.node.heartbeatSeconds, 'node-heartbeat', () => nodes.heartbeat());
   if ((await users.ensureAdmin(config.adminUsername, config.adminPassword)) === 'created') {
     logger.info({ username: config.adminUsername }, 'created the first admin account');
   }
@@ -569,21 +587,8 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
   const http = await buildHttpApp(httpServices, httpLogger, metrics);
   const entryListener = config.entryPort > 0 ? buildEntryApp(httpServices, httpLogger) : null;
 
-  const timers: NodeJS.Timeout[] = [];
   let unwatch = () => {};
   let dashboardListener: Server | null = null;
-  /** Background jobs under way: shutdown waits for them before it closes the database under them. */
-  const jobs = new Set<Promise<unknown>>();
-  const every = (seconds: number, name: string, job: () => Promise<unknown>) => {
-    const timer = setInterval(() => {
-      const run = job()
-        .catch((error: unknown) => logger.error({ err: error, job: name }, 'background job failed'))
-        .finally(() => jobs.delete(run));
-      jobs.add(run);
-    }, seconds * 1000);
-    timer.unref();
-    timers.push(timer);
-  };
 
   return {
     config,
@@ -671,7 +676,6 @@ export async function createGateway(config: Config, options: GatewayOptions): Pr
         .catch((error: unknown) =>
           logger.warn({ err: error }, 'removing pooled egress gateways left before failed'),
         );
-      every(config.node.heartbeatSeconds, 'node-heartbeat', () => nodes.heartbeat());
       await lifecycle.reconcile(access.system('start-up reconcile'), nodes.name);
       lifecycle.follow();
       lifecycleScheduler.follow();
