@@ -14,7 +14,7 @@ export interface DnsFilterLine {
  * without a port decides; one with a port that allows means the name is reachable on some port, so it is
  * answered; one with a port that denies, and address rules (v2ray matches them only on traffic without a
  * name), leave the question open. What no rule decides follows the default action. `extraNames` are answered
- * before any rule. Null when no name is refused: the gateway then runs no filter.
+ * before any rule. Null when no name is refused: the filter then answers every name.
  */
 export function dnsFilterLines(policy: EgressPolicy, extraNames: string[] = []): DnsFilterLine[] | null {
   if (policy.mode !== 'enforce') return null;

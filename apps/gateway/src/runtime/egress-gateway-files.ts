@@ -30,7 +30,7 @@ export const GATEWAY_NETWORK = {
   tproxyRouteTable: 100,
   transparentPort: 12345,
   dnsPort: 53,
-  /** Where v2ray answers DNS when the DNS filter stands in front of it (the filter then takes dnsPort). */
+  /** Where v2ray answers DNS, on the loopback behind the DNS filter (which takes dnsPort). */
   filteredDnsPort: 5353,
   /** v2ray's counters of the upstream's bytes, on the gateway's loopback (egress meter). */
   countersPort: 10085,
@@ -89,10 +89,10 @@ export interface EgressGatewayFiles {
   /** What the host lets the gateway send on the uplink (uplink-guard.ts), the kill switch outside its reach. */
   uplink: UplinkPolicy;
   /**
-   * The DNS filter's rules (dns-filter.ts) when the policy refuses names: the filter then answers the workspace's
-   * DNS and asks v2ray on the loopback. Null: v2ray answers the workspace itself and no filter runs.
+   * The DNS filter's rules (dns-filter.ts): the filter answers the workspace's DNS and asks v2ray on the loopback,
+   * refusing the names the policy refuses (none without one), and asks again for a question v2ray dropped.
    */
-  dnsFilter: string | null;
+  dnsFilter: string;
 }
 
 /**
@@ -105,16 +105,13 @@ export function renderEgressGatewayFiles(params: EgressGatewayFilesParams): Egre
     params.policy?.mode === 'enforce'
       ? { ...params.policy, rules: [...pathCheck.rules, ...params.policy.rules] }
       : params.policy;
-  const filter = policy ? dnsFilterLines(policy, pathCheck.names) : null;
+  const filter = (policy && dnsFilterLines(policy, pathCheck.names)) ?? [];
   const v2ray = params.engine.renderGatewayConfig({
     upstream: params.upstream,
     socketMark: GATEWAY_NETWORK.socketMark,
     transparentPort: GATEWAY_NETWORK.transparentPort,
-    // The address does not exist yet when v2ray (or the filter) starts: the container runs with
-    // ip_nonlocal_bind=1. Behind the filter, v2ray answers on the loopback, which the workspace cannot reach.
-    dnsListen: filter
-      ? { address: '127.0.0.1', port: GATEWAY_NETWORK.filteredDnsPort }
-      : { address: WORKSPACE_LINK.gatewayAddress, port: GATEWAY_NETWORK.dnsPort },
+    // Behind the filter, v2ray answers on the loopback, which the workspace cannot reach.
+    dnsListen: { address: '127.0.0.1', port: GATEWAY_NETWORK.filteredDnsPort },
     dns: params.dns,
     sniffing: true,
     countersPort: GATEWAY_NETWORK.countersPort,
@@ -134,5 +131,5 @@ export function renderEgressGatewayFiles(params: EgressGatewayFilesParams): Egre
     relay: { source: params.relaySource, ports: relayPorts },
   });
   const uplink = checkUplinkPolicy({ upstream, relay: { client: params.relaySource, ports: relayPorts } });
-  return { v2ray, ruleset, uplink, dnsFilter: filter ? renderDnsFilterRules(filter) : null };
+  return { v2ray, ruleset, uplink, dnsFilter: renderDnsFilterRules(filter) };
 }

@@ -186,10 +186,6 @@ export class HostProvisioning {
       [EGRESS_POLICY_FILE, JSON.stringify(policy)],
     ] as const) {
       const file = path.join(dir, name);
-      if (text === null) {
-        await rm(file, { force: true });
-        continue;
-      }
       await writeFile(`${file}.new`, text, { mode: 0o600 });
       await rename(`${file}.new`, file);
     }

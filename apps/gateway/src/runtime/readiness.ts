@@ -16,9 +16,9 @@ export async function v2rayPid(gatewayPid: number): Promise<number | null> {
 
 /**
  * Whether the egress gateway whose init is `gatewayPid` has loaded its kill switch and runs a v2ray that
- * listens (another than `previousV2ray`, after a reload), and the workspace's resolver answers: v2ray itself, or
- * the DNS filter of an egress policy, which starts beside v2ray and may take longer. Only then may a workspace be
- * linked to it: a lookup the workspace makes at once (the check as its user) must not find port 53 closed.
+ * listens (another than `previousV2ray`, after a reload), its DNS included, and the workspace's resolver, the
+ * DNS filter that starts beside v2ray, answers. Only then may a workspace be linked to it: a lookup the workspace
+ * makes at once (the check as its user) must find neither port 53 nor v2ray's DNS closed.
  */
 export async function tunnelReady(gatewayPid: number, previousV2ray: number | null): Promise<boolean> {
   const pid = await v2rayPid(gatewayPid);
@@ -26,6 +26,7 @@ export async function tunnelReady(gatewayPid: number, previousV2ray: number | nu
     pid !== null &&
     pid !== previousV2ray &&
     (await listensOnTcp(gatewayPid, GATEWAY_NETWORK.transparentPort)) &&
+    (await listensOnTcp(gatewayPid, GATEWAY_NETWORK.filteredDnsPort)) &&
     (await listensOnTcp(gatewayPid, GATEWAY_NETWORK.dnsPort))
   );
 }

@@ -71,7 +71,7 @@ describe('DNS filter rules', () => {
     );
   });
 
-  it('runs no filter when nothing is refused or nothing is enforced', () => {
+  it('has no lines when nothing is refused or nothing is enforced', () => {
     assert.equal(dnsFilterLines(enforce([{ action: 'deny', address: '203.0.113.7' }])), null);
     assert.equal(
       dnsFilterLines(
@@ -116,7 +116,7 @@ describe("the egress gateway's files with a policy", () => {
 
   it('puts the filter in front of v2ray when names are refused, the path check allowed first', () => {
     const files = render(enforce([{ action: 'deny', domain: 'www.example.com' }], 'deny'));
-    assert.match(files.dnsFilter ?? '', /^answer whoami\.test\nrefuse www\.example\.com\nrefuse \*$/m);
+    assert.match(files.dnsFilter, /^answer whoami\.test\nrefuse www\.example\.com\nrefuse \*$/m);
     assert.deepEqual(dnsInbound(files.v2ray), {
       ...dnsInbound(files.v2ray),
       listen: '127.0.0.1',
@@ -130,13 +130,15 @@ describe("the egress gateway's files with a policy", () => {
     assert.ok(exempt >= 0 && exempt < denied, 'the path check before the rules');
   });
 
-  it('leaves v2ray answering the workspace without a policy', () => {
-    const files = render(null);
-    assert.equal(files.dnsFilter, null);
-    assert.deepEqual(dnsInbound(files.v2ray), {
-      ...dnsInbound(files.v2ray),
-      listen: '169.254.77.1',
-      port: 53,
-    });
+  it('puts the filter, refusing nothing, in front of v2ray without a policy', () => {
+    for (const policy of [null, enforce([{ action: 'deny', address: '203.0.113.7' }])]) {
+      const files = render(policy);
+      assert.equal(files.dnsFilter.split('\n').filter((line) => line && !line.startsWith('#')).length, 0);
+      assert.deepEqual(dnsInbound(files.v2ray), {
+        ...dnsInbound(files.v2ray),
+        listen: '127.0.0.1',
+        port: 5353,
+      });
+    }
   });
 });

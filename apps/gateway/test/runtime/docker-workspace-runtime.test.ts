@@ -356,11 +356,12 @@ describe('DockerWorkspaceRuntime (real Docker, egress lab)', { skip, timeout: 60
       (await listensOnTcp(gatewayPid, 22)) ? true : undefined,
     );
     assert.equal((await sshLogin(endpoints, key.privateKey)).user, 'alice');
-    // The shell supervises the listeners itself: no process besides them, v2ray and tini.
+    // The shell supervises the listeners itself: no process besides them, v2ray, the DNS filter and tini.
     const processes = await execIn(gateway(ids.main), ['ps', '-e', '-o', 'comm=']);
     assert.deepEqual(processes.stdout.split('\n').sort(), [
       'ccp-egress-entr',
       'docker-init',
+      'perl',
       'ps',
       'socat',
       'socat',
