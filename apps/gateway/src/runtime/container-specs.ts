@@ -87,7 +87,7 @@ const GATEWAY_SYSCTLS = {
   'net.ipv4.ip_forward': '0',
   'net.ipv6.conf.all.disable_ipv6': '1',
   'net.ipv6.conf.default.disable_ipv6': '1',
-  // v2ray's DNS inbound binds the link address before the link exists (it is made after the gateway is up).
+  // The DNS filter binds the link address before the link exists (it is made after the gateway is up).
   'net.ipv4.ip_nonlocal_bind': '1',
 };
 
@@ -124,7 +124,7 @@ export function egressGatewayContainer(params: EgressGatewayContainerParams): Co
       `EGRESS_TPROXY_MARK=0x${GATEWAY_NETWORK.tproxyMark.toString(16)}`,
       `EGRESS_TPROXY_TABLE=${GATEWAY_NETWORK.tproxyRouteTable}`,
       ...relayEnvironment(),
-      // Where the DNS filter answers the workspace when the files hold its rules (renderEgressGatewayFiles).
+      // Where the DNS filter answers the workspace, and where it asks v2ray (renderEgressGatewayFiles).
       `EGRESS_DNS_FILTER_LISTEN=${WORKSPACE_LINK.gatewayAddress}:${GATEWAY_NETWORK.dnsPort}`,
       `EGRESS_DNS_FILTER_UPSTREAM=127.0.0.1:${GATEWAY_NETWORK.filteredDnsPort}`,
       // The entrypoint refuses to start unless each of these holds.
