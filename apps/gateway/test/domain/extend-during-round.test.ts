@@ -65,73 +65,70 @@ for (const kind of DATABASES) {
     after(() => t?.close());
 
     const host = async (id: string) => (await t.request('GET', `/v1/admin/hosts/${id}`)).body;
-
-    it('keeps the host running until the extended stop, the plan showing it', async () => {
-      const user = await t.createUser('extender');
-      const egress = await t.createEgressIp('198.51.100.92');
-      const created = await t.createHost(user.id, egress);
+    /** A running host of a new user that may run 10 minutes from its start. */
+    const hostWithLifetime = async (username: string, egressAddress: string) => {
+      const user = await t.createUser(username);
+      const created = await t.createHost(user.id, await t.createEgressIp(egressAddress));
       const set = await t.request('PUT', `/v1/admin/hosts/${created.id}/lifecycle-policy`, {
         body: { idle_timeout_seconds: null, max_lifetime_seconds: 600, schedule: null },
       });
       assert.equal(set.status, 200, JSON.stringify(set.body));
       const lifetimeEnd = Date.parse((await host(created.id)).started_at) + 600_000;
+      return { user, id: created.id, lifetimeEnd };
+    };
+    /** The owner extends by 10 minutes, as ccp does; the plan it answers with. */
+    const extendAsOwner = async (token: string, id: string) => {
+      const extended = await t.request('POST', `/v1/user/hosts/${id}/extend`, {
+        token,
+        body: { seconds: 600 },
+      });
+      assert.equal(extended.status, 200, JSON.stringify(extended.body));
+      return extended.body.lifecycle.planned_stop;
+    };
+
+    it('keeps the host running until the extended stop, the plan showing it', async () => {
+      const { user, id, lifetimeEnd } = await hostWithLifetime('extender', '198.51.100.92');
 
       now = lifetimeEnd - 30_000;
       await t.gateway.lifecycleScheduler.round();
-      const warned = (await host(created.id)).lifecycle.planned_stop;
+      const warned = (await host(id)).lifecycle.planned_stop;
       assert.notEqual(warned.warned_at, null, 'warned a minute ahead');
 
       // The stop is due; the round that would make it waits in the terminals' read while the owner extends.
       now = lifetimeEnd + 31_000;
       const goOn = await holdAt('read', () => t.gateway.lifecycleScheduler.round());
-      const extended = await t.request('POST', `/v1/user/hosts/${created.id}/extend`, {
-        token: user.token,
-        body: { seconds: 600 },
-      });
-      assert.equal(extended.status, 200, JSON.stringify(extended.body));
-      const until = extended.body.lifecycle.planned_stop.at;
+      const until = (await extendAsOwner(user.token, id)).at;
       assert.equal(Date.parse(until), now + 600_000);
       await goOn();
       await t.gateway.tasks.idle();
 
-      const after = await host(created.id);
+      const after = await host(id);
       assert.equal(after.status, 'running', 'not stopped at the stop the extend moved');
       assert.equal(after.lifecycle.planned_stop.at, until);
       assert.equal(after.lifecycle.planned_stop.warned_at, null);
-      const stops = (await t.request('GET', `/v1/admin/events?host_id=${created.id}&type=host.policy_stop`))
-        .body;
+      const stops = (await t.request('GET', `/v1/admin/events?host_id=${id}&type=host.policy_stop`)).body;
       assert.equal(stops.events.length, 0);
 
       // The next round plans from the extend, and stops the host a warning after it comes.
       await t.gateway.lifecycleScheduler.round();
-      assert.equal((await host(created.id)).lifecycle.planned_stop.at, until);
+      assert.equal((await host(id)).lifecycle.planned_stop.at, until);
       now = Date.parse(until) - 30_000;
       await t.gateway.lifecycleScheduler.round();
       now = Date.parse(until) + 31_000;
       await t.gateway.lifecycleScheduler.round();
       await t.gateway.tasks.idle();
-      assert.equal((await host(created.id)).status, 'stopped');
+      assert.equal((await host(id)).status, 'stopped');
     });
 
     it('leaves the warning taken back by an extend asked while the round told the terminals', async () => {
-      const user = await t.createUser('teller');
-      const egress = await t.createEgressIp('198.51.100.93');
-      const created = await t.createHost(user.id, egress);
-      const set = await t.request('PUT', `/v1/admin/hosts/${created.id}/lifecycle-policy`, {
-        body: { idle_timeout_seconds: null, max_lifetime_seconds: 600, schedule: null },
-      });
-      assert.equal(set.status, 200, JSON.stringify(set.body));
+      const { user, id, lifetimeEnd } = await hostWithLifetime('teller', '198.51.100.93');
       // Its warning is due: the clock, moved far ahead for the host before, goes back to this one's.
-      now = Date.parse((await host(created.id)).started_at) + 600_000 - 30_000;
+      now = lifetimeEnd - 30_000;
       const goOn = await holdAt('tell', () => t.gateway.lifecycleScheduler.round());
-      const extended = await t.request('POST', `/v1/user/hosts/${created.id}/extend`, {
-        token: user.token,
-        body: { seconds: 600 },
-      });
-      assert.equal(extended.status, 200, JSON.stringify(extended.body));
+      const extended = await extendAsOwner(user.token, id);
       await goOn();
-      const planned = (await host(created.id)).lifecycle.planned_stop;
-      assert.equal(planned.at, extended.body.lifecycle.planned_stop.at);
+      const planned = (await host(id)).lifecycle.planned_stop;
+      assert.equal(planned.at, extended.at);
       assert.equal(planned.warned_at, null, 'the extend took the warning back');
     });
   });
