@@ -4,7 +4,7 @@ import net, { type AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
 import ssh2, { type ClientChannel, type ServerChannel } from 'ssh2';
 import { generateEd25519 } from '../../src/domain/users/ssh-public-key.js';
-import { reusePacketBuffers, socketOf } from '../../src/ssh/ssh2-internals.js';
+import { PaddingPool, reusePacketBuffers, socketOf } from '../../src/ssh/ssh2-internals.js';
 
 const BULK_BYTES = 4096;
 const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex');
@@ -115,4 +115,20 @@ describe('SSH packet buffers reused per connection', () => {
       }
     });
   }
+});
+
+describe('SSH packet padding from a pool of random bytes', () => {
+  it('hands out each random byte once, across refills of the pool', () => {
+    const pool = new PaddingPool();
+    const seen = new Set<string>();
+    // 19 bytes, the most an AES-GCM packet's padding takes: 10,000 of them draw the 64 KiB pool three times over.
+    for (let i = 0; i < 10_000; i++) {
+      const packet = Buffer.alloc(32);
+      pool.fill(packet, 5, 19);
+      assert.equal(packet.subarray(0, 5).toString('hex'), '0000000000', 'nothing written before the offset');
+      assert.equal(packet.subarray(24).toString('hex'), '00'.repeat(8), 'nothing written after the padding');
+      seen.add(packet.subarray(5, 24).toString('hex'));
+    }
+    assert.equal(seen.size, 10_000, 'no padding repeated');
+  });
 });
