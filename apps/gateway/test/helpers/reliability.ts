@@ -649,6 +649,38 @@ export class ReliabilityRun {
         throw new InvariantFailed('database agrees with Docker', `120 s after dockerd came back: ${last}`);
       },
     );
+    await this.awaitRelinks(began);
+  }
+
+  /**
+   * Dockerd gave every workspace a new namespace with no link: the gateway links each again once its egress
+   * gateway has its kill switch and v2ray (engine-watcher.ts), so a workspace has no network for a while
+   * (fail-closed). Waits for that, bounded; a wrong exit meanwhile fails at once.
+   */
+  private async awaitRelinks(began: number) {
+    const running = this.hosts.filter((host) => host.status === 'running');
+    let last = '';
+    let wrong = '';
+    await eventually(
+      'every running workspace to be linked again',
+      async () => {
+        const seen = await Promise.all(
+          running.map(async (host) => [host, await this.observedExit(host)] as const),
+        );
+        last = seen.map(([host, exit]) => `${host.shortId} ${exit}`).join('; ');
+        wrong = seen
+          .filter(([host, exit]) => !exit.startsWith('curl failed') && exit !== this.expectedExit(host))
+          .map(([host, exit]) => `${host.shortId} left from ${exit}, expected ${this.expectedExit(host)}`)
+          .join('; ');
+        return wrong !== '' || seen.every(([host, exit]) => exit === this.expectedExit(host));
+      },
+      90_000,
+    ).catch(() => {
+      throw new InvariantFailed('exit is the current upstream', `90 s after dockerd came back: ${last}`);
+    });
+    if (wrong)
+      throw new InvariantFailed('exit is the current upstream', `before the links were back: ${wrong}`);
+    this.log(`  after dockerd: every workspace linked again (${Math.round((Date.now() - began) / 1000)} s)`);
   }
 
   // ---------------------------------------------------------------- invariants
