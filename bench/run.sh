@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the benchmarks and prints their tables: bench/run.sh api|sse|sse-fanout|egress|start|idle-memory|vnc|ssh|guard|hot-sync|reliability|cluster|all   (see bench/README.md)
+# Runs the benchmarks and prints their tables: bench/run.sh api|sse|sse-fanout|egress|start|idle-memory|vnc|ssh|guard|hot-sync|ccp|reliability|cluster|all   (see bench/README.md)
 source "$(dirname "$0")/../scripts/lib.sh"
 cd "$(dirname "$0")/.."
 
@@ -15,16 +15,17 @@ case "$which" in
   ssh) benches=(ssh) ;;
   guard) benches=(guard) ;;
   hot-sync) benches=(hot-sync) ;;
+  ccp) benches=(ccp) ;;
   reliability) benches=(reliability) ;;
   cluster) benches=(cluster) ;;
   all) benches=(api sse sse-fanout egress start vnc ssh hot-sync) ;;
-  *) die "usage: bench/run.sh api|sse|sse-fanout|egress|start|idle-memory|vnc|ssh|guard|hot-sync|reliability|cluster|all" ;;
+  *) die "usage: bench/run.sh api|sse|sse-fanout|egress|start|idle-memory|vnc|ssh|guard|hot-sync|ccp|reliability|cluster|all" ;;
 esac
 
 # The egress, start, vnc and ssh benches need root (the network lab, nsenter, Docker); `all` skips them without it.
 if [ "$(id -u)" -ne 0 ]; then
   case "$which" in
-    egress | start | idle-memory | vnc | ssh | guard | reliability | cluster) die "the $which bench needs root" ;;
+    egress | start | idle-memory | vnc | ssh | guard | ccp | reliability | cluster) die "the $which bench needs root" ;;
     all)
       warn "not root: skipping the egress, start, vnc and ssh benches"
       benches=(api sse sse-fanout hot-sync)
@@ -47,7 +48,7 @@ if [[ (" ${benches[*]} " == *' sse-fanout '* || " ${benches[*]} " == *' cluster 
 fi
 
 if [[ " ${benches[*]} " == *' start '* || " ${benches[*]} " == *' idle-memory '* || " ${benches[*]} " == *' vnc '* ||
-  " ${benches[*]} " == *' ssh '* || " ${benches[*]} " == *' guard '* ||
+  " ${benches[*]} " == *' ssh '* || " ${benches[*]} " == *' guard '* || " ${benches[*]} " == *' ccp '* ||
   " ${benches[*]} " == *' reliability '* ||
   " ${benches[*]} " == *' cluster '* ]]; then
   say "Docker"
