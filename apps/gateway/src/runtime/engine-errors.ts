@@ -32,6 +32,15 @@ export function asRuntimeError(error: unknown): RuntimeError {
         `connection (${failure.message}); try again, and if it keeps failing see \`systemctl status docker\``,
     );
   }
+  // The engine answered with a failure of its own, as an overloaded dockerd does when a container does not stop
+  // in time: 503 with its words and what to do, not a bare 500 that says nothing.
+  if ((failure.statusCode ?? 0) >= 500) {
+    return new RuntimeError(
+      'runtime_unavailable',
+      `the container engine failed: ${failure.message}; try again, and if it keeps failing see ` +
+        '`systemctl status docker`',
+    );
+  }
   const message = failure.statusCode
     ? `container engine: ${failure.message}`
     : String(failure.message ?? error);
