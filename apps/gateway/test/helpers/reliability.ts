@@ -33,6 +33,8 @@ const exec = promisify(execFile);
 const docker = new Docker({ socketPath: '/var/run/docker.sock' });
 const ENTRY = path.join(import.meta.dirname, 'outage-gateway-main.ts');
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** How long a new host's set-up at creation may keep its workspace running (or its leftovers after a delete). */
+const SET_UP_BOUND_MS = 60_000;
 
 export const OPERATIONS = ['start', 'stop', 'rebuild', 'edit', 'switch', 'recreate'] as const;
 export const FAULTS = ['failover', 'kill-v2ray', 'kill-gateway', 'restart-dockerd'] as const;
@@ -796,29 +798,12 @@ export class ReliabilityRun {
     this.held('active binding is the expected one');
 
     // The database agrees with Docker; nothing is left of a host the API no longer lists.
-    const filters = { label: [HOST_LABEL] };
-    const containers = (await docker.listContainers({ all: true, filters })).filter((c) =>
-      this.madeHostIds.has(c.Labels[HOST_LABEL] ?? ''),
-    );
-    const volumes = ((await docker.listVolumes({ filters })).Volumes ?? []).filter((v) =>
-      this.madeHostIds.has(v.Labels?.[HOST_LABEL] ?? ''),
-    );
-    for (const host of this.hosts) {
-      const own = containers.filter((c) => c.Labels[HOST_LABEL] === host.id);
-      const runningOnes = own.filter((c) => c.State === 'running');
-      const names = own.map((c) => `${c.Names.join()} ${c.State}`).join(', ') || 'none';
-      if (host.status === 'running' && (own.length !== 2 || runningOnes.length !== 2))
-        fail('database agrees with Docker', `${host.shortId} is running; its containers: ${names}`);
-      if (host.status !== 'running' && runningOnes.length)
-        fail('database agrees with Docker', `${host.shortId} is ${host.status}; its containers: ${names}`);
-    }
-    this.held('database agrees with Docker');
     const listedIds = new Set(listed.map((host) => host.id));
-    const orphans = [
-      ...containers.filter((c) => !listedIds.has(c.Labels[HOST_LABEL]!)).map((c) => c.Names.join()),
-      ...volumes.filter((v) => !listedIds.has(v.Labels[HOST_LABEL]!)).map((v) => v.Name),
-    ];
-    if (orphans.length) fail('no orphan container or volume', orphans.join(', '));
+    const { settingUp, orphans } = await this.compareWithDocker(where, listedIds);
+    if (settingUp.length) this.log(`  waited for the set-up at creation: ${settingUp.join(', ')}`);
+    if (orphans.length)
+      this.log(`  waited for the removal of what a set-up made for a deleted host: ${orphans.join(', ')}`);
+    this.held('database agrees with Docker');
     this.held('no orphan container or volume');
 
     // Each running workspace leaves through its current upstream, and nothing but exits reaches the internet.
@@ -864,6 +849,57 @@ export class ReliabilityRun {
           `a new session to ${host.shortId} prints nothing: ${live.stderr()}`,
         ),
       );
+    }
+  }
+
+  /**
+   * The hosts' containers against their statuses, and no container or volume of a host the API no longer lists.
+   * Two states are passing, not wrong, and are waited for (bounded): a new host's workspace runs once without a
+   * network while its creation sets it up (HostTasks.prepareAhead, not a task), and what that set-up made for a
+   * host deleted meanwhile is removed once the set-up ends. Anything else fails at once; what was waited for is
+   * returned for the log.
+   */
+  private async compareWithDocker(where: string, listedIds: Set<string>) {
+    const waitedFor = { settingUp: new Set<string>(), orphans: new Set<string>() };
+    const deadline = Date.now() + SET_UP_BOUND_MS;
+    for (;;) {
+      const filters = { label: [HOST_LABEL] };
+      const containers = (await docker.listContainers({ all: true, filters })).filter((c) =>
+        this.madeHostIds.has(c.Labels[HOST_LABEL] ?? ''),
+      );
+      const volumes = ((await docker.listVolumes({ filters })).Volumes ?? []).filter((v) =>
+        this.madeHostIds.has(v.Labels?.[HOST_LABEL] ?? ''),
+      );
+      const settingUp: string[] = [];
+      for (const host of this.hosts) {
+        const own = containers.filter((c) => c.Labels[HOST_LABEL] === host.id);
+        const runningOnes = own.filter((c) => c.State === 'running');
+        const names = own.map((c) => `${c.Names.join()} ${c.State}`).join(', ') || 'none';
+        const wrong = (detail: string) =>
+          new InvariantFailed('database agrees with Docker', `${where}: ${detail}`);
+        if (host.status === 'running' && (own.length !== 2 || runningOnes.length !== 2))
+          throw wrong(`${host.shortId} is running; its containers: ${names}`);
+        if (host.status === 'running' || runningOnes.length === 0) continue;
+        const setUp =
+          host.status === 'created' && own.length === 1 && own[0]!.Names.join() === `/ccp-ws-${host.id}`;
+        if (!setUp || Date.now() > deadline)
+          throw wrong(
+            `${host.shortId} is ${host.status}; its containers: ${names}` +
+              (setUp ? ` (still, ${SET_UP_BOUND_MS / 1000} s after the check began)` : ''),
+          );
+        settingUp.push(host.shortId);
+      }
+      const orphans = [
+        ...containers.filter((c) => !listedIds.has(c.Labels[HOST_LABEL]!)).map((c) => c.Names.join()),
+        ...volumes.filter((v) => !listedIds.has(v.Labels[HOST_LABEL]!)).map((v) => v.Name),
+      ];
+      if (orphans.length && Date.now() > deadline)
+        throw new InvariantFailed('no orphan container or volume', `${where}: ${orphans.join(', ')}`);
+      for (const name of settingUp) waitedFor.settingUp.add(name);
+      for (const name of orphans) waitedFor.orphans.add(name);
+      if (!settingUp.length && !orphans.length)
+        return { settingUp: [...waitedFor.settingUp], orphans: [...waitedFor.orphans] };
+      await sleep(500);
     }
   }
 
