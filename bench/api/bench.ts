@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import path from 'node:path';
+import { GATEWAY_NODE_FLAGS } from '../../apps/gateway/src/node-flags.js';
 import { onCleanup, rssMiB, runBench, sampleRss, startNode, TS_NODE_FLAGS } from '../lib/children.js';
 import { dockerFreeGatewayEnv } from '../lib/gateway-env.js';
 import { freePort, login, postJson, waitForHttp } from '../lib/net.js';
@@ -150,7 +151,7 @@ async function benchGateway(kind: 'sqlite' | 'postgres'): Promise<{ token: strin
     kind === 'postgres' ? await createBenchDatabase() : `sqlite:${path.join(dataDir, 'gateway.db')}`;
   const port = await freePort();
   // A clean environment and a cwd without .env, so nothing from the caller's shell changes the setup.
-  const gateway = startNode(`gateway (${kind})`, ['--enable-source-maps', GATEWAY_MAIN], {
+  const gateway = startNode(`gateway (${kind})`, [...GATEWAY_NODE_FLAGS, GATEWAY_MAIN], {
     cwd: dataDir,
     env: dockerFreeGatewayEnv({ dataDir, databaseUrl, port, adminPassword: ADMIN_PASSWORD }),
   });

@@ -8,6 +8,7 @@ import path from 'node:path';
 import Docker from 'dockerode';
 import { generateEd25519 } from '../../apps/gateway/dist/domain/users/ssh-public-key.js';
 import { HOST_LABEL } from '../../apps/gateway/dist/runtime/container-specs.js';
+import { GATEWAY_NODE_FLAGS } from '../../apps/gateway/src/node-flags.js';
 import { labEgressEnv } from '../../apps/gateway/test/helpers/lab-egress.js';
 import { ensureLab } from '../../test/lab/lab.js';
 import type { LoadResult, LoadSpec } from '../api/load.js';
@@ -106,7 +107,7 @@ await runBench('cluster bench', 20 * 60_000, async () => {
     // The key every node of one installation shares (an operator copies it before starting the others).
     writeFileSync(path.join(dataDir, 'secrets.key'), key, { mode: 0o600 });
     const [httpPort, sshPort, internalPort] = [await freePort(), await freePort(), await freePort()];
-    const child = startNode(`gateway ${name}`, [GATEWAY_MAIN], {
+    const child = startNode(`gateway ${name}`, [...GATEWAY_NODE_FLAGS, GATEWAY_MAIN], {
       cwd: dataDir,
       env: {
         ...shared,

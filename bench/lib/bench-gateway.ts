@@ -19,6 +19,7 @@ import {
   UPLINK_NETWORK,
 } from '../../apps/gateway/dist/runtime/container-specs.js';
 import { WORKSPACE_PORTS } from '../../apps/gateway/dist/runtime/egress-gateway-files.js';
+import { GATEWAY_NODE_FLAGS } from '../../apps/gateway/src/node-flags.js';
 import { labEgressEnv } from '../../apps/gateway/test/helpers/lab-egress.js';
 import { ensureLab, type LabDescription } from '../../test/lab/lab.js';
 import { removeDataDir } from '../../test/support/data-dir.js';
@@ -74,11 +75,11 @@ export function adminApi(baseUrl: string, token: string): Api {
   };
 }
 
-/** Starts `node apps/gateway/dist/main.js` with a clean environment and waits until both ports answer. */
+/** Starts `node apps/gateway/dist/main.js` with the gateway's node flags and a clean environment and waits until both ports answer. */
 export async function startGateway(options: GatewayOptions): Promise<RunningGateway> {
   const [httpPort, sshPort] = [await freePort(), await freePort()];
   const adminPassword = randomBytes(18).toString('base64url');
-  const child = startNode('gateway', [...options.nodeFlags, GATEWAY_MAIN], {
+  const child = startNode('gateway', [...GATEWAY_NODE_FLAGS, ...options.nodeFlags, GATEWAY_MAIN], {
     // Its own directory as the working directory, so no `.env` of the checkout is read.
     cwd: options.dataDir,
     env: {

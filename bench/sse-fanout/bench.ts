@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
+import { HEAP_FLAGS } from '../../apps/gateway/src/node-flags.js';
 import { type Child, onCleanup, runBench, startNode, TS_NODE_FLAGS } from '../lib/children.js';
 import { dockerFreeGatewayEnv } from '../lib/gateway-env.js';
 import { freePort, login } from '../lib/net.js';
@@ -36,7 +37,7 @@ await runBench('sse-fanout bench', 5 * 60_000, async () => {
     const port = await freePort();
     const child = startNode(
       `gateway ${i}`,
-      [...TS_NODE_FLAGS, path.join(import.meta.dirname, 'replica.ts')],
+      [...HEAP_FLAGS, ...TS_NODE_FLAGS, path.join(import.meta.dirname, 'replica.ts')],
       {
         cwd: dataDir,
         env: dockerFreeGatewayEnv({

@@ -2,6 +2,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
+import { HEAP_FLAGS } from '../../apps/gateway/src/node-flags.js';
 import { onCleanup, rssMiB, runBench, startNode, TS_NODE_FLAGS } from '../lib/children.js';
 import { dockerFreeGatewayEnv } from '../lib/gateway-env.js';
 import { freePort, login } from '../lib/net.js';
@@ -22,7 +23,7 @@ await runBench('sse bench', 5 * 60_000, async () => {
   // The fan-out itself never touches the database, so SQLite is enough here.
   const server = startNode(
     'gateway (sse bench-server)',
-    [...TS_NODE_FLAGS, path.join(import.meta.dirname, 'bench-server.ts')],
+    [...HEAP_FLAGS, ...TS_NODE_FLAGS, path.join(import.meta.dirname, 'bench-server.ts')],
     {
       cwd: dataDir,
       env: dockerFreeGatewayEnv({

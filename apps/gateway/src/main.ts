@@ -3,6 +3,7 @@ import { plainHttpNotice } from './domain/entry/download-transport.js';
 import { describeVerification } from './egress/egress-verification.js';
 import { createGateway } from './gateway.js';
 import { createLogger } from './logger.js';
+import { heapFlagsWarning } from './node-flags.js';
 
 /** package.json's engines: better-sqlite3 13 crashes the process on an older Node.js (a segfault, no message). */
 const NODE_MIN_MAJOR = 22;
@@ -29,6 +30,8 @@ async function main(): Promise<void> {
   const logger = createLogger(config);
   // Before listening, so the line is in the log by the time the gateway answers.
   logger.info(describeVerification(config.egress));
+  const heapFlags = heapFlagsWarning();
+  if (heapFlags) logger.warn(heapFlags);
   const plainHttp = plainHttpNotice(config.publicApiUrl);
   if (plainHttp) logger.warn(plainHttp);
   const gateway = await createGateway(config, { logger });

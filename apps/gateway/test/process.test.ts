@@ -6,16 +6,19 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { freeLoopbackPort } from '../src/egress/loopback-ports.js';
+import { GATEWAY_NODE_FLAGS } from '../src/node-flags.js';
 
 const root = path.resolve(import.meta.dirname, '../../..');
 const main = path.join(root, 'apps/gateway/dist/main.js');
 
+/** `node <flags> apps/gateway/dist/main.js`, by default with the flags `npm start` gives it. */
 function run(
   cwd: string,
   env: Record<string, string>,
+  flags: readonly string[] = GATEWAY_NODE_FLAGS,
 ): { child: ChildProcess; output: () => string; exit: Promise<number | null> } {
   let output = '';
-  const child = spawn(process.execPath, [main], {
+  const child = spawn(process.execPath, [...flags, main], {
     cwd,
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -95,6 +98,7 @@ describe('the gateway process (npm start)', {
         assert.doesNotMatch(gateway.output(), /first-admin-pass/);
         // PUBLIC_API_URL defaults to http://localhost:<port>: the loopback, which no network path carries.
         assert.doesNotMatch(gateway.output(), /is plain HTTP/);
+        assert.doesNotMatch(gateway.output(), /node was started without/);
       } finally {
         gateway.child.kill('SIGKILL');
       }
@@ -131,6 +135,42 @@ describe('the gateway process (npm start)', {
       );
     } finally {
       gateway.child.kill('SIGKILL');
+    }
+  });
+
+  it('started without the heap flags (a bare `node main.js`), says once which are missing and how to start it', async () => {
+    const dir = workdir();
+    const httpPort = await freeLoopbackPort();
+    const settings = {
+      ADMIN_JWT_SECRET: 'k'.repeat(48),
+      ADMIN_PASSWORD: 'first-admin-pass',
+      DATA_DIR: `${dir}/data`,
+      DOCKER_SOCKET: `${dir}/none.sock`,
+      ENTRY_PORT: '0',
+      HTTP_HOST: '127.0.0.1',
+      HTTP_PORT: String(httpPort),
+      SSH_PROXY_PORT: '0',
+    };
+    const bare = run(dir, settings, []);
+    try {
+      await waitHealthy(`http://127.0.0.1:${httpPort}`);
+      const warnings = bare
+        .output()
+        .match(/node was started without --max-semi-space-size=1 --heap-growing-percent=100: .*?npm start/g);
+      assert.equal(warnings?.length, 1, bare.output());
+    } finally {
+      bare.child.kill('SIGKILL');
+      await bare.exit;
+    }
+    // A flag in NODE_OPTIONS (underscores are V8's too) counts as given; node takes only the first there.
+    const viaOptions = run(dir, { ...settings, NODE_OPTIONS: '--max_semi_space_size=1' }, [
+      '--heap-growing-percent=100',
+    ]);
+    try {
+      await waitHealthy(`http://127.0.0.1:${httpPort}`);
+      assert.doesNotMatch(viaOptions.output(), /node was started without/);
+    } finally {
+      viaOptions.child.kill('SIGKILL');
     }
   });
 

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { LabDescription } from '../../../../test/lab/lab.js';
+import { GATEWAY_NODE_FLAGS } from '../../src/node-flags.js';
 import { labEgressEnv } from './lab-egress.js';
 import { freePort } from './lab-gateway.js';
 import { ADMIN_PASSWORD } from './test-gateway.js';
@@ -50,7 +51,7 @@ export async function api(
 
 /**
  * The gateway as its own process, so it can be killed like a real one: by default the built
- * `apps/gateway/dist/main.js`; `args` runs another entry with the same node (a test entry through tsx).
+ * `apps/gateway/dist/main.js` with the gateway's node flags; `args` runs another entry with the same node (a test entry through tsx).
  */
 export class GatewayProcess {
   child: ChildProcess | null = null;
@@ -58,7 +59,7 @@ export class GatewayProcess {
   constructor(
     readonly env: Record<string, string>,
     readonly url: string,
-    readonly args: string[] = [GATEWAY_MAIN],
+    readonly args: string[] = [...GATEWAY_NODE_FLAGS, GATEWAY_MAIN],
   ) {}
 
   async start(): Promise<void> {

@@ -21,6 +21,7 @@ import {
   type VariantName,
 } from '../../../../test/lab/lab.js';
 import { removeDataDir } from '../../../../test/support/data-dir.js';
+import { HEAP_FLAGS } from '../../src/node-flags.js';
 import { HOST_LABEL } from '../../src/runtime/container-specs.js';
 import { api, eventually, type GatewayProcess, labGatewayProcess, REPO_ROOT } from './gateway-process.js';
 import { buildTestImages } from './lab-egress.js';
@@ -251,7 +252,7 @@ export class ReliabilityRun {
       this.work,
       // Health rounds run when the test signals one, never on their own.
       { CCP_TEST_DOWN_EXITS: this.downFile },
-      ['--conditions=source', '--import', 'tsx', ENTRY],
+      [...HEAP_FLAGS, '--conditions=source', '--import', 'tsx', ENTRY],
     );
     this.gateway = made.gateway;
     this.url = made.url;
