@@ -29,6 +29,19 @@ function run(
   return { child, output: () => output, exit };
 }
 
+/** The settings of a gateway with its data in `dir` and its API on 127.0.0.1:`httpPort`, without Docker. */
+function settingsIn(dir: string, httpPort: number): Record<string, string> {
+  return {
+    ADMIN_JWT_SECRET: 'k'.repeat(48),
+    ADMIN_PASSWORD: 'first-admin-pass',
+    DATA_DIR: `${dir}/data`,
+    DOCKER_SOCKET: `${dir}/none.sock`,
+    ENTRY_PORT: '0',
+    HTTP_HOST: '127.0.0.1',
+    HTTP_PORT: String(httpPort),
+  };
+}
+
 /** The identification line an SSH server sends first. */
 function sshGreeting(port: number, host = '127.0.0.1'): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -109,13 +122,7 @@ describe('the gateway process (npm start)', {
     const dir = workdir();
     const [httpPort, sshPort] = [await freeLoopbackPort(), await freeLoopbackPort()];
     const gateway = run(dir, {
-      ADMIN_JWT_SECRET: 'k'.repeat(48),
-      ADMIN_PASSWORD: 'first-admin-pass',
-      DATA_DIR: `${dir}/data`,
-      DOCKER_SOCKET: `${dir}/none.sock`,
-      ENTRY_PORT: '0',
-      HTTP_HOST: '127.0.0.1',
-      HTTP_PORT: String(httpPort),
+      ...settingsIn(dir, httpPort),
       SSH_PROXY_HOST: '127.0.0.2',
       SSH_PROXY_PORT: String(sshPort),
       PUBLIC_API_URL: `http://gw.example.test:${httpPort}`,
@@ -141,16 +148,7 @@ describe('the gateway process (npm start)', {
   it('started without the heap flags (a bare `node main.js`), says once which are missing and how to start it', async () => {
     const dir = workdir();
     const httpPort = await freeLoopbackPort();
-    const settings = {
-      ADMIN_JWT_SECRET: 'k'.repeat(48),
-      ADMIN_PASSWORD: 'first-admin-pass',
-      DATA_DIR: `${dir}/data`,
-      DOCKER_SOCKET: `${dir}/none.sock`,
-      ENTRY_PORT: '0',
-      HTTP_HOST: '127.0.0.1',
-      HTTP_PORT: String(httpPort),
-      SSH_PROXY_PORT: '0',
-    };
+    const settings = { ...settingsIn(dir, httpPort), SSH_PROXY_PORT: '0' };
     const bare = run(dir, settings, []);
     try {
       await waitHealthy(`http://127.0.0.1:${httpPort}`);
