@@ -75,7 +75,10 @@ export function adminApi(baseUrl: string, token: string): Api {
   };
 }
 
-/** Starts `node apps/gateway/dist/main.js` with the gateway's node flags and a clean environment and waits until both ports answer. */
+/**
+ * Starts `node apps/gateway/dist/main.js` with the gateway's node flags and a clean environment, and waits until both
+ * ports answer.
+ */
 export async function startGateway(options: GatewayOptions): Promise<RunningGateway> {
   const [httpPort, sshPort] = [await freePort(), await freePort()];
   const adminPassword = randomBytes(18).toString('base64url');

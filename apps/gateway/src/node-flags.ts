@@ -3,7 +3,7 @@
  * runs, so these are flags of the command that starts it (`npm start`, the systemd unit, the tests' and benches'
  * gateways), not something main.ts can set. Without them, relaying an SSH transfer put the gateway into a loop of
  * full garbage collections about ten times a second, half a CPU spent marking a heap that had not changed, and
- * the proxy moved 55–65 % of a direct transfer instead of 85–95 % (docs/performance.md, "The garbage collector
+ * the proxy moved 50–70 % of a direct transfer instead of 85–97 % (docs/performance.md, "The garbage collector
  * under a transfer").
  */
 export const HEAP_FLAGS = [

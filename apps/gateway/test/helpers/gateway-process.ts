@@ -51,7 +51,8 @@ export async function api(
 
 /**
  * The gateway as its own process, so it can be killed like a real one: by default the built
- * `apps/gateway/dist/main.js` with the gateway's node flags; `args` runs another entry with the same node (a test entry through tsx).
+ * `apps/gateway/dist/main.js` with the gateway's node flags; `args` runs another entry with the same node (a test
+ * entry through tsx).
  */
 export class GatewayProcess {
   child: ChildProcess | null = null;
