@@ -24,7 +24,7 @@ const flagName = (flag: string) => flag.split('=')[0]!.replaceAll('_', '-');
 
 /**
  * The heap flags this process was started without, by name (another value is the operator's choice), from its
- * command line and NODE_OPTIONS (which takes the first, not the second).
+ * command line and NODE_OPTIONS (where node allows --max-semi-space-size but refuses --heap-growing-percent).
  */
 export function missingHeapFlags(execArgv: readonly string[], nodeOptions = ''): string[] {
   const given = new Set([...execArgv, ...nodeOptions.split(/\s+/)].map(flagName));

@@ -160,7 +160,7 @@ describe('the gateway process (npm start)', {
       bare.child.kill('SIGKILL');
       await bare.exit;
     }
-    // A flag in NODE_OPTIONS (underscores are V8's too) counts as given; node takes only the first there.
+    // A flag in NODE_OPTIONS (underscores are V8's too) counts as given; node refuses --heap-growing-percent there.
     const viaOptions = run(dir, { ...settings, NODE_OPTIONS: '--max_semi_space_size=1' }, [
       '--heap-growing-percent=100',
     ]);

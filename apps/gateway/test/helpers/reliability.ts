@@ -863,8 +863,10 @@ export class ReliabilityRun {
   private async compareWithDocker(where: string, listedIds: Set<string>) {
     const waitedFor = { settingUp: new Set<string>(), orphans: new Set<string>() };
     const deadline = Date.now() + SET_UP_BOUND_MS;
+    const filters = { label: [HOST_LABEL] };
+    const wrong = (detail: string) =>
+      new InvariantFailed('database agrees with Docker', `${where}: ${detail}`);
     for (;;) {
-      const filters = { label: [HOST_LABEL] };
       const containers = (await docker.listContainers({ all: true, filters })).filter((c) =>
         this.madeHostIds.has(c.Labels[HOST_LABEL] ?? ''),
       );
@@ -876,8 +878,6 @@ export class ReliabilityRun {
         const own = containers.filter((c) => c.Labels[HOST_LABEL] === host.id);
         const runningOnes = own.filter((c) => c.State === 'running');
         const names = own.map((c) => `${c.Names.join()} ${c.State}`).join(', ') || 'none';
-        const wrong = (detail: string) =>
-          new InvariantFailed('database agrees with Docker', `${where}: ${detail}`);
         if (host.status === 'running' && (own.length !== 2 || runningOnes.length !== 2))
           throw wrong(`${host.shortId} is running; its containers: ${names}`);
         if (host.status === 'running' || runningOnes.length === 0) continue;
