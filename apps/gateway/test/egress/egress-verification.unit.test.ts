@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
@@ -46,8 +46,10 @@ describe('egress settings', () => {
     );
   });
 
-  it('uses the own probe over HTTPS beside the public echoes, its CA pinned, and for its zone', () => {
-    const probeCa = path.join(mkdtempSync(path.join(tmpdir(), 'ccp-probe-ca-')), 'probe-ca.pem');
+  it('uses the own probe over HTTPS beside the public echoes, its CA pinned, and for its zone', (t) => {
+    const caDir = mkdtempSync(path.join(tmpdir(), 'ccp-probe-ca-'));
+    t.after(() => rmSync(caDir, { recursive: true, force: true }));
+    const probeCa = path.join(caDir, 'probe-ca.pem');
     writeFileSync(probeCa, 'probe CA\n');
     const settings = egressSettingsFrom({
       EGRESS_PROBE_URL: 'https://203.0.113.10/ip',

@@ -91,6 +91,12 @@ describe('egress gateways started ahead (real Docker, egress lab)', {
     )
       .filter((container) => container.Names.some((name) => name.startsWith('/ccp-pool-')))
       .map((container) => container.Id);
+  /**
+   * The guard tables of every pooled gateway this suite saw ready. Other suites' gateways, running meanwhile,
+   * have pools of their own, so a check for tables left behind names these, not every `ccp_uplink_pool-`.
+   */
+  const poolGuards = new Set<string>();
+  const tableNamed = (table: string) => new RegExp(`^table netdev ${table}$`, 'm');
   /** The one pooled gateway (besides those given) once it is ready: guarded on its uplink, the last step. */
   const onePooled = (besides: string[] = []) =>
     eventually('a gateway started ahead', async () => {
@@ -100,8 +106,11 @@ describe('egress gateways started ahead (real Docker, egress lab)', {
         .getContainer(found[0]!)
         .inspect()
         .catch(() => null);
-      const guard = `ccp_uplink_${info?.Name.replace('/ccp-pool-', '')}`;
-      return info && (await uplinkTables()).includes(guard) ? found[0] : undefined;
+      if (!info) return undefined;
+      const guard = `ccp_uplink_${info.Name.replace('/ccp-pool-', '')}`;
+      if (!tableNamed(guard).test(await uplinkTables())) return undefined;
+      poolGuards.add(guard);
+      return found[0];
     });
   const gatewayOf = async (hostId: string) => docker.getContainer(`ccp-egress-${hostId}`).inspect();
   const exitSeen = async (hostId: string) => {
@@ -154,8 +163,8 @@ describe('egress gateways started ahead (real Docker, egress lab)', {
     const info = await docker.getContainer(firstPooled).inspect();
     assert.equal(info.Config.Labels[POOL_LABEL], `egress-${run}`);
     assert.equal(info.HostConfig.RestartPolicy?.Name, 'no');
-    // Guarded on its uplink port while it waits, like any gateway.
-    assert.match(await uplinkTables(), /ccp_uplink_pool-/);
+    // Guarded on its uplink port while it waits, like any gateway (onePooled waited for that guard).
+    assert.equal(poolGuards.size, 1);
   });
 
   it('gives the next start with that upstream the pooled gateway, verified as always, and starts another', async () => {
@@ -172,12 +181,12 @@ describe('egress gateways started ahead (real Docker, egress lab)', {
     assert.equal(await runtime.state(ids.second), 'running');
     assert.equal(await exitSeen(ids.second), lab.exits[0]!.address);
     // Its guard is the host's now; the pool's goes after the start.
-    assert.match(await uplinkTables(), new RegExp(`ccp_uplink_${ids.second}`));
+    assert.match(await uplinkTables(), tableNamed(`ccp_uplink_${ids.second}`));
     const poolId = gateway.Mounts.find((mount) => mount.Destination === '/etc/ccp-egress')!
       .Source.split('/')
       .pop();
     await eventually("the pool's guard to go", async () =>
-      new RegExp(`ccp_uplink_${poolId}\\b`).test(await uplinkTables()) ? undefined : true,
+      tableNamed(`ccp_uplink_${poolId}`).test(await uplinkTables()) ? undefined : true,
     );
     // Refilled in the background.
     await onePooled([firstPooled]);
@@ -246,7 +255,14 @@ describe('egress gateways started ahead (real Docker, egress lab)', {
       docker.getContainer(left).inspect(),
       (error: { statusCode?: number }) => error.statusCode === 404,
     );
-    assert.doesNotMatch(await uplinkTables(), /ccp_uplink_pool-/);
+    // No guard of a pooled gateway this suite saw is left: taken, replaced, retired or found at start-up.
+    const tables = await uplinkTables();
+    assert.deepEqual(
+      [...poolGuards].filter((guard) => tableNamed(guard).test(tables)),
+      [],
+      tables,
+    );
+    assert.ok(poolGuards.size >= 3, [...poolGuards].join(', '));
     // Only the links of the gateways hosts took are left in the pool's directory.
     const poolDir = path.join(dataDir, 'runtime', 'egress-pool');
     const takenDir = async (hostId: string) =>
