@@ -32,12 +32,22 @@ done
 export TEST_POSTGRES_URL="postgres://ccp_test:ccp_test@127.0.0.1:5432/postgres"
 export TEST_DATABASES="${TEST_DATABASES:-sqlite,postgres}"
 
-# Leave no lab, container or volume behind, even when a test run is interrupted.
+# Leave no lab, container, volume or uplink guard behind, even when a test run is interrupted; and remove what
+# a run stopped before its own clean-up (a machine shut down) left, as a test checking for leftovers would see it.
 cleanup() {
   bash test/lab/lab.sh down >/dev/null 2>&1 || true
-  docker ps -aq --filter label=cloud-cli-proxy.host | xargs -r docker rm -f >/dev/null 2>&1 || true
+  for label in cloud-cli-proxy.host cloud-cli-proxy.pool; do
+    docker ps -aq --filter "label=$label" | xargs -r docker rm -f >/dev/null 2>&1 || true
+  done
   docker volume ls -q --filter label=cloud-cli-proxy.host | xargs -r docker volume rm >/dev/null 2>&1 || true
+  # A gateway's guard on its uplink port outlives a container removed behind the gateway's back: the guards
+  # whose port is gone guard nothing.
+  for table in $(nft list tables netdev 2>/dev/null | awk '$3 ~ /^ccp_uplink_/ { print $3 }'); do
+    device=$(nft list table netdev "$table" | sed -n 's/.*device "\([^"]*\)".*/\1/p' | head -n 1)
+    if [ -z "$device" ] || [ ! -e "/sys/class/net/$device" ]; then nft delete table netdev "$table" || true; fi
+  done
 }
+cleanup
 trap cleanup EXIT
 
 mapfile -t files < <(test_files)
