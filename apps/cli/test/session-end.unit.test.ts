@@ -68,6 +68,9 @@ describe('a session command that ends with a failure', () => {
       attachWith(`t-${process.pid}-e`, "sh -c 'kill -INT $$'"),
       /status 130 \(killed by signal 2\)/,
     );
+    // Each left its status for the client, which takes it (and with it the file in /tmp).
+    const statuses = ['c', 'd', 'e'].map((end) => run(takeStatusScript(`t-${process.pid}-${end}`)).trim());
+    assert.deepEqual(statuses, ['3', '127', '130']);
   });
 
   it('leaves its status for the client, which is told what ended and how', () => {
