@@ -78,9 +78,7 @@ function probeResults(stdout: string, attempts: ProbeAttempt[], who: string): Ma
  * Undoes an egress gateway's own kill switch from inside, as root with NET_ADMIN there could: flushes its
  * ruleset (from the container itself), turns forwarding on and masquerades the workspace out of the uplink, and
  * takes another address of the uplink bridge (a neighbour gateway's, or one nobody has) so its replies and ARP
- * come back. Returns that spoofed address. Its connection tracking is emptied as well: an entry left by an
- * earlier query keeps that flow's DNS redirect to the tunnel's resolver, and a new query that happened to take
- * the same source port would be answered through the tunnel, not by what the taken-over gateway does.
+ * come back. Returns that spoofed address.
  */
 export async function takeOverGateway(gateway: {
   name: string;
@@ -91,7 +89,6 @@ export async function takeOverGateway(gateway: {
     exec('nsenter', [`--net=/proc/${gateway.pid}/ns/net`, '--', ...argv], { timeout: 10_000 });
   const spoofed = gateway.uplinkAddress.replace(/\.\d+$/, (last) => (last === '.250' ? '.251' : '.250'));
   await dockerCli(['exec', gateway.name, 'nft', 'flush', 'ruleset']);
-  await inNetns(['conntrack', '--flush']);
   await inNetns(['sysctl', '-qw', 'net.ipv4.ip_forward=1']);
   await inNetns([
     'nft',
