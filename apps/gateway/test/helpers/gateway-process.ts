@@ -72,14 +72,19 @@ export class GatewayProcess {
     this.child = child;
     child.stdout!.on('data', (d) => (this.output += d));
     child.stderr!.on('data', (d) => (this.output += d));
-    await eventually(
-      'the gateway to answer',
-      async () => {
-        if (child.exitCode !== null) throw new Error(`the gateway exited: ${this.output.slice(-2000)}`);
-        return (await fetch(`${this.url}/healthz`)).ok;
-      },
-      60_000,
+    // A gateway that exits (a port taken, a bad setting) fails the start at once, with its words.
+    let answered = false;
+    const exited = new Promise<never>((_, reject) =>
+      child.once('exit', () => {
+        if (!answered)
+          reject(new Error(`the gateway exited before it answered: ${this.output.slice(-2000)}`));
+      }),
     );
+    await Promise.race([
+      eventually('the gateway to answer', async () => (await fetch(`${this.url}/healthz`)).ok, 60_000),
+      exited,
+    ]);
+    answered = true;
   }
 
   /** Whether the process runs now. */

@@ -1,8 +1,10 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import Docker from 'dockerode';
 import { ensureLab, type LabDescription } from '../../../../test/lab/lab.js';
+import { freeLoopbackPort } from '../../src/egress/loopback-ports.js';
 import type { GatewayOptions } from '../../src/gateway.js';
 import { egressGatewayName, HOST_LABEL } from '../../src/runtime/container-specs.js';
 import { releaseUplink } from '../../src/runtime/uplink-guard.js';
@@ -12,7 +14,30 @@ import { type DatabaseKind, startTestGateway, type TestGateway } from './test-ga
 
 const docker = new Docker({ socketPath: '/var/run/docker.sock' });
 
-export { freeLoopbackPort as freePort } from '../../src/egress/loopback-ports.js';
+/**
+ * A loopback TCP port free a moment ago, for a gateway process told its ports before it listens. Taken below the
+ * kernel's ephemeral range, where no other test's connection or listen(0) is given it meanwhile: a port from
+ * listen(0) went to someone else before the gateway listened once in CI (EADDRINUSE).
+ */
+export async function freePort(): Promise<number> {
+  const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+  for (let attempt = 0; low > BELOW_EPHEMERAL + 1000 && attempt < 50; attempt++) {
+    const port = BELOW_EPHEMERAL + Math.floor(Math.random() * (low - BELOW_EPHEMERAL));
+    if (await listensOn(port)) return port;
+  }
+  return freeLoopbackPort();
+}
+
+/** The lowest port freePort takes (registered services below it are left alone). */
+const BELOW_EPHEMERAL = 10_000;
+
+function listensOn(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = net.createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
 
 /**
  * Removes every container, volume and uplink guard of these hosts (what a test made, whatever state it left),
