@@ -17,7 +17,7 @@ import {
   openSessions,
   rssPerSessionKiB,
 } from './sessions.js';
-import { connect, execTrue, type Login } from './ssh2-client.js';
+import { connect, execTrue, type Login, type Shell } from './ssh2-client.js';
 
 /** One round of keystrokes: how many sessions typed, their echoes, the gateway's cost, how busy the machine was. */
 interface EchoRound {
@@ -300,29 +300,25 @@ await runBench('ssh bench', 30 * 60_000, async () => {
   );
   const droppedIdle = droppedOf(shells);
 
-  const echoUsage = measureUsage(gatewayPid);
+  /** One round of keystrokes by these sessions, with what it cost the gateway and how busy the machine was. */
+  const echoRound = async (typing: Shell[]): Promise<EchoRound> => {
+    const usage = measureUsage(gatewayPid);
+    const machine = measureMachine();
+    const result = await echoSessions(typing, ECHO_MS, KEY_INTERVAL_MS);
+    return { typing: typing.length, result, gateway: usage.stop(), busy: machine.stop().busyPercent };
+  };
   // The clients (this process) and the workspaces share the machine with the gateway: where the time goes.
   const clientUsage = measureUsage(process.pid);
-  const echoMachine = measureMachine();
   const live = shells.filter((shell) => !shell.dropped());
-  const echo = await echoSessions(live, ECHO_MS, KEY_INTERVAL_MS);
-  const echoCost = echoUsage.stop();
+  const full = await echoRound(live);
   const clientCost = clientUsage.stop();
-  const machineDuringEcho = echoMachine.stop();
+  const { result: echo, gateway: echoCost } = full;
   const typingRounds: EchoRound[] = [];
   for (const share of TYPING_SHARES) {
     const typing = live.filter(
       (shell, i) => !shell.dropped() && Math.floor(((i + 1) * share) / 100) > Math.floor((i * share) / 100),
     );
-    const usage = measureUsage(gatewayPid);
-    const machine = measureMachine();
-    const result = await echoSessions(typing, ECHO_MS, KEY_INTERVAL_MS);
-    typingRounds.push({
-      typing: typing.length,
-      result,
-      gateway: usage.stop(),
-      busy: machine.stop().busyPercent,
-    });
+    typingRounds.push(await echoRound(typing));
   }
   const dropped = droppedOf(shells);
   for (const shell of shells) shell.close();
@@ -346,7 +342,7 @@ await runBench('ssh bench', 30 * 60_000, async () => {
   );
   console.log(
     `While echoing: the bench process (every session's ssh2 client) used ${fixed(clientCost.cpuPercent, 0)} % of a ` +
-      `CPU, the machine was ${fixed(machineDuringEcho.busyPercent, 0)} % busy (${availableParallelism()} CPUs), ` +
+      `CPU, the machine was ${fixed(full.busy, 0)} % busy (${availableParallelism()} CPUs), ` +
       `load average ${loadAverage()}`,
   );
   const echoP99 = percentile(echo.latencies, 99);
@@ -356,10 +352,7 @@ await runBench('ssh bench', 30 * 60_000, async () => {
       `${fixed(percentile(echo.latencies, 50), 2)} ms, p99 ${fixed(echoP99, 2)} ms, max ` +
       `${fixed(echo.latencies.at(-1) ?? Number.NaN, 2)} ms`,
   );
-  const rounds: EchoRound[] = [
-    { typing: live.length, result: echo, gateway: echoCost, busy: machineDuringEcho.busyPercent },
-    ...typingRounds,
-  ];
+  const rounds = [full, ...typingRounds];
   console.log(
     `\nKeystroke echo with all ${live.length} open and some of them typing (a key every ${KEY_INTERVAL_MS} ms):`,
   );

@@ -23,7 +23,7 @@ export async function freePort(): Promise<number> {
   const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
   for (let attempt = 0; low > BELOW_EPHEMERAL + 1000 && attempt < 50; attempt++) {
     const port = BELOW_EPHEMERAL + Math.floor(Math.random() * (low - BELOW_EPHEMERAL));
-    if (await listensOn(port)) return port;
+    if (await isFree(port)) return port;
   }
   return freeLoopbackPort();
 }
@@ -31,7 +31,8 @@ export async function freePort(): Promise<number> {
 /** The lowest port freePort takes (registered services below it are left alone). */
 const BELOW_EPHEMERAL = 10_000;
 
-function listensOn(port: number): Promise<boolean> {
+/** Whether this process could listen on the loopback port now. */
+function isFree(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const server = net.createServer();
     server.once('error', () => resolve(false));
