@@ -1,4 +1,5 @@
 import { closeSync, fstatSync, openSync, readFileSync, statSync } from 'node:fs';
+import { hostNetnsInode } from './netns.js';
 import { delay } from './readiness.js';
 
 /**
@@ -50,12 +51,6 @@ export class HeldNetns {
     closeSync(this.fd);
   }
 }
-
-let ownInode: number | undefined;
-const hostNetnsInode = () => {
-  ownInode ??= statSync('/proc/self/ns/net').ino;
-  return ownInode;
-};
 
 /**
  * The network namespace of a container Docker is starting, as soon as one of its processes is in it: runc makes

@@ -1,6 +1,8 @@
 import { execFile } from 'node:child_process';
+import { statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { WORKSPACE_LINK } from './egress-gateway-files.js';
+import { RuntimeError } from './workspace-runtime.js';
 
 export class CommandError extends Error {
   constructor(
@@ -81,6 +83,29 @@ export function runInNetnsAt(
   return run('nsenter', [`--net=${path}`, '--', command, ...args], options);
 }
 
+let ownInode: number | undefined;
+
+/** The inode of the network namespace this process runs in: the host's. */
+export function hostNetnsInode(): number {
+  ownInode ??= statSync('/proc/self/ns/net').ino;
+  return ownInode;
+}
+
+/**
+ * Fails closed unless the workspace has a network namespace of its own, neither the host's nor its gateway's: a
+ * container engine that left it in the host's would otherwise have the link's address and default route set
+ * on the host (the workspace's container asks Docker for no network at all, see container-specs.ts).
+ */
+function requireOwnNamespace(gatewayPid: number, workspacePid: number): void {
+  const inode = (pid: number) => statSync(`/proc/${pid}/ns/net`).ino;
+  const workspace = inode(workspacePid);
+  if (workspace === hostNetnsInode() || workspace === inode(gatewayPid))
+    throw new RuntimeError(
+      'network_setup_failed',
+      `the workspace (PID ${workspacePid}) shares ${workspace === hostNetnsInode() ? "the host's" : "its egress gateway's"} network namespace: the container engine did not give it one of its own; the link was not made`,
+    );
+}
+
 /**
  * Connects a workspace to its egress gateway with a veth pair whose ends are created directly inside the two
  * namespaces, so nothing ever appears in the host's. Idempotent: an old link is removed first. The workspace
@@ -88,6 +113,7 @@ export function runInNetnsAt(
  * traffic).
  */
 export async function linkWorkspace(gatewayPid: number, workspacePid: number): Promise<void> {
+  requireOwnNamespace(gatewayPid, workspacePid);
   const { gatewayInterface, workspaceInterface, gatewayAddress, workspaceAddress, prefixLength } =
     WORKSPACE_LINK;
   // Deleting one end of a veth deletes its peer too; usually there is nothing left to delete.

@@ -34,6 +34,8 @@ describe('workspace container', () => {
 
   it('has no network of its own and no capability that could change one', () => {
     assert.equal(host.NetworkMode, 'none');
+    // Not even Docker's empty one: runc makes the namespace, and dockerd's network hook is skipped.
+    assert.equal(options.NetworkDisabled, true);
     assert.deepEqual(host.CapDrop, ['ALL']);
     for (const forbidden of ['NET_ADMIN', 'NET_RAW', 'SYS_ADMIN'])
       assert.ok(!host.CapAdd!.includes(forbidden), `${forbidden} must never be granted`);

@@ -270,6 +270,23 @@ describe('DockerWorkspaceRuntime (real Docker, egress lab)', { skip, timeout: 60
     assert.ok(span('user check').began >= link.ended);
   });
 
+  it('names localhost and the workspace itself from /etc/hosts for its user, as Docker no longer writes one', async () => {
+    const own = (await asUser(ids.main, 'uname', '-n')).stdout.trim();
+    assert.match(own, /^ccp-[a-z0-9-]+$/);
+    for (const [name, address] of [
+      ['localhost', '127.0.0.1'],
+      [own, '127.0.1.1'],
+    ] as const) {
+      const found = await asUser(ids.main, 'getent', 'ahostsv4', name);
+      assert.equal(found.code, 0, `${name}: ${found.stderr}`);
+      assert.match(found.stdout, new RegExp(`^${address.replaceAll('.', '\\.')}\\s`), name);
+    }
+    // sudo looks the workspace's own name up, and says so on every call when it cannot.
+    const sudo = await asUser(ids.main, 'sudo', '-n', 'true');
+    assert.equal(sudo.code, 0);
+    assert.equal(sudo.stderr, '');
+  });
+
   it('gives the workspace no way to touch its network, not even as root', async () => {
     assert.equal((await asUser(ids.main, 'sudo', '-n', 'true')).code, 0, 'sudo works');
     for (const command of [
@@ -602,6 +619,7 @@ describe('DockerWorkspaceRuntime (real Docker, egress lab)', { skip, timeout: 60
     const made = await docker.getContainer(workspace(ids.ahead)).inspect();
     assert.equal(made.State.Status, 'exited');
     assert.equal(made.HostConfig.NetworkMode, 'none');
+    assert.equal(made.Config.NetworkDisabled, true);
     assert.equal((await labelled(ids.ahead)).containers.length, 1);
     const setUp = await entrypointLog(ids.ahead);
     for (const said of [

@@ -5,6 +5,7 @@ import { readlinkSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
+import Docker from 'dockerode';
 import { needs } from '../../../../test/support/needs.js';
 import { HeldNetns, watchNetns } from '../../src/runtime/early-netns.js';
 import { buildTestImages } from '../helpers/lab-egress.js';
@@ -18,22 +19,16 @@ describe("a container's network namespace, seen while Docker starts it", { skip:
 
   before(async () => {
     const { workspace } = await buildTestImages();
-    // Like a workspace: no network of its own until it is linked.
-    id = (
-      await exec('docker', [
-        'create',
-        '--name',
-        name,
-        '--label',
-        'cloud-cli-proxy.test=early-netns',
-        '--network',
-        'none',
-        '--entrypoint',
-        'sleep',
-        workspace,
-        '300',
-      ])
-    ).stdout.trim();
+    // Like a workspace (container-specs.ts): no network of Docker's at all, which the CLI cannot ask for.
+    const made = await new Docker().createContainer({
+      name,
+      Image: workspace,
+      Entrypoint: ['sleep', '300'],
+      Labels: { 'cloud-cli-proxy.test': 'early-netns' },
+      NetworkDisabled: true,
+      HostConfig: { NetworkMode: 'none' },
+    });
+    id = made.id;
   });
 
   after(async () => {
