@@ -8,13 +8,19 @@
  */
 import { randomBytes } from 'node:crypto';
 import dgram from 'node:dgram';
-import http from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { isIP, isIPv4, type Socket } from 'node:net';
 import tls from 'node:tls';
 import dnsPacket from 'dns-packet';
 import type { EgressProbe } from './settings.js';
 import type { SocketAddress } from './tunnel-engine.js';
+
+/**
+ * Not imported: an ES import of node:http reads every export to build its namespace, and its WebSocket getter
+ * loads undici, about 25 ms of the path check's program loading this file (inside a start's critical path).
+ */
+const http = process.getBuiltinModule('node:http');
 
 export type QueryType = 'A' | 'TXT';
 
@@ -212,7 +218,7 @@ export function askDoh(
 }
 
 /** The start of an answer: an echo's address fits in far less, and nothing longer is read. */
-export function readBody(response: http.IncomingMessage, limit = 4096): Promise<string> {
+export function readBody(response: IncomingMessage, limit = 4096): Promise<string> {
   return new Promise((resolve, reject) => {
     let body = '';
     response.setEncoding('utf8');
