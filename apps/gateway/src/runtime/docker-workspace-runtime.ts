@@ -683,8 +683,8 @@ export class DockerWorkspaceRuntime implements WorkspaceRuntime {
             if (id !== previousWorkspace) made.workspaceId = id;
             const starting = span('workspace: start', () => this.startContainer(id));
             // The path check's program gets ready while the gateway does, in the workspace's namespace as soon
-            // as runc has made it (about 100 ms before Docker's start returns), so that it has loaded when the
-            // link is made. A namespace seen early is used only if it is the started workspace's own.
+            // as runc has made it (40-50 ms before Docker's start returns), so that it has loaded, or nearly, when
+            // the link is made. A namespace seen early is used only if it is the started workspace's own.
             const early = await span('workspace: namespace seen', () => watchNetns(id, starting));
             if (early) ahead.program = this.pathCheckProgram(early.path, signal, early);
             const started = await starting;

@@ -54,8 +54,8 @@ export class HeldNetns {
 
 /**
  * The network namespace of a container Docker is starting, as soon as one of its processes is in it: runc makes
- * the namespace about a third of the way through `docker start`, so what waits for it can begin about 100 ms
- * before the start returns. Polls until `done` resolves (the start returned); null when none was seen by then.
+ * the namespace about half-way through a workspace's `docker start`, so what waits for it can begin 40-50 ms
+ * before the start returns (machine A). Polls until `done` resolves (the start returned); null when none was seen by then.
  * Whoever uses it checks it against the container's process once the start returned (`holds`): a namespace
  * seen early is trusted only as the container's own.
  */
