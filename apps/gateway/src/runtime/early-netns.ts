@@ -55,9 +55,9 @@ export class HeldNetns {
 /**
  * The network namespace of a container Docker is starting, as soon as one of its processes is in it: runc makes
  * the namespace about half-way through a workspace's `docker start`, so what waits for it can begin 40-50 ms
- * before the start returns (machine A). Polls until `done` resolves (the start returned); null when none was seen by then.
- * Whoever uses it checks it against the container's process once the start returned (`holds`): a namespace
- * seen early is trusted only as the container's own.
+ * before the start returns (machine A). Polls until `done` resolves (the start returned); null when none was
+ * seen by then. Whoever uses it checks it against the container's process once the start returned (`holds`): a
+ * namespace seen early is trusted only as the container's own.
  */
 export async function watchNetns(containerId: string, done: Promise<unknown>): Promise<HeldNetns | null> {
   let finished = false;

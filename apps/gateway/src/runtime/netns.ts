@@ -102,7 +102,7 @@ function requireOwnNamespace(gatewayPid: number, workspacePid: number): void {
   if (workspace === hostNetnsInode() || workspace === inode(gatewayPid))
     throw new RuntimeError(
       'network_setup_failed',
-      `the workspace (PID ${workspacePid}) shares ${workspace === hostNetnsInode() ? "the host's" : "its egress gateway's"} network namespace: the container engine did not give it one of its own; the link was not made`,
+      `the workspace (PID ${workspacePid}) shares ${workspace === hostNetnsInode() ? "the host's" : "its egress gateway's"} network namespace, so nothing was linked: its container asks Docker for no network (NetworkDisabled) and a namespace of its own, and this Docker gave none: workspaces cannot run on this version of Docker (\`docker version\` names it)`,
     );
 }
 
