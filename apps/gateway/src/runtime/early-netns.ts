@@ -1,5 +1,5 @@
-import { closeSync, fstatSync, openSync, readFileSync, statSync } from 'node:fs';
-import { hostNetnsInode } from './netns.js';
+import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
+import { hostNetnsInode, netnsInode } from './netns.js';
 import { delay } from './readiness.js';
 
 /**
@@ -41,7 +41,7 @@ export class HeldNetns {
   /** Whether `pid` lives in this namespace. */
   holds(pid: number): boolean {
     try {
-      return statSync(`/proc/${pid}/ns/net`).ino === this.inode;
+      return netnsInode(pid) === this.inode;
     } catch {
       return false;
     }

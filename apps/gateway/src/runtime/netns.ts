@@ -83,11 +83,16 @@ export function runInNetnsAt(
   return run('nsenter', [`--net=${path}`, '--', command, ...args], options);
 }
 
+/** The inode of a process's network namespace: the namespace's identity. Throws when the process is gone. */
+export function netnsInode(pid: number | 'self'): number {
+  return statSync(`/proc/${pid}/ns/net`).ino;
+}
+
 let ownInode: number | undefined;
 
 /** The inode of the network namespace this process runs in: the host's. */
 export function hostNetnsInode(): number {
-  ownInode ??= statSync('/proc/self/ns/net').ino;
+  ownInode ??= netnsInode('self');
   return ownInode;
 }
 
@@ -97,12 +102,17 @@ export function hostNetnsInode(): number {
  * on the host (the workspace's container asks Docker for no network at all, see container-specs.ts).
  */
 function requireOwnNamespace(gatewayPid: number, workspacePid: number): void {
-  const inode = (pid: number) => statSync(`/proc/${pid}/ns/net`).ino;
-  const workspace = inode(workspacePid);
-  if (workspace === hostNetnsInode() || workspace === inode(gatewayPid))
+  const workspace = netnsInode(workspacePid);
+  const shared =
+    workspace === hostNetnsInode()
+      ? "the host's"
+      : workspace === netnsInode(gatewayPid)
+        ? "its egress gateway's"
+        : null;
+  if (shared)
     throw new RuntimeError(
       'network_setup_failed',
-      `the workspace (PID ${workspacePid}) shares ${workspace === hostNetnsInode() ? "the host's" : "its egress gateway's"} network namespace, so nothing was linked: its container asks Docker for no network (NetworkDisabled) and a namespace of its own, and this Docker gave none: workspaces cannot run on this version of Docker (\`docker version\` names it)`,
+      `the workspace (PID ${workspacePid}) shares ${shared} network namespace, so nothing was linked: its container asks Docker for no network (NetworkDisabled) and a namespace of its own, and this Docker gave none: workspaces cannot run on this version of Docker (\`docker version\` names it)`,
     );
 }
 
